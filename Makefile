@@ -1,0 +1,131 @@
+# profring - one entry point.
+#
+#   make            build/libprofring.a and build/libprofring.so
+#   make check      unit tests (closing line "N passed, N failed")
+#   make tsan       the unit tests under ThreadSanitizer (clang)
+#   make asan       the unit tests under AddressSanitizer + UBSan (clang)
+#   make stress     the stress programs, STRESS_SECONDS each
+#   make stress-perturb   the same with schedule perturbation compiled in
+#   make bench      the benchmarks against their anchors
+#   make demo       the main job: a short profbuf stress run
+#   make install    PREFIX=/usr/local DESTDIR=
+#   make format     clang-format every C file
+#
+# Build variants live in their own directories (BUILD=build/tsan, ...), so
+# one tree holds all of them.
+
+CC ?= cc
+BUILD ?= build
+OPT ?= -O2 -g
+SAN ?=
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+STRESS_SECONDS ?= 10
+VERSION := 0.1.0
+SONAME := libprofring.so.0
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+CPPFLAGS += -D_GNU_SOURCE -Iinclude
+CFLAGS += -std=c11 $(WARN) $(OPT) $(SAN) -fPIC -fvisibility=hidden
+LDFLAGS += $(SAN)
+LDLIBS += -lpthread
+
+# Library sources: every .c in a component directory except tests.
+COMPONENTS := profbuf
+LIB_SRCS := $(filter-out %_test.c,$(foreach c,$(COMPONENTS),$(wildcard $(c)/*.c)))
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+TEST_SRCS := $(foreach c,$(COMPONENTS),$(wildcard $(c)/*_test.c))
+TESTS := $(TEST_SRCS:%.c=$(BUILD)/test/%)
+STRESS_SRCS := $(filter-out stress/harness.c,$(wildcard stress/*.c))
+STRESS := $(STRESS_SRCS:stress/%.c=$(BUILD)/stress/%)
+BENCH_SRCS := $(filter-out bench/harness.c,$(wildcard bench/*.c))
+BENCHES := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
+HEADERS := $(wildcard include/profring/*.h ring/*.h $(addsuffix /*.h,$(COMPONENTS)))
+
+.PHONY: all check run-tests tsan asan stress stress-perturb run-stress bench \
+	demo install format clean
+
+all: $(BUILD)/libprofring.a $(BUILD)/libprofring.so
+
+$(BUILD)/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/libprofring.a: $(LIB_OBJS)
+	@mkdir -p $(dir $@)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libprofring.so: $(LIB_OBJS)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,$(SONAME) -o $@.$(VERSION) $^ $(LDLIBS)
+	ln -sf libprofring.so.$(VERSION) $(BUILD)/$(SONAME)
+	ln -sf libprofring.so.$(VERSION) $@
+
+$(BUILD)/test/%: %.c $(BUILD)/libprofring.a ring/ktest.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LDFLAGS) $(BUILD)/libprofring.a $(LDLIBS)
+
+$(BUILD)/stress/%: stress/%.c stress/harness.c stress/harness.h $(BUILD)/libprofring.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< stress/harness.c $(LDFLAGS) $(BUILD)/libprofring.a $(LDLIBS) -lrt
+
+$(BUILD)/bench/%: bench/%.c bench/harness.c bench/harness.h $(BUILD)/libprofring.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< bench/harness.c $(LDFLAGS) $(BUILD)/libprofring.a $(LDLIBS) -lck -lurcu-cds -lurcu -lrt -lm
+
+# Every test binary prints PASS/FAIL lines; the totals are the closing line.
+check: all $(TESTS)
+	@$(MAKE) --no-print-directory run-tests BUILD=$(BUILD)
+
+run-tests: $(TESTS)
+	@pass=0; fail=0; status=0; \
+	for t in $(TESTS); do \
+		out=$$($$t 2>&1); rc=$$?; echo "$$out"; \
+		p=$$(echo "$$out" | grep -c '^PASS'); f=$$(echo "$$out" | grep -c '^FAIL'); \
+		if [ $$rc -ne 0 ] && [ $$f -eq 0 ]; then f=1; echo "FAIL $$t exited $$rc"; fi; \
+		pass=$$((pass + p)); fail=$$((fail + f)); \
+	done; \
+	echo "$(BUILD): $$pass passed, $$fail failed"; \
+	test $$fail -eq 0
+
+tsan:
+	$(MAKE) check BUILD=build/tsan CC=clang OPT="-O1 -g" SAN="-fsanitize=thread"
+
+asan:
+	$(MAKE) check BUILD=build/asan CC=clang OPT="-O1 -g -fno-omit-frame-pointer" \
+		SAN="-fsanitize=address,undefined -fno-sanitize-recover=all"
+
+stress: $(STRESS)
+	@$(MAKE) --no-print-directory run-stress BUILD=$(BUILD)
+
+run-stress: $(STRESS)
+	@for s in $(STRESS); do \
+		$$s --seconds $(STRESS_SECONDS) || exit 1; \
+	done
+
+stress-perturb:
+	$(MAKE) stress BUILD=build/perturb CPPFLAGS="-D_GNU_SOURCE -Iinclude -DPROFRING_PERTURB"
+
+bench: $(BENCHES)
+	@for b in $(BENCHES); do $$b || exit 1; done
+
+demo: $(BUILD)/stress/profbuf_stress
+	$(BUILD)/stress/profbuf_stress --seconds 5 --writers 4 --signals
+
+install: all
+	install -d $(DESTDIR)$(INCLUDEDIR)/profring $(DESTDIR)$(LIBDIR)/pkgconfig
+	install -m 644 include/profring/*.h $(DESTDIR)$(INCLUDEDIR)/profring/
+	install -m 644 $(BUILD)/libprofring.a $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(BUILD)/libprofring.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
+	ln -sf libprofring.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf libprofring.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libprofring.so
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+		profring.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/profring.pc
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf build

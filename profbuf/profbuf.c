@@ -1,0 +1,998 @@
+// SPDX-License-Identifier: MIT
+/*
+ * profbuf.c - the signal-safe profiling ring.
+ *
+ * THE PROTOCOL
+ *
+ * The record layout and the overflow rules are Go's (runtime/profbuf.go);
+ * the way writers reserve and commit is ours, so that any number of writers,
+ * including a signal handler interrupting a write on its own thread, can
+ * write at once and none ever waits for another.
+ *
+ * State.
+ *   w    packed index (ring/pindex.h): counts of data words and records
+ *        *reserved* by writers, plus two flags: SLEEPING (the reader is, or
+ *        is about to be, asleep on the futex word wake_seq) and EXTRA
+ *        (overflow or close happened since the reader last looked).
+ *   r    packed index of what the reader has given back to the writers.
+ *   committed[]  one stamp per tag slot: 1 once the record reserved in
+ *        that slot is completely written, 0 again once the reader has
+ *        given it back.
+ *   ovf, ovf_time   the pending overflow record: ovf holds the count of
+ *        discarded writes (bits 0-31), BUSY (bit 32), SEALED (bit 33) and a
+ *        generation (bits 34-63) that changes whenever the count goes from
+ *        0 to nonzero or back, against ABA; ovf_time is the time of the
+ *        first discarded write of the pending run.
+ *   closed   set once by profbuf_close().
+ * The reader alone owns r_next (what its last read returned), and
+ * eof_returned.
+ *
+ * Write.
+ *   1. Reserve: load w, then r (acquire, pairing with the reader's release
+ *      of r: the slots it gave back are really free).  If the record fits
+ *      (rewinding to offset 0 when it would cross the end of the ring, the
+ *      skipped tail counting as used), CAS w forward by the words and one
+ *      tag.  The CAS fails only if another writer reserved or the reader
+ *      changed a flag meanwhile; then retry.  Reserved space belongs to
+ *      this writer alone: the reader does not look at it before the stamp,
+ *      and no other writer can reserve it until the reader gives it back.
+ *   2. Fill: the rewind marker (a 0 word) if any, then the record and the
+ *      tag, with plain stores.
+ *   3. Commit: store committed[slot] = 1 with release.  That is all; there
+ *      is no ordering among commits, a later reservation may commit first.
+ *   If the reservation finds no room the write is discarded and counted in
+ *   ovf; see Overflow.
+ *
+ * Read.  The reader scans forward from r_next while the stamps are 1
+ * (acquire, pairing with the commit) and returns the longest such run that
+ * is contiguous in both rings: the committed prefix.  It stops at the first
+ * reserved-but-uncommitted record: records are returned in reservation
+ * order.  The next read gives the run back: it clears the tag slots and the
+ * stamps, then stores r = r_next with release.
+ *
+ * Sleeping and waking: exactly one wakeup per sleep.  The reader may set
+ * SLEEPING only by a CAS on w from a value that shows nothing reserved
+ * beyond r_next and EXTRA clear.  From then on:
+ *   - a writer whose reservation CAS sees SLEEPING (and, with a watermark,
+ *     enough pending words) clears it in that same CAS and so becomes the
+ *     one waker: after committing it bumps wake_seq and futex-wakes it;
+ *   - overflow, close, and the end of a BUSY period set EXTRA with a CAS
+ *     (wakeup_extra()) and, if SLEEPING was set, clear it and wake.
+ * Because every event the reader waits for is either a CAS on w or is
+ * followed by one, and the reader's CAS fails if w moved since it looked,
+ * no wakeup is lost.  The reader loads wake_seq before its CAS and sleeps
+ * with FUTEX_WAIT(wake_seq, that value), so a wake between its CAS and the
+ * futex call is not lost either.  Whoever wakes clears SLEEPING, so two
+ * wakers never race for one sleep.
+ *   When the reader finds a reservation not yet committed, it cannot sleep
+ *   (that writer has passed its CAS and will not look at SLEEPING): it polls
+ *   the stamp with back-off - spin, yield, then sleeps up to 1 ms - as
+ *   liburcu's wfcqueue waits for an enqueuer.  Writers finish a record in
+ *   nanoseconds unless preempted; one that never finishes stalls the reader
+ *   (a documented contract).
+ *
+ * Overflow.  Go's rules, made safe for many writers:
+ *   - A write that finds no room counts itself in ovf (count_loss()).  The
+ *     writer that moves the count from 0 to 1 does it by a CAS that also
+ *     sets BUSY and bumps the generation; it then stores ovf_time and
+ *     clears BUSY with release.  So the time is that of the first loss,
+ *     and nobody reads it while it is being written.  Other losses just
+ *     CAS the count up, BUSY or not.
+ *   - A writer that finds a pending overflow (count > 0) tries to emit it:
+ *     it claims ovf by setting BUSY with a CAS, reserves room for the
+ *     overflow record and its own record in one reservation, then takes
+ *     the count (which may have grown meanwhile: losses counted while it
+ *     held BUSY are in it) and clears BUSY in one CAS, and writes both
+ *     records.  With no room, it clears BUSY, adding its own loss in the
+ *     same CAS.  A writer that finds BUSY already set counts itself lost,
+ *     as Go's writer does whenever it cannot write the overflow record
+ *     first: records never overtake an overflow record they follow.
+ *   - The reader takes the count (CAS to 0, new generation) and
+ *     synthesizes the overflow record when it has nothing committed to
+ *     return.  It never takes it while BUSY: it waits (sleeps; the end of
+ *     the BUSY period calls wakeup_extra()).
+ *   While BUSY is held the count can only grow, so nothing is lost between
+ *   a claim and a reservation, and no writer ever waits on BUSY.
+ *
+ * Close and EOF.  close sets closed, then wakeup_extra().  Writers refuse
+ * to start once they see closed.  The reader decides EOF only when closed
+ * is set, nothing committed or reserved is left, and no overflow is
+ * pending; it then seals both words: ovf gets SEALED by a CAS from count 0,
+ * not BUSY (a writer that counts a loss after that gets -EINVAL: refused,
+ * not lost), then w's tag count is pushed 2^29 ahead of r by a CAS from the
+ * value it checked (no live ring is that far ahead: every later
+ * reservation finds no room and ends in count_loss(), refused).  If either
+ * CAS fails, someone wrote or lost something meanwhile: read it first.
+ * So a write racing close is read, counted in an overflow record read
+ * before EOF, or refused.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <profring/profbuf.h>
+
+#include "../ring/compiler.h"
+#include "../ring/futex.h"
+#include "../ring/perturb.h"
+#include "../ring/pindex.h"
+#include "profbuf_testing.h"
+
+#define PB_SLEEPING RING_PINDEX_FLAG_A
+#define PB_EXTRA RING_PINDEX_FLAG_B
+/* Tag-count distance of a sealed w from r: more than any live ring. */
+#define PB_SEAL_DISTANCE ((uint32_t)1 << 29)
+
+#define OVF_COUNT_MASK ((uint64_t)UINT32_MAX)
+#define OVF_BUSY ((uint64_t)1 << 32)
+#define OVF_SEALED ((uint64_t)1 << 33)
+#define OVF_GEN_SHIFT 34
+#define OVF_GEN_ONE ((uint64_t)1 << OVF_GEN_SHIFT)
+
+struct profbuf {
+	/* Reserved by writers; SLEEPING/EXTRA also moved by the reader. */
+	ring_cacheline_aligned _Atomic uint64_t w;
+	/* Given back by the reader. */
+	ring_cacheline_aligned _Atomic uint64_t r;
+	/* The pending overflow record. */
+	ring_cacheline_aligned _Atomic uint64_t ovf;
+	_Atomic uint64_t ovf_time;
+	/* Read-mostly. */
+	ring_cacheline_aligned _Atomic uint32_t closed;
+	_Atomic uint32_t wake_watermark;
+	uint32_t hdrsize;
+	uint32_t data_len; /* power of two */
+	uint32_t tag_len;  /* power of two */
+	uint64_t *data;
+	const void **tags;
+	_Atomic uint32_t *committed;
+	/* Futex word the reader sleeps on; bumped by the one waker. */
+	ring_cacheline_aligned _Atomic uint32_t wake_seq;
+	/* Reader-owned. */
+	_Atomic uint32_t reading;
+	bool eof_returned;
+	uint64_t r_next;
+	uint64_t sleeps;    /* SLEEPING set by us (for tests) */
+	uint64_t withdrawn; /* SLEEPING cleared by us, not a waker */
+	uint64_t *overflow_rec;
+};
+
+/* What one reservation got: up to two records (overflow + own). */
+struct pb_reservation {
+	uint32_t tag;	   /* tag count of the first record */
+	uint32_t pos[2];   /* data offset of each record */
+	int32_t marker[2]; /* offset of the rewind marker before it, or -1 */
+	bool wake;	   /* this writer cleared SLEEPING: it must wake */
+};
+
+static const void *const overflow_tag[1];
+
+static uint32_t round_pow2(size_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+/* ---- overflow word ------------------------------------------------- */
+
+static uint32_t ovf_count(uint64_t o)
+{
+	return (uint32_t)(o & OVF_COUNT_MASK);
+}
+
+/* The ovf value with a zero count, a new generation, BUSY clear. */
+static uint64_t ovf_next_gen(uint64_t o)
+{
+	return ((o >> OVF_GEN_SHIFT) + 1) << OVF_GEN_SHIFT;
+}
+
+static uint64_t ovf_add(uint64_t o, uint32_t n)
+{
+	uint64_t c = (uint64_t)ovf_count(o) + n;
+
+	if (c > UINT32_MAX) /* sticky at 2^32 - 1, as in Go */
+		c = UINT32_MAX;
+	return (o & ~OVF_COUNT_MASK) | c;
+}
+
+/* ---- waking the reader --------------------------------------------- */
+
+/*
+ * wake_reader() - the caller cleared SLEEPING in a CAS on w: wake the
+ * reader, once.
+ */
+static void wake_reader(struct profbuf *b)
+{
+	/*
+	 * Acquire fence: pairs with the reader's release CAS that set
+	 * SLEEPING, which our CAS read.  The reader's load of wake_seq before
+	 * that CAS therefore happens before our increment, and its
+	 * FUTEX_WAIT(wake_seq, old value) cannot sleep through it.
+	 */
+	atomic_thread_fence(memory_order_acquire);
+	/* Relaxed: the futex word carries no data; the stamps do. */
+	atomic_fetch_add_explicit(&b->wake_seq, 1, memory_order_relaxed);
+	ring_futex_wake(&b->wake_seq, 1);
+}
+
+/*
+ * wakeup_extra() - after changing ovf (end of a BUSY period) or closed:
+ * set EXTRA so that a reader about to sleep sees w move, and wake a
+ * sleeping one.
+ */
+static void wakeup_extra(struct profbuf *b)
+{
+	uint64_t old = atomic_load_explicit(&b->w, memory_order_relaxed);
+	uint64_t new;
+
+	do {
+		new = (old | PB_EXTRA) & ~PB_SLEEPING;
+		/*
+		 * Release: pairs with the reader's acquire CAS that clears
+		 * EXTRA: the ovf or closed change made before this CAS is
+		 * visible when it looks again.
+		 */
+	} while (!atomic_compare_exchange_weak_explicit(
+		&b->w, &old, new, memory_order_release, memory_order_relaxed));
+	if (old & PB_SLEEPING)
+		wake_reader(b);
+}
+
+/* ---- counting losses ----------------------------------------------- */
+
+/* Clear BUSY, adding @n losses in the same CAS, and tell the reader. */
+static void ovf_release_busy(struct profbuf *b, uint32_t n)
+{
+	uint64_t o = atomic_load_explicit(&b->ovf, memory_order_relaxed);
+
+	/*
+	 * Release: pairs with the acquire loads of ovf in
+	 * write_with_overflow() and take_overflow(): ovf_time, stored while
+	 * BUSY was held, is visible to whoever sees BUSY clear.
+	 */
+	while (!atomic_compare_exchange_weak_explicit(
+		&b->ovf, &o, ovf_add(o, n) & ~OVF_BUSY, memory_order_release,
+		memory_order_relaxed))
+		;
+	wakeup_extra(b);
+}
+
+/*
+ * count_loss() - a write at time @now was discarded: count it.
+ *
+ * Return: -ENOSPC, or -EINVAL if the reader has sealed the buffer (closed
+ * and drained): the write is then refused rather than counted.
+ */
+static int count_loss(struct profbuf *b, int64_t now)
+{
+	uint64_t o = atomic_load_explicit(&b->ovf, memory_order_relaxed);
+
+	for (;;) {
+		if (o & OVF_SEALED)
+			return -EINVAL;
+		if (ovf_count(o) == 0) {
+			/* First loss: claim the time slot with BUSY. */
+			uint64_t claim = ovf_next_gen(o) | OVF_BUSY | 1;
+
+			/* Relaxed: BUSY keeps readers of ovf_time away. */
+			if (!atomic_compare_exchange_weak_explicit(
+				    &b->ovf, &o, claim, memory_order_relaxed,
+				    memory_order_relaxed))
+				continue;
+			ring_perturb();
+			atomic_store_explicit(&b->ovf_time, (uint64_t)now,
+					      memory_order_relaxed);
+			ovf_release_busy(b, 0);
+			return -ENOSPC;
+		}
+		/* Relaxed: only the count changes; no data rides on it. */
+		if (atomic_compare_exchange_weak_explicit(
+			    &b->ovf, &o, ovf_add(o, 1), memory_order_relaxed,
+			    memory_order_relaxed))
+			return -ENOSPC;
+	}
+}
+
+/* ---- reserving ----------------------------------------------------- */
+
+/*
+ * reserve() - reserve @n (1 or 2) consecutive records of @want[i] words
+ * and one tag each.
+ *
+ * Return: true with @rv filled in, false if there is no room.
+ */
+static bool reserve(struct profbuf *b, const uint32_t *want, int n,
+		    struct pb_reservation *rv)
+{
+	uint64_t old = atomic_load_explicit(&b->w, memory_order_relaxed);
+	uint64_t new;
+
+	for (;;) {
+		/*
+		 * Acquire: pairs with the release store of r in
+		 * give_back_run(): the reader is done with the data and tag
+		 * slots up to r, and has cleared their stamps, before we
+		 * write them.
+		 */
+		uint64_t r = atomic_load_explicit(&b->r, memory_order_acquire);
+		int32_t room = ring_count_sub(ring_pindex_data(r),
+					      ring_pindex_data(old)) +
+			       (int32_t)b->data_len;
+		uint32_t pos = ring_pindex_data(old) & (b->data_len - 1);
+		uint32_t used = 0;
+
+		if (ring_count_sub(ring_pindex_tag(r), ring_pindex_tag(old)) +
+			    (int32_t)b->tag_len <
+		    n)
+			return false;
+		for (int i = 0; i < n; i++) {
+			rv->marker[i] = -1;
+			if (pos + want[i] > b->data_len) {
+				rv->marker[i] = (int32_t)pos;
+				used += b->data_len - pos;
+				pos = 0;
+			}
+			rv->pos[i] = pos;
+			used += want[i];
+			pos = (pos + want[i]) & (b->data_len - 1);
+		}
+		if (room < (int32_t)used)
+			return false;
+
+		new = ring_pindex_add(old, used, (uint32_t)n);
+		rv->wake = false;
+		if ((old & PB_SLEEPING) &&
+		    (uint32_t)ring_count_sub(ring_pindex_data(new),
+					     ring_pindex_data(r)) >=
+			    atomic_load_explicit(&b->wake_watermark,
+						 memory_order_relaxed)) {
+			new &= ~PB_SLEEPING;
+			rv->wake = true;
+		}
+		/*
+		 * Relaxed: the reservation publishes nothing (the stamp
+		 * does), and the space was proven free by the acquire of r.
+		 * Atomicity alone orders us against other writers and
+		 * against the reader's SLEEPING and seal CASes; when we take
+		 * over a SLEEPING flag, wake_reader() supplies the ordering.
+		 */
+		if (atomic_compare_exchange_weak_explicit(&b->w, &old, new,
+							  memory_order_relaxed,
+							  memory_order_relaxed))
+			break;
+	}
+	rv->tag = ring_pindex_tag(old);
+	return true;
+}
+
+/* ---- filling and committing ---------------------------------------- */
+
+static void put_record(struct profbuf *b, uint32_t tag_count, uint32_t pos,
+		       int32_t marker, const void *tag, int64_t now,
+		       const uint64_t *hdr, size_t nhdr, const uintptr_t *stk,
+		       size_t nstk)
+{
+	uint64_t *d = b->data + pos;
+	size_t i;
+
+	if (marker >= 0)
+		b->data[marker] = 0;
+	d[0] = 2 + b->hdrsize + nstk;
+	d[1] = (uint64_t)now;
+	for (i = 0; i < nhdr; i++)
+		d[2 + i] = hdr[i];
+	for (; i < b->hdrsize; i++)
+		d[2 + i] = 0;
+	d += 2 + b->hdrsize;
+	for (i = 0; i < nstk; i++)
+		d[i] = (uint64_t)stk[i];
+	b->tags[tag_count & (b->tag_len - 1)] = tag;
+	ring_perturb();
+	/*
+	 * Release: pairs with the acquire load of the stamp in scan_run():
+	 * the marker, the record and the tag are visible before the stamp.
+	 */
+	atomic_store_explicit(&b->committed[tag_count & (b->tag_len - 1)], 1,
+			      memory_order_release);
+}
+
+static bool header_all_zero(const uint64_t *hdr, size_t nhdr)
+{
+	for (size_t i = 0; i < nhdr; i++)
+		if (hdr[i])
+			return false;
+	return true;
+}
+
+/*
+ * write_with_overflow() - a pending overflow was seen (@o): emit it before
+ * our record, or count our record as lost too.
+ *
+ * Return: as profbuf_write(); 1 if the overflow was taken by someone else
+ * meanwhile and the caller should write normally.
+ */
+static int write_with_overflow(struct profbuf *b, uint64_t o, const void *tag,
+			       int64_t now, const uint64_t *hdr, size_t nhdr,
+			       const uintptr_t *stk, size_t nstk)
+{
+	uint32_t want[2] = { 3 + b->hdrsize, 2 + b->hdrsize + (uint32_t)nstk };
+	struct pb_reservation rv;
+	uint64_t ovf_time;
+	uint32_t count;
+	uintptr_t count_word;
+
+	do {
+		if (ovf_count(o) == 0)
+			return 1;
+		if (o & OVF_BUSY)
+			return count_loss(b, now);
+		/*
+		 * Acquire: pairs with ovf_release_busy(): ovf_time of this
+		 * run of losses is visible.
+		 */
+	} while (!atomic_compare_exchange_weak_explicit(
+		&b->ovf, &o, o | OVF_BUSY, memory_order_acquire,
+		memory_order_acquire));
+	ring_perturb();
+
+	if (!reserve(b, want, 2, &rv)) {
+		ovf_release_busy(b, 1);
+		return -ENOSPC;
+	}
+	ring_perturb();
+	/* Stable while we hold BUSY: only a 0 -> 1 claim stores it. */
+	ovf_time = atomic_load_explicit(&b->ovf_time, memory_order_relaxed);
+	o = atomic_load_explicit(&b->ovf, memory_order_relaxed);
+	/* Relaxed: take the count (grown, perhaps) and drop BUSY at once. */
+	while (!atomic_compare_exchange_weak_explicit(&b->ovf, &o,
+						      ovf_next_gen(o),
+						      memory_order_relaxed,
+						      memory_order_relaxed))
+		;
+	count = ovf_count(o);
+	count_word = count;
+
+	put_record(b, rv.tag, rv.pos[0], rv.marker[0], NULL, (int64_t)ovf_time,
+		   NULL, 0, &count_word, 1);
+	put_record(b, rv.tag + 1, rv.pos[1], rv.marker[1], tag, now, hdr, nhdr,
+		   stk, nstk);
+	if (rv.wake)
+		wake_reader(b);
+	return 0;
+}
+
+static int write_record(struct profbuf *b, const void *tag, int64_t now,
+			const uint64_t *hdr, size_t nhdr, const uintptr_t *stk,
+			size_t nstk)
+{
+	uint32_t want = 2 + b->hdrsize + (uint32_t)nstk;
+	struct pb_reservation rv;
+	/*
+	 * Acquire: pairs with ovf_release_busy() so that, if we go on to
+	 * emit the overflow record, its ovf_time is visible.
+	 */
+	uint64_t o = atomic_load_explicit(&b->ovf, memory_order_acquire);
+
+	if (ring_unlikely(ovf_count(o))) {
+		int rc = write_with_overflow(b, o, tag, now, hdr, nhdr, stk,
+					     nstk);
+
+		if (rc <= 0)
+			return rc;
+	}
+	if (ring_unlikely(!reserve(b, &want, 1, &rv)))
+		return count_loss(b, now);
+	ring_perturb();
+	put_record(b, rv.tag, rv.pos[0], rv.marker[0], tag, now, hdr, nhdr,
+		   stk, nstk);
+	if (rv.wake)
+		wake_reader(b);
+	return 0;
+}
+
+RING_API int profbuf_write(struct profbuf *b, const void *tag, int64_t now,
+			   const uint64_t *hdr, size_t nhdr,
+			   const uintptr_t *stk, size_t nstk)
+{
+	if (ring_unlikely(!b || nhdr > b->hdrsize || (nhdr && !hdr) ||
+			  (nstk && !stk) || nstk > b->data_len ||
+			  2 + b->hdrsize + nstk > b->data_len ||
+			  header_all_zero(hdr, nhdr)))
+		return -EINVAL;
+	/*
+	 * Acquire: pairs with the exchange in profbuf_close(); a write that
+	 * starts after close returned (in happens-before order) sees it.
+	 */
+	if (ring_unlikely(atomic_load_explicit(&b->closed,
+					       memory_order_acquire)))
+		return -EINVAL;
+	return write_record(b, tag, now, hdr, nhdr, stk, nstk);
+}
+
+RING_API int profbuf_close(struct profbuf *b)
+{
+	if (!b)
+		return -EINVAL;
+	/* Release: pairs with the acquire load in profbuf_write(). */
+	if (atomic_exchange_explicit(&b->closed, 1, memory_order_release))
+		return -EALREADY;
+	wakeup_extra(b);
+	return 0;
+}
+
+RING_API int profbuf_set_wake_watermark(struct profbuf *b, size_t words)
+{
+	if (!b || words > b->data_len)
+		return -EINVAL;
+	/* Relaxed: a tuning knob; writers read it on their next reservation. */
+	atomic_store_explicit(&b->wake_watermark, (uint32_t)words,
+			      memory_order_relaxed);
+	return 0;
+}
+
+/* ---- the reader ----------------------------------------------------- */
+
+/*
+ * give_back_run() - commit the previous read: its slots go back to the
+ * writers.
+ */
+static void give_back_run(struct profbuf *b)
+{
+	/* Relaxed: only the reader stores r. */
+	uint64_t prev = atomic_load_explicit(&b->r, memory_order_relaxed);
+	int32_t n = ring_count_sub(ring_pindex_tag(b->r_next),
+				   ring_pindex_tag(prev));
+	uint32_t ti = ring_pindex_tag(prev) & (b->tag_len - 1);
+
+	if (prev == b->r_next)
+		return;
+	for (int32_t i = 0; i < n; i++) {
+		b->tags[ti] = NULL;
+		/* Relaxed: published by the release store of r below. */
+		atomic_store_explicit(&b->committed[ti], 0,
+				      memory_order_relaxed);
+		ti = (ti + 1) & (b->tag_len - 1);
+	}
+	/* Release: pairs with the acquire load of r in reserve(). */
+	atomic_store_explicit(&b->r, b->r_next, memory_order_release);
+}
+
+/*
+ * scan_run() - find the committed run at r_next (see the protocol).
+ *
+ * Return: 1 with @out filled in, 0 if the first reserved record (if any)
+ * is not committed, -EIO if the ring is malformed (cannot happen unless
+ * memory was corrupted).
+ */
+static int scan_run(struct profbuf *b, uint64_t bw, struct profbuf_read *out)
+{
+	uint64_t br = b->r_next;
+	int32_t reserved = ring_count_sub(ring_pindex_tag(bw),
+					  ring_pindex_tag(br));
+	uint32_t ti = ring_pindex_tag(br) & (b->tag_len - 1);
+	uint32_t start = ring_pindex_data(br) & (b->data_len - 1);
+	uint32_t tag_room = b->tag_len - ti;
+	uint32_t skip = 0, di = start, n = 0;
+
+	if (reserved > 0 && (uint32_t)reserved < tag_room)
+		tag_room = (uint32_t)reserved;
+	else if (reserved <= 0)
+		tag_room = 0;
+	/*
+	 * Acquire: pairs with the release store of the stamp in
+	 * put_record(): the record's words and tag are visible.
+	 */
+	while (n < tag_room && di < b->data_len &&
+	       atomic_load_explicit(&b->committed[ti + n],
+				    memory_order_acquire)) {
+		uint64_t len = b->data[di];
+
+		if (len == 0) {
+			if (n > 0)
+				break; /* rewind: next read starts at 0 */
+			skip = b->data_len - start;
+			start = di = 0;
+			len = b->data[0];
+		}
+		if (len < 2 + b->hdrsize || len > b->data_len - di)
+			return -EIO;
+		di += (uint32_t)len;
+		n++;
+	}
+	if (n == 0)
+		return 0;
+	out->data = b->data + start;
+	out->ndata = di - start;
+	out->tags = b->tags + ti;
+	out->ntags = n;
+	b->r_next = ring_pindex_make(ring_pindex_data(br) + skip + di - start,
+				     ring_pindex_tag(br) + n);
+	return 1;
+}
+
+/*
+ * take_overflow() - the reader takes the pending overflow, unless a
+ * writer holds BUSY.
+ *
+ * Return: true with the overflow record in @out.
+ */
+static bool take_overflow(struct profbuf *b, struct profbuf_read *out)
+{
+	/*
+	 * Acquire: pairs with ovf_release_busy(): the run's ovf_time is
+	 * visible once we see its count with BUSY clear.
+	 */
+	uint64_t o = atomic_load_explicit(&b->ovf, memory_order_acquire);
+	uint64_t time;
+
+	do {
+		if (ovf_count(o) == 0 || (o & OVF_BUSY))
+			return false;
+		time = atomic_load_explicit(&b->ovf_time,
+					    memory_order_relaxed);
+		/*
+		 * The generation makes the CAS fail if the count went to 0
+		 * and back (a new run, a new time) since we loaded it.
+		 */
+	} while (!atomic_compare_exchange_weak_explicit(
+		&b->ovf, &o, ovf_next_gen(o), memory_order_acquire,
+		memory_order_acquire));
+
+	b->overflow_rec[0] = 3 + b->hdrsize;
+	b->overflow_rec[1] = time;
+	b->overflow_rec[2 + b->hdrsize] = ovf_count(o);
+	out->data = b->overflow_rec;
+	out->ndata = 3 + b->hdrsize;
+	out->tags = overflow_tag;
+	out->ntags = 1;
+	return true;
+}
+
+/*
+ * seal() - the buffer is closed and drained as of @bw: make every later
+ * write fail, so that EOF is final (see the protocol).
+ *
+ * Return: 1 sealed; 0 if w moved (look again); -EAGAIN if an overflow is
+ * pending or being written (wait for it: its end calls wakeup_extra()).
+ */
+static int seal(struct profbuf *b, uint64_t bw)
+{
+	uint64_t o = atomic_load_explicit(&b->ovf, memory_order_relaxed);
+	uint64_t sealed = ring_pindex_add(bw & ~RING_PINDEX_FLAGS, 0,
+					  PB_SEAL_DISTANCE);
+
+	/* Relaxed: atomicity against count_loss() is all we need. */
+	while (!(o & OVF_SEALED)) {
+		if (ovf_count(o) || (o & OVF_BUSY))
+			return -EAGAIN;
+		if (atomic_compare_exchange_weak_explicit(
+			    &b->ovf, &o, o | OVF_SEALED, memory_order_relaxed,
+			    memory_order_relaxed))
+			break;
+	}
+	/* Relaxed: atomicity against reservations is all we need. */
+	return atomic_compare_exchange_strong_explicit(&b->w, &bw, sealed,
+						       memory_order_relaxed,
+						       memory_order_relaxed);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static struct timespec ns_to_timespec(uint64_t ns)
+{
+	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000u),
+			       .tv_nsec = (long)(ns % 1000000000u) };
+	return ts;
+}
+
+/*
+ * struct pb_wait - how long a read may still wait.
+ * @block:    false: never wait
+ * @deadline: CLOCK_MONOTONIC ns, or 0 for no limit
+ * @backoff:  steps taken polling for an uncommitted record
+ */
+struct pb_wait {
+	bool block;
+	uint64_t deadline;
+	uint32_t backoff;
+};
+
+/* Time left before the deadline; false if it has passed. */
+static bool wait_left(const struct pb_wait *wt, struct timespec *left)
+{
+	uint64_t t;
+
+	if (!wt->deadline)
+		return true;
+	t = now_ns();
+	if (t >= wt->deadline)
+		return false;
+	*left = ns_to_timespec(wt->deadline - t);
+	return true;
+}
+
+/*
+ * wait_for_commit() - a record is reserved but not committed: back off.
+ * Spin first (the writer is usually mid-memcpy), then yield, then sleep
+ * 1 us doubling to 1 ms (the writer was preempted).
+ */
+static void wait_for_commit(struct pb_wait *wt)
+{
+	uint32_t step = wt->backoff++;
+	struct timespec ts;
+
+	if (step < 64) {
+		for (int i = 0; i < 32; i++)
+			ring_cpu_relax();
+	} else if (step < 96) {
+		sched_yield();
+	} else {
+		step -= 96;
+		ts = ns_to_timespec(step < 10 ? 1000u << step : 1000000u);
+		nanosleep(&ts, NULL);
+	}
+}
+
+/*
+ * sleep_reader() - sleep until a writer or close wakes us, starting from
+ * @bw (nothing reserved beyond r_next, EXTRA clear).
+ *
+ * Return: 0 to look again, -ETIMEDOUT.
+ */
+static int sleep_reader(struct profbuf *b, uint64_t bw, struct pb_wait *wt)
+{
+	struct timespec left, *timeout = NULL;
+	uint32_t seq = atomic_load_explicit(&b->wake_seq, memory_order_relaxed);
+	uint64_t cur;
+	int rc;
+
+	if (wt->deadline) {
+		if (!wait_left(wt, &left))
+			return -ETIMEDOUT;
+		timeout = &left;
+	}
+	/*
+	 * Release: pairs with the acquire fence in wake_reader(): our load
+	 * of wake_seq above happens before the waker's increment.
+	 */
+	if (!atomic_compare_exchange_strong_explicit(
+		    &b->w, &bw, bw | PB_SLEEPING, memory_order_release,
+		    memory_order_relaxed))
+		return 0;
+	if (!(bw & PB_SLEEPING))
+		b->sleeps++;
+	ring_perturb();
+	rc = ring_futex_wait(&b->wake_seq, seq, timeout);
+	if (rc != -ETIMEDOUT)
+		return 0;
+	/* Timed out: take our flag back, unless a waker already did. */
+	cur = atomic_load_explicit(&b->w, memory_order_relaxed);
+	/* Relaxed: we only withdraw the flag; nothing is published. */
+	while (cur & PB_SLEEPING) {
+		if (atomic_compare_exchange_weak_explicit(
+			    &b->w, &cur, cur & ~PB_SLEEPING,
+			    memory_order_relaxed, memory_order_relaxed)) {
+			b->withdrawn++;
+			break;
+		}
+	}
+	return -ETIMEDOUT;
+}
+
+/*
+ * read_step() - one look at the buffer.
+ *
+ * Return: 1 when @out holds something to return (data, overflow, EOF), 0
+ * to look again, -EAGAIN when there is nothing and we may not wait, or an
+ * error.
+ */
+static int read_step(struct profbuf *b, struct pb_wait *wt,
+		     struct profbuf_read *out)
+{
+	/*
+	 * Relaxed: each record is published by its stamp, read with acquire
+	 * in scan_run(); w only bounds the scan.
+	 */
+	uint64_t bw = atomic_load_explicit(&b->w, memory_order_relaxed);
+	bool reserved = ring_pindex_tag(bw) != ring_pindex_tag(b->r_next);
+	int rc = scan_run(b, bw, out);
+
+	if (rc)
+		return rc;
+	if (take_overflow(b, out))
+		return 1;
+	/* Acquire: pairs with the exchange in profbuf_close(). */
+	if (!reserved &&
+	    atomic_load_explicit(&b->closed, memory_order_acquire)) {
+		rc = seal(b, bw);
+		if (rc == 1) {
+			b->withdrawn += !!(bw & PB_SLEEPING);
+			b->eof_returned = true;
+			out->eof = true;
+			return 1;
+		}
+		if (rc == 0)
+			return 0;
+	}
+	if (bw & PB_EXTRA) {
+		/*
+		 * Acquire: pairs with the release CAS in wakeup_extra(): the
+		 * ovf or closed change behind it is visible when we look
+		 * again.  Failure means w moved: look again anyway.
+		 */
+		atomic_compare_exchange_strong_explicit(&b->w, &bw,
+							bw & ~PB_EXTRA,
+							memory_order_acquire,
+							memory_order_relaxed);
+		return 0;
+	}
+	if (!wt->block)
+		return -EAGAIN;
+	if (reserved) {
+		struct timespec left;
+
+		if (!wait_left(wt, &left))
+			return -ETIMEDOUT;
+		wait_for_commit(wt);
+		return 0;
+	}
+	return sleep_reader(b, bw, wt);
+}
+
+static int read_common(struct profbuf *b, struct pb_wait *wt,
+		       struct profbuf_read *out)
+{
+	int rc;
+
+	if (!b || !out)
+		return -EINVAL;
+	/*
+	 * Acquire: pairs with the release store at the end of the previous
+	 * read, handing over the reader-owned fields.
+	 */
+	if (atomic_exchange_explicit(&b->reading, 1, memory_order_acquire))
+		return -EBUSY;
+	memset(out, 0, sizeof(*out));
+	if (b->eof_returned) {
+		out->eof = true;
+		rc = 0;
+		goto out;
+	}
+	give_back_run(b);
+	do
+		rc = read_step(b, wt, out);
+	while (rc == 0);
+	if (rc == -ETIMEDOUT) {
+		/* One last look, so that a timeout never hides a record. */
+		wt->block = false;
+		do
+			rc = read_step(b, wt, out);
+		while (rc == 0);
+		if (rc == -EAGAIN)
+			rc = -ETIMEDOUT;
+	}
+	if (rc == 1 || rc == -EAGAIN)
+		rc = 0;
+out:
+	/* Release: pairs with the acquire exchange above. */
+	atomic_store_explicit(&b->reading, 0, memory_order_release);
+	return rc;
+}
+
+RING_API int profbuf_read(struct profbuf *b, enum profbuf_mode mode,
+			  struct profbuf_read *r)
+{
+	struct pb_wait wt = { .block = mode == PROFBUF_BLOCKING };
+
+	if (mode != PROFBUF_BLOCKING && mode != PROFBUF_NONBLOCKING)
+		return -EINVAL;
+	return read_common(b, &wt, r);
+}
+
+RING_API int profbuf_read_timeout(struct profbuf *b, uint64_t timeout_ns,
+				  struct profbuf_read *r)
+{
+	struct pb_wait wt = { .block = true };
+
+	/* A deadline of 0 means "none": keep it nonzero. */
+	wt.deadline = now_ns() + timeout_ns;
+	if (!wt.deadline)
+		wt.deadline = 1;
+	return read_common(b, &wt, r);
+}
+
+/* ---- life cycle ------------------------------------------------------ */
+
+struct profbuf *profbuf_new_at(size_t hdrsize, size_t bufwords, size_t ntags,
+			       uint32_t data_count, uint32_t tag_count)
+{
+	struct profbuf *b;
+	uint64_t start;
+
+	if (hdrsize == 0 || hdrsize >= RING_PINDEX_MAX_ENTRIES ||
+	    bufwords >= RING_PINDEX_MAX_ENTRIES ||
+	    ntags >= RING_PINDEX_MAX_ENTRIES)
+		goto einval;
+	if (bufwords < 3 + hdrsize)
+		bufwords = 3 + hdrsize;
+	bufwords = round_pow2(bufwords);
+	if (bufwords >= RING_PINDEX_MAX_ENTRIES)
+		goto einval;
+
+	b = aligned_alloc(RING_CACHELINE, sizeof(*b));
+	if (!b)
+		goto enomem;
+	memset(b, 0, sizeof(*b));
+	b->hdrsize = (uint32_t)hdrsize;
+	b->data_len = (uint32_t)bufwords;
+	b->tag_len = round_pow2(ntags);
+	b->data = calloc(b->data_len, sizeof(*b->data));
+	if (!b->data)
+		goto free_b;
+	b->tags = calloc(b->tag_len, sizeof(*b->tags));
+	if (!b->tags)
+		goto free_data;
+	b->committed = calloc(b->tag_len, sizeof(*b->committed));
+	if (!b->committed)
+		goto free_tags;
+	b->overflow_rec = calloc(3 + hdrsize, sizeof(*b->overflow_rec));
+	if (!b->overflow_rec)
+		goto free_committed;
+
+	start = ring_pindex_make(data_count, tag_count);
+	atomic_init(&b->w, start);
+	atomic_init(&b->r, start);
+	b->r_next = start;
+	return b;
+
+free_committed:
+	free(b->committed);
+free_tags:
+	free(b->tags);
+free_data:
+	free(b->data);
+free_b:
+	free(b);
+enomem:
+	errno = ENOMEM;
+	return NULL;
+einval:
+	errno = EINVAL;
+	return NULL;
+}
+
+void profbuf_test_counters(struct profbuf *b, struct profbuf_test_counters *c)
+{
+	c->wakeups = atomic_load_explicit(&b->wake_seq, memory_order_relaxed);
+	c->sleeps = b->sleeps;
+	c->withdrawn = b->withdrawn;
+}
+
+RING_API struct profbuf *profbuf_new(size_t hdrsize, size_t bufwords,
+				     size_t ntags)
+{
+	return profbuf_new_at(hdrsize, bufwords, ntags, 0, 0);
+}
+
+RING_API void profbuf_free(struct profbuf *b)
+{
+	if (!b)
+		return;
+	free(b->overflow_rec);
+	free(b->committed);
+	free(b->tags);
+	free(b->data);
+	free(b);
+}

@@ -1,0 +1,981 @@
+// SPDX-License-Identifier: MIT
+/*
+ * profbuf_test.c - unit tests for profbuf.
+ *
+ * The single-threaded cases are Go's runtime/profbuf_test.go, word for
+ * word; then wrap-around, misuse, close/EOF, timeouts, watermark and wakeup
+ * accounting; then concurrent writers and writers nested in a real SIGPROF
+ * handler, with exact accounting (stress/checkrec.h).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <profring/profbuf.h>
+
+#include "../ring/ktest.h"
+#include "../stress/checkrec.h"
+#include "profbuf_testing.h"
+
+#if defined(__SANITIZE_THREAD__)
+#define UNDER_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define UNDER_TSAN 1
+#endif
+#endif
+#ifndef UNDER_TSAN
+#define UNDER_TSAN 0
+#endif
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define U64S(...) ((const uint64_t[]){ __VA_ARGS__ })
+#define PCS(...) ((const uintptr_t[]){ __VA_ARGS__ })
+#define WORDS(...) U64S(__VA_ARGS__), ARRAY_SIZE(U64S(__VA_ARGS__))
+
+static char my_tags[100];
+
+static int wr(struct profbuf *b, const void *tag, int64_t now,
+	      const uint64_t *hdr, size_t nhdr, const uintptr_t *stk,
+	      size_t nstk)
+{
+	return profbuf_write(b, tag, now, hdr, nhdr, stk, nstk);
+}
+
+#define WRITE(b, tag, now, hdr, stk)                                          \
+	wr(b, tag, now, hdr, ARRAY_SIZE(hdr), stk, ARRAY_SIZE(stk))
+#define HDR(...) U64S(__VA_ARGS__)
+#define STK(...) PCS(__VA_ARGS__)
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Compare a read with the expected words and tags. */
+static void expect(const struct profbuf_read *r, const uint64_t *data,
+		   size_t ndata, const void *const *tags, size_t ntags)
+{
+	KT_CHECK_EQ(r->ndata, ndata);
+	KT_CHECK_EQ(r->ntags, ntags);
+	KT_CHECK(!r->eof);
+	if (r->ndata == ndata)
+		KT_CHECK(ndata == 0 || !memcmp(r->data, data, ndata * 8));
+	if (r->ntags == ntags)
+		for (size_t i = 0; i < ntags; i++)
+			KT_CHECK(r->tags[i] == tags[i]);
+}
+
+static void read_nb(struct profbuf *b, const uint64_t *data, size_t ndata,
+		    const void *const *tags, size_t ntags)
+{
+	struct profbuf_read r;
+
+	KT_CHECK_EQ(profbuf_read(b, PROFBUF_NONBLOCKING, &r), 0);
+	expect(&r, data, ndata, tags, ntags);
+}
+
+#define TAGS(...) ((const void *const[]){ __VA_ARGS__ })
+#define READ(b, data, ...)                                                    \
+	read_nb(b, data, TAGS(__VA_ARGS__),                                   \
+		ARRAY_SIZE(TAGS(__VA_ARGS__)))
+#define READ_NONE(b) read_nb(b, NULL, 0, NULL, 0)
+
+/* ---- Go's cases ----------------------------------------------------- */
+
+static void basic_write_read(void)
+{
+	struct profbuf *b = profbuf_new(2, 11, 1);
+
+	KT_REQUIRE(b);
+	KT_CHECK_EQ(WRITE(b, &my_tags[0], 1, HDR(2, 3), STK(4, 5, 6, 7, 8, 9)),
+		    0);
+	READ(b, WORDS(10, 1, 2, 3, 4, 5, 6, 7, 8, 9), &my_tags[0]);
+	READ_NONE(b);
+	KT_CHECK_EQ(WRITE(b, &my_tags[2], 99, HDR(101, 102),
+			  STK(201, 202, 203, 204)),
+		    0);
+	READ(b, WORDS(8, 99, 101, 102, 201, 202, 203, 204), &my_tags[2]);
+	profbuf_free(b);
+}
+
+static void read_many(void)
+{
+	struct profbuf *b = profbuf_new(2, 50, 50);
+
+	KT_REQUIRE(b);
+	WRITE(b, &my_tags[0], 1, HDR(2, 3), STK(4, 5, 6, 7, 8, 9));
+	WRITE(b, &my_tags[2], 99, HDR(101, 102), STK(201, 202, 203, 204));
+	WRITE(b, &my_tags[1], 500, HDR(502, 504), STK(506));
+	READ(b,
+	     WORDS(10, 1, 2, 3, 4, 5, 6, 7, 8, 9, 8, 99, 101, 102, 201, 202,
+		   203, 204, 5, 500, 502, 504, 506),
+	     &my_tags[0], &my_tags[2], &my_tags[1]);
+	profbuf_free(b);
+}
+
+/* A read stops at the end of the tag ring and goes on from its start. */
+static void read_stops_at_tag_ring_end(void)
+{
+	struct profbuf *b = profbuf_new_at(2, 64, 4, 0, 3);
+
+	KT_REQUIRE(b);
+	WRITE(b, &my_tags[0], 1, HDR(2, 3), STK(4));
+	WRITE(b, &my_tags[1], 5, HDR(6, 7), STK(8));
+	READ(b, WORDS(5, 1, 2, 3, 4), &my_tags[0]);
+	READ(b, WORDS(5, 5, 6, 7, 8), &my_tags[1]);
+	READ_NONE(b);
+	profbuf_free(b);
+}
+
+/* A record that does not fit at the end rewinds; the read stops there. */
+static void read_stops_at_rewind(void)
+{
+	struct profbuf *b = profbuf_new(1, 16, 8);
+
+	KT_REQUIRE(b);
+	WRITE(b, &my_tags[0], 1, HDR(2), STK(3, 4, 5, 6, 7, 8, 9)); /* 10 */
+	READ(b, WORDS(10, 1, 2, 3, 4, 5, 6, 7, 8, 9), &my_tags[0]);
+	WRITE(b, &my_tags[1], 11, HDR(12), STK(13)); /* 4: ends at 14 */
+	READ(b, WORDS(4, 11, 12, 13), &my_tags[1]);
+	WRITE(b, &my_tags[2], 21, HDR(22), STK(23)); /* rewinds to 0 */
+	WRITE(b, &my_tags[3], 31, HDR(32), STK(33));
+	READ(b, WORDS(4, 21, 22, 23, 4, 31, 32, 33), &my_tags[2], &my_tags[3]);
+	profbuf_free(b);
+}
+
+/*
+ * Go's overflow cases take the counters' start values, so that they can be
+ * run again across the 2^32 / 2^30 wrap (start at a multiple of the ring
+ * size: the expected words depend on the position in the ring).
+ */
+static void overflow_written_by_writer_at(uint32_t data0, uint32_t tag0)
+{
+	struct profbuf *b = profbuf_new_at(2, 16, 5, data0, tag0);
+
+	KT_REQUIRE(b);
+	KT_CHECK_EQ(WRITE(b, &my_tags[0], 1, HDR(2, 3), STK(4, 5, 6, 7, 8, 9)),
+		    0);
+	READ(b, WORDS(10, 1, 2, 3, 4, 5, 6, 7, 8, 9), &my_tags[0]);
+	KT_CHECK_EQ(WRITE(b, &my_tags[0], 1, HDR(2, 3), STK(4, 5)), 0);
+	READ(b, WORDS(6, 1, 2, 3, 4, 5), &my_tags[0]);
+	/* now 10 available */
+	KT_CHECK_EQ(WRITE(b, &my_tags[2], 99, HDR(101, 102),
+			  STK(201, 202, 203, 204, 205, 206, 207, 208, 209)),
+		    -ENOSPC);
+	for (int i = 0; i < 299; i++)
+		KT_CHECK_EQ(WRITE(b, &my_tags[3], 100 + i, HDR(101, 102),
+				  STK(201, 202, 203, 204)),
+			    -ENOSPC);
+	KT_CHECK_EQ(WRITE(b, &my_tags[1], 500, HDR(502, 504), STK(506)), 0);
+	READ(b, WORDS(5, 99, 0, 0, 300, 5, 500, 502, 504, 506), NULL,
+	     &my_tags[1]);
+	profbuf_free(b);
+}
+
+static void overflow_synthesized_by_reader_at(uint32_t data0, uint32_t tag0)
+{
+	struct profbuf *b = profbuf_new_at(2, 16, 5, data0, tag0);
+
+	KT_REQUIRE(b);
+	WRITE(b, &my_tags[0], 1, HDR(2, 3), STK(4, 5, 6, 7, 8, 9));
+	/*
+	 * Go writes a 17-word record into the 16-word ring here and counts
+	 * it lost; profring refuses a record larger than the ring with
+	 * -EINVAL, so this case uses one of exactly 16 words.
+	 */
+	KT_CHECK_EQ(WRITE(b, &my_tags[2], 99, HDR(101, 102),
+			  STK(201, 202, 203, 204, 205, 206, 207, 208, 209, 210,
+			      211, 212, 213)),
+		    -EINVAL);
+	KT_CHECK_EQ(WRITE(b, &my_tags[2], 99, HDR(101, 102),
+			  STK(201, 202, 203, 204, 205, 206, 207, 208, 209, 210,
+			      211, 212)),
+		    -ENOSPC);
+	for (int i = 0; i < 299; i++)
+		WRITE(b, &my_tags[3], 100, HDR(101, 102),
+		      STK(201, 202, 203, 204));
+	READ(b, WORDS(10, 1, 2, 3, 4, 5, 6, 7, 8, 9), &my_tags[0]);
+	/* still overflow: no room for the overflow record and this one */
+	KT_CHECK_EQ(wr(b, &my_tags[1], 500, HDR(502, 504), 2, NULL, 0),
+		    -ENOSPC);
+	READ(b, WORDS(5, 99, 0, 0, 301), NULL);
+	KT_CHECK_EQ(WRITE(b, &my_tags[1], 500, HDR(502, 505), STK(506)), 0);
+	READ(b, WORDS(5, 500, 502, 505, 506), &my_tags[1]);
+	profbuf_free(b);
+}
+
+static void overflow_at_end_at(uint32_t data0, uint32_t tag0)
+{
+	struct profbuf *b = profbuf_new_at(2, 12, 5, data0, tag0);
+
+	KT_REQUIRE(b);
+	WRITE(b, &my_tags[0], 1, HDR(2, 3), STK(4, 5, 6, 7, 8, 9));
+	WRITE(b, &my_tags[2], 99, HDR(101, 102), STK(201, 202, 203, 204));
+	for (int i = 0; i < 299; i++)
+		WRITE(b, &my_tags[3], 100, HDR(101, 102),
+		      STK(201, 202, 203, 204));
+	READ(b, WORDS(10, 1, 2, 3, 4, 5, 6, 7, 8, 9), &my_tags[0]);
+	READ(b, WORDS(5, 99, 0, 0, 300), NULL);
+	WRITE(b, &my_tags[1], 500, HDR(502, 504), STK(506));
+	READ(b, WORDS(5, 500, 502, 504, 506), &my_tags[1]);
+	profbuf_free(b);
+}
+
+static void overflow_written_by_writer(void)
+{
+	overflow_written_by_writer_at(0, 0);
+}
+
+static void overflow_synthesized_by_reader(void)
+{
+	overflow_synthesized_by_reader_at(0, 0);
+}
+
+static void overflow_at_end(void)
+{
+	overflow_at_end_at(0, 0);
+}
+
+struct blocked_read {
+	pthread_t thread;
+	struct profbuf *b;
+	struct profbuf_read r;
+	int rc;
+	atomic_bool done;
+	/* copies: the read's pointers are only valid until the next read */
+	uint64_t data[64];
+	const void *tags[8];
+};
+
+static void *blocked_read_main(void *arg)
+{
+	struct blocked_read *br = arg;
+
+	br->rc = profbuf_read(br->b, PROFBUF_BLOCKING, &br->r);
+	if (br->r.ndata <= ARRAY_SIZE(br->data))
+		memcpy(br->data, br->r.data, br->r.ndata * 8);
+	if (br->r.ntags <= ARRAY_SIZE(br->tags))
+		memcpy(br->tags, br->r.tags, br->r.ntags * sizeof(void *));
+	atomic_store(&br->done, true);
+	return NULL;
+}
+
+/* Start a blocking read and let it go to sleep (Go's readBlock). */
+static void start_blocked_read(struct blocked_read *br, struct profbuf *b)
+{
+	memset(br, 0, sizeof(*br));
+	br->b = b;
+	pthread_create(&br->thread, NULL, blocked_read_main, br);
+	sleep_ms(10);
+}
+
+static void finish_blocked_read(struct blocked_read *br)
+{
+	pthread_join(br->thread, NULL);
+	KT_CHECK_EQ(br->rc, 0);
+}
+
+static void blocking_write_read(void)
+{
+	struct profbuf *b = profbuf_new(2, 11, 1);
+	struct blocked_read br;
+	struct profbuf_read r;
+	struct profbuf_test_counters c;
+
+	KT_REQUIRE(b);
+	start_blocked_read(&br, b);
+	KT_CHECK(!atomic_load(&br.done));
+	WRITE(b, &my_tags[0], 1, HDR(2, 3), STK(4, 5, 6, 7, 8, 9));
+	finish_blocked_read(&br);
+	KT_CHECK_EQ(br.r.ndata, 10);
+	KT_CHECK(!memcmp(br.data, U64S(10, 1, 2, 3, 4, 5, 6, 7, 8, 9), 80));
+	KT_CHECK(br.r.ntags == 1 && br.tags[0] == &my_tags[0]);
+
+	start_blocked_read(&br, b);
+	sleep_ms(10);
+	WRITE(b, &my_tags[2], 99, HDR(101, 102), STK(201, 202, 203, 204));
+	finish_blocked_read(&br);
+	KT_CHECK_EQ(br.r.ndata, 8);
+	KT_CHECK(!memcmp(br.data, U64S(8, 99, 101, 102, 201, 202, 203, 204),
+			 64));
+
+	start_blocked_read(&br, b);
+	KT_CHECK_EQ(profbuf_close(b), 0);
+	finish_blocked_read(&br);
+	KT_CHECK(br.r.eof && br.r.ndata == 0 && br.r.ntags == 0);
+
+	KT_CHECK_EQ(profbuf_read(b, PROFBUF_BLOCKING, &r), 0);
+	KT_CHECK(r.eof && r.ndata == 0 && r.data == NULL && r.tags == NULL);
+	KT_CHECK_EQ(profbuf_read(b, PROFBUF_NONBLOCKING, &r), 0);
+	KT_CHECK(r.eof && r.ndata == 0);
+
+	/* Each of the three sleeps was ended by exactly one wakeup. */
+	profbuf_test_counters(b, &c);
+	KT_CHECK_EQ(c.sleeps, 3);
+	KT_CHECK_EQ(c.wakeups + c.withdrawn, c.sleeps);
+	KT_CHECK_EQ(c.wakeups, 3);
+	profbuf_free(b);
+}
+
+/* Go's DataWraparound, TagWraparound, BothWraparound. */
+static void wraparound_case(size_t bufwords, size_t ntags, uint32_t data0,
+			    uint32_t tag0, int rounds)
+{
+	struct profbuf *b = profbuf_new_at(2, bufwords, ntags, data0, tag0);
+
+	KT_REQUIRE(b);
+	for (int i = 0; i < rounds; i++) {
+		KT_CHECK_EQ(WRITE(b, &my_tags[0], 1, HDR(2, 3),
+				  STK(4, 5, 6, 7, 8, 9)),
+			    0);
+		READ(b, WORDS(10, 1, 2, 3, 4, 5, 6, 7, 8, 9), &my_tags[0]);
+		READ_NONE(b);
+	}
+	profbuf_free(b);
+}
+
+static void data_wraparound(void)
+{
+	wraparound_case(16, 1024, 0, 0, 10);
+}
+
+static void tag_wraparound(void)
+{
+	wraparound_case(1024, 2, 0, 0, 10);
+}
+
+static void both_wraparound(void)
+{
+	wraparound_case(16, 2, 0, 0, 10);
+}
+
+/* ---- counters across their 2^32 / 2^30 wrap ----------------------- */
+
+static void counters_wrap(void)
+{
+	/*
+	 * The 10-word record fits an empty 16-word ring only at offsets
+	 * 0-6 and 10-15 (a record never wraps), so start at a multiple of 16.
+	 */
+	wraparound_case(16, 2, UINT32_MAX - 47, (1u << 30) - 5, 40);
+	wraparound_case(16, 1024, UINT32_MAX - 3, (1u << 30) - 1, 40);
+	wraparound_case(1024, 2, UINT32_MAX - 100, (1u << 30) - 2, 40);
+}
+
+/*
+ * Go's overflow cases again with the data count crossing 2^32 and the tag
+ * count just below 2^30 (both starting at multiples of the ring sizes: the
+ * expected words depend on the positions in the rings).
+ */
+static void overflow_near_wrap(void)
+{
+	for (uint32_t back = 16; back <= 64; back += 16) {
+		uint32_t d0 = 0u - back, t0 = (1u << 30) - 8;
+
+		overflow_written_by_writer_at(d0, t0);
+		overflow_synthesized_by_reader_at(d0, t0);
+		overflow_at_end_at(d0, t0);
+	}
+}
+
+/*
+ * Random writes (many lost) and reads, one thread, crossing the 2^32 data
+ * and 2^30 tag wraps at several ring positions: every accepted record is
+ * read intact and in order, every loss is counted.
+ */
+static void wrap_random_ops(void)
+{
+	static const uint32_t starts[][2] = {
+		{ UINT32_MAX - 1000, (1u << 30) - 100 },
+		{ UINT32_MAX - 3, (1u << 30) - 1 },
+		{ UINT32_MAX - 77, (1u << 30) - 3 },
+	};
+
+	for (size_t k = 0; k < ARRAY_SIZE(starts); k++) {
+		struct profbuf *b =
+			profbuf_new_at(2, 64, 8, starts[k][0], starts[k][1]);
+		struct checkrec_state *st = calloc(1, sizeof(*st));
+		struct profbuf_read r;
+		uint64_t ok = 0, lost = 0;
+		unsigned seed = 100 + (unsigned)k;
+
+		KT_REQUIRE(b && st);
+		st->hdrsize = 2;
+		for (uint64_t s = 0; s < 20000; s++) {
+			uint64_t hdr[2];
+			uintptr_t stk[32];
+			size_t n = rand_r(&seed) % 24;
+			int rc;
+
+			checkrec_fill(hdr, stk, 0, s, n);
+			rc = profbuf_write(b, (void *)1, (int64_t)s, hdr, 2, stk,
+					   n);
+			ok += rc == 0;
+			lost += rc == -ENOSPC;
+			KT_CHECK(rc == 0 || rc == -ENOSPC);
+			if (rand_r(&seed) % 3 == 0) {
+				KT_CHECK_EQ(profbuf_read(b, PROFBUF_NONBLOCKING,
+							 &r),
+					    0);
+				checkrec_run(st, r.data, r.ndata, r.tags,
+					     r.ntags);
+			}
+		}
+		profbuf_close(b);
+		do {
+			KT_CHECK_EQ(profbuf_read(b, PROFBUF_BLOCKING, &r), 0);
+			checkrec_run(st, r.data, r.ndata, r.tags, r.ntags);
+		} while (!r.eof);
+		KT_CHECK_EQ(st->violations, 0);
+		KT_CHECK_EQ(st->records, ok);
+		KT_CHECK_EQ(st->lost, lost);
+		KT_CHECK(ok > 1000 && lost > 1000);
+		free(st);
+		profbuf_free(b);
+	}
+}
+
+/* ---- errors ----------------------------------------------------------- */
+
+static void new_errors(void)
+{
+	errno = 0;
+	KT_CHECK(profbuf_new(0, 16, 4) == NULL && errno == EINVAL);
+	errno = 0;
+	KT_CHECK(profbuf_new(1, 1u << 28, 4) == NULL && errno == EINVAL);
+	errno = 0;
+	KT_CHECK(profbuf_new(1, 16, 1u << 28) == NULL && errno == EINVAL);
+	errno = 0;
+	KT_CHECK(profbuf_new((1u << 27) + 1, 16, 4) == NULL && errno == EINVAL);
+	/* Largest legal sizes round up fine; tiny ones are raised. */
+	struct profbuf *b = profbuf_new(3, 1, 0);
+
+	KT_REQUIRE(b);
+	/* 2 + 3 + 1 = 6 words rounds to 8: a 3-word stack fits, 4 does not */
+	KT_CHECK_EQ(wr(b, NULL, 1, HDR(1), 1, PCS(1, 2, 3), 3), 0);
+	KT_CHECK_EQ(wr(b, NULL, 1, HDR(1), 1, PCS(1, 2, 3, 4), 4), -EINVAL);
+	profbuf_free(b);
+	profbuf_free(NULL);
+}
+
+static void write_errors(void)
+{
+	struct profbuf *b = profbuf_new(2, 16, 4);
+	struct profbuf_read r;
+
+	KT_REQUIRE(b);
+	KT_CHECK_EQ(wr(NULL, NULL, 1, HDR(1), 1, NULL, 0), -EINVAL);
+	KT_CHECK_EQ(wr(b, NULL, 1, HDR(1, 2, 3), 3, NULL, 0), -EINVAL);
+	KT_CHECK_EQ(wr(b, NULL, 1, HDR(0, 0), 2, STK(1), 1), -EINVAL);
+	KT_CHECK_EQ(wr(b, NULL, 1, NULL, 0, STK(1), 1), -EINVAL);
+	KT_CHECK_EQ(wr(b, NULL, 1, NULL, 1, STK(1), 1), -EINVAL);
+	KT_CHECK_EQ(wr(b, NULL, 1, HDR(1), 1, NULL, 1), -EINVAL);
+	/* 2 + 2 + 13 = 17 > 16 words */
+	KT_CHECK_EQ(wr(b, NULL, 1, HDR(1), 1,
+		       PCS(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13), 13),
+		    -EINVAL);
+	KT_CHECK_EQ(wr(b, NULL, 1, HDR(1), 1, PCS(1), SIZE_MAX), -EINVAL);
+	/* Nothing was written or counted by the refusals. */
+	READ_NONE(b);
+	/* A header shorter than hdrsize is zero-padded. */
+	KT_CHECK_EQ(wr(b, &my_tags[1], 7, HDR(9), 1, STK(8), 1), 0);
+	READ(b, WORDS(5, 7, 9, 0, 8), &my_tags[1]);
+	/* The padding can be nonzero in the second word only. */
+	KT_CHECK_EQ(wr(b, &my_tags[1], 7, HDR(0, 9), 2, NULL, 0), 0);
+	READ(b, WORDS(4, 7, 0, 9), &my_tags[1]);
+
+	KT_CHECK_EQ(profbuf_read(NULL, PROFBUF_NONBLOCKING, &r), -EINVAL);
+	KT_CHECK_EQ(profbuf_read(b, PROFBUF_NONBLOCKING, NULL), -EINVAL);
+	KT_CHECK_EQ(profbuf_read(b, (enum profbuf_mode)7, &r), -EINVAL);
+	KT_CHECK_EQ(profbuf_close(NULL), -EINVAL);
+	KT_CHECK_EQ(profbuf_set_wake_watermark(NULL, 1), -EINVAL);
+	KT_CHECK_EQ(profbuf_set_wake_watermark(b, 17), -EINVAL);
+
+	KT_CHECK_EQ(profbuf_close(b), 0);
+	KT_CHECK_EQ(profbuf_close(b), -EALREADY);
+	KT_CHECK_EQ(wr(b, NULL, 1, HDR(1), 1, STK(1), 1), -EINVAL);
+	KT_CHECK_EQ(profbuf_read(b, PROFBUF_NONBLOCKING, &r), 0);
+	KT_CHECK(r.eof);
+	profbuf_free(b);
+}
+
+static void errno_preserved(void)
+{
+	struct profbuf *b = profbuf_new(1, 8, 2);
+	struct blocked_read br;
+
+	KT_REQUIRE(b);
+	errno = 1234;
+	KT_CHECK_EQ(wr(b, NULL, 1, HDR(1), 1, STK(1), 1), 0);
+	KT_CHECK_EQ(errno, 1234);
+	KT_CHECK_EQ(wr(b, NULL, 1, HDR(1), 1, STK(1, 2, 3, 4), 4), -ENOSPC);
+	KT_CHECK_EQ(errno, 1234);
+	KT_CHECK_EQ(wr(b, NULL, 1, HDR(0), 1, STK(1), 1), -EINVAL);
+	KT_CHECK_EQ(errno, 1234);
+	READ(b, WORDS(4, 1, 1, 1), NULL);
+	READ(b, WORDS(4, 1, 0, 1), NULL);
+	READ_NONE(b);
+	/* The wake path makes a futex syscall: errno survives it too. */
+	start_blocked_read(&br, b);
+	errno = 4321;
+	KT_CHECK_EQ(wr(b, NULL, 1, HDR(1), 1, STK(1), 1), 0);
+	KT_CHECK_EQ(errno, 4321);
+	finish_blocked_read(&br);
+	KT_CHECK_EQ(br.r.ndata, 4);
+	errno = 99;
+	KT_CHECK_EQ(profbuf_close(b), 0);
+	KT_CHECK_EQ(errno, 99);
+	profbuf_free(b);
+}
+
+/* ---- close, EOF, timeouts, watermark --------------------------------- */
+
+static void eof_after_drain(void)
+{
+	struct profbuf *b = profbuf_new(1, 16, 8);
+	struct profbuf_read r;
+
+	KT_REQUIRE(b);
+	KT_CHECK_EQ(WRITE(b, &my_tags[0], 1, HDR(5), STK(1, 2, 3, 4, 5, 6)), 0);
+	KT_CHECK_EQ(WRITE(b, &my_tags[1], 2, HDR(5), STK(1, 2, 3, 4, 5, 6)),
+		    -ENOSPC);
+	KT_CHECK_EQ(profbuf_close(b), 0);
+	/* Data first, then the pending overflow, then EOF, then EOF. */
+	READ(b, WORDS(9, 1, 5, 1, 2, 3, 4, 5, 6), &my_tags[0]);
+	READ(b, WORDS(4, 2, 0, 1), NULL);
+	KT_CHECK_EQ(profbuf_read(b, PROFBUF_BLOCKING, &r), 0);
+	KT_CHECK(r.eof && r.ndata == 0 && r.ntags == 0);
+	KT_CHECK_EQ(profbuf_read(b, PROFBUF_NONBLOCKING, &r), 0);
+	KT_CHECK(r.eof);
+	/* Sealed: a write racing close now is refused, not lost. */
+	KT_CHECK_EQ(wr(b, NULL, 1, HDR(1), 1, STK(1), 1), -EINVAL);
+	profbuf_free(b);
+}
+
+static void read_timeout(void)
+{
+	struct profbuf *b = profbuf_new(1, 16, 8);
+	struct profbuf_read r;
+	struct profbuf_test_counters c;
+
+	KT_REQUIRE(b);
+	KT_CHECK_EQ(profbuf_read_timeout(b, 20 * 1000000, &r), -ETIMEDOUT);
+	KT_CHECK(r.ndata == 0 && !r.eof);
+	KT_CHECK_EQ(profbuf_read_timeout(b, 0, &r), -ETIMEDOUT);
+	KT_CHECK_EQ(WRITE(b, &my_tags[0], 3, HDR(5), STK(6)), 0);
+	KT_CHECK_EQ(profbuf_read_timeout(b, 20 * 1000000, &r), 0);
+	expect(&r, WORDS(4, 3, 5, 6), TAGS(&my_tags[0]), 1);
+	profbuf_test_counters(b, &c);
+	KT_CHECK(c.sleeps >= 1);
+	KT_CHECK_EQ(c.wakeups + c.withdrawn, c.sleeps);
+	profbuf_free(b);
+}
+
+static void wake_watermark(void)
+{
+	struct profbuf *b = profbuf_new(1, 64, 16);
+	struct blocked_read br;
+
+	KT_REQUIRE(b);
+	KT_CHECK_EQ(profbuf_set_wake_watermark(b, 8), 0);
+	start_blocked_read(&br, b);
+	KT_CHECK_EQ(WRITE(b, &my_tags[0], 1, HDR(5), STK(6)), 0); /* 4 */
+	sleep_ms(30);
+	/* Below the watermark: the reader must still be asleep. */
+	KT_CHECK(!atomic_load(&br.done));
+	KT_CHECK_EQ(WRITE(b, &my_tags[1], 2, HDR(7), STK(8)), 0); /* 8 */
+	finish_blocked_read(&br);
+	KT_CHECK_EQ(br.r.ndata, 8);
+	KT_CHECK(!memcmp(br.data, U64S(4, 1, 5, 6, 4, 2, 7, 8), 64));
+
+	/* Overflow wakes regardless of the watermark. */
+	KT_CHECK_EQ(profbuf_set_wake_watermark(b, 64), 0);
+	start_blocked_read(&br, b); /* gives back the first 8 words */
+	for (int i = 0; i < 15; i++)
+		WRITE(b, &my_tags[0], 1, HDR(5), STK(6)); /* 60 words */
+	sleep_ms(30);
+	KT_CHECK(!atomic_load(&br.done));
+	KT_CHECK_EQ(WRITE(b, &my_tags[0], 9, HDR(5), STK(6, 7, 8, 9, 10)),
+		    -ENOSPC);
+	finish_blocked_read(&br);
+	/* The run ends at the end of the ring: records at 8 ... 63. */
+	KT_CHECK_EQ(br.r.ntags, 14);
+	profbuf_free(b);
+}
+
+static void second_reader_busy(void)
+{
+	struct profbuf *b = profbuf_new(1, 16, 8);
+	struct blocked_read br;
+	struct profbuf_read r;
+
+	KT_REQUIRE(b);
+	start_blocked_read(&br, b);
+	KT_CHECK_EQ(profbuf_read(b, PROFBUF_NONBLOCKING, &r), -EBUSY);
+	profbuf_close(b);
+	finish_blocked_read(&br);
+	KT_CHECK(br.r.eof);
+	profbuf_free(b);
+}
+
+/* ---- concurrent writers ------------------------------------------------ */
+
+struct writer_ctx {
+	struct profbuf *b;
+	uint32_t id;
+	uint64_t nwrites;
+	uint64_t ok, lost, refused;
+	unsigned seed;
+	atomic_bool *stop;
+};
+
+static int write_checked(struct profbuf *b, uint32_t id, uint64_t seq,
+			 size_t nstk)
+{
+	uint64_t hdr[2];
+	uintptr_t stk[64];
+	size_t nhdr = checkrec_fill(hdr, stk, id, seq, nstk);
+
+	return profbuf_write(b, (void *)(uintptr_t)(id + 1), (int64_t)seq, hdr,
+			     nhdr, stk, nstk);
+}
+
+static void count_result(struct writer_ctx *w, int rc)
+{
+	if (rc == 0)
+		w->ok++;
+	else if (rc == -ENOSPC)
+		w->lost++;
+	else
+		w->refused++;
+}
+
+static void *writer_main(void *arg)
+{
+	struct writer_ctx *w = arg;
+
+	for (uint64_t s = 0; s < w->nwrites; s++)
+		count_result(w, write_checked(w->b, w->id, s,
+					      rand_r(&w->seed) % 40));
+	return NULL;
+}
+
+/* Drain @b until EOF, checking every record; stall now and then. */
+static void drain_checked(struct profbuf *b, struct checkrec_state *st,
+			  unsigned seed, bool stall)
+{
+	struct profbuf_read r;
+
+	for (;;) {
+		int rc = profbuf_read(b, PROFBUF_BLOCKING, &r);
+
+		KT_CHECK_EQ(rc, 0);
+		if (rc || r.eof)
+			break;
+		checkrec_run(st, r.data, r.ndata, r.tags, r.ntags);
+		if (stall && rand_r(&seed) % 64 == 0)
+			usleep(rand_r(&seed) % 500);
+	}
+}
+
+static void check_accounting(struct checkrec_state *st, struct writer_ctx *w,
+			     int n)
+{
+	uint64_t lost = 0;
+
+	KT_CHECK_EQ(st->violations, 0);
+	for (int i = 0; i < n; i++) {
+		KT_CHECK_EQ(st->read_by_writer[i], w[i].ok);
+		lost += w[i].lost;
+	}
+	KT_CHECK_EQ(st->lost, lost);
+}
+
+static atomic_int writers_done;
+
+static void *counted_writer_main(void *arg)
+{
+	writer_main(arg);
+	atomic_fetch_add(&writers_done, 1);
+	return NULL;
+}
+
+static void concurrent_writers_case(size_t bufwords, size_t ntags, bool stall)
+{
+	enum { NW = 4 };
+	struct profbuf *b = profbuf_new(2, bufwords, ntags);
+	struct writer_ctx w[NW];
+	pthread_t th[NW];
+	struct checkrec_state *st = calloc(1, sizeof(*st));
+	struct profbuf_test_counters c;
+	struct profbuf_read r;
+	uint64_t ok = 0, lost = 0;
+	unsigned seed = 11;
+
+	KT_REQUIRE(b && st);
+	st->hdrsize = 2;
+	atomic_store(&writers_done, 0);
+	for (int i = 0; i < NW; i++) {
+		w[i] = (struct writer_ctx){ .b = b, .id = (uint32_t)i,
+					    .nwrites = 100000,
+					    .seed = 7u + (unsigned)i };
+		pthread_create(&th[i], NULL, counted_writer_main, &w[i]);
+	}
+	/* Non-blocking reader while they write, then close and drain. */
+	while (atomic_load(&writers_done) < NW) {
+		KT_REQUIRE(profbuf_read(b, PROFBUF_NONBLOCKING, &r) == 0);
+		checkrec_run(st, r.data, r.ndata, r.tags, r.ntags);
+		if (r.ndata == 0)
+			sched_yield();
+		if (stall && rand_r(&seed) % 256 == 0)
+			usleep(200);
+	}
+	for (int i = 0; i < NW; i++)
+		pthread_join(th[i], NULL);
+	KT_CHECK_EQ(profbuf_close(b), 0);
+	drain_checked(b, st, 1, false);
+	check_accounting(st, w, NW);
+	for (int i = 0; i < NW; i++) {
+		ok += w[i].ok;
+		lost += w[i].lost;
+		KT_CHECK_EQ(w[i].refused, 0);
+	}
+	KT_CHECK_EQ(ok + lost, NW * 100000);
+	KT_CHECK_EQ(st->records, ok);
+	profbuf_test_counters(b, &c);
+	KT_CHECK_EQ(c.wakeups + c.withdrawn, c.sleeps);
+	printf("  %llu written, %llu lost and counted\n",
+	       (unsigned long long)ok, (unsigned long long)lost);
+	free(st);
+	profbuf_free(b);
+}
+
+static void concurrent_writers_big_ring(void)
+{
+	concurrent_writers_case(1 << 16, 1 << 12, false);
+}
+
+static void concurrent_writers_tiny_ring_slow_reader(void)
+{
+	concurrent_writers_case(64, 4, true);
+}
+
+/* Blocking reader, writers close the buffer while others still write. */
+struct close_race {
+	struct profbuf *b;
+	struct writer_ctx w[4];
+};
+
+static void *close_race_writer(void *arg)
+{
+	struct writer_ctx *w = arg;
+
+	for (uint64_t s = 0; s < w->nwrites; s++) {
+		int rc = write_checked(w->b, w->id, s, s % 20);
+
+		count_result(w, rc);
+		if (rc == -EINVAL)
+			break; /* closed */
+	}
+	return NULL;
+}
+
+static void close_under_load(void)
+{
+	enum { NW = 4 };
+	struct close_race cr;
+	pthread_t th[NW];
+	struct checkrec_state *st = calloc(1, sizeof(*st));
+	struct profbuf_test_counters c;
+
+	KT_REQUIRE(st);
+	cr.b = profbuf_new(2, 256, 16);
+	KT_REQUIRE(cr.b);
+	st->hdrsize = 2;
+	for (int i = 0; i < NW; i++) {
+		cr.w[i] = (struct writer_ctx){ .b = cr.b, .id = (uint32_t)i,
+					       .nwrites = UINT64_MAX };
+		pthread_create(&th[i], NULL, close_race_writer, &cr.w[i]);
+	}
+	/* Drain for a while with a blocking reader, then close mid-stream. */
+	struct profbuf_read r;
+
+	for (int n = 0; n < 2000; n++) {
+		KT_REQUIRE(profbuf_read(cr.b, PROFBUF_BLOCKING, &r) == 0);
+		checkrec_run(st, r.data, r.ndata, r.tags, r.ntags);
+	}
+	KT_CHECK_EQ(profbuf_close(cr.b), 0);
+	drain_checked(cr.b, st, 3, false);
+	for (int i = 0; i < NW; i++) {
+		pthread_join(th[i], NULL);
+		KT_CHECK_EQ(cr.w[i].refused, 1);
+	}
+	/* Everything accepted was read, everything discarded counted. */
+	check_accounting(st, cr.w, NW);
+	profbuf_test_counters(cr.b, &c);
+	KT_CHECK_EQ(c.wakeups + c.withdrawn, c.sleeps);
+	free(st);
+	profbuf_free(cr.b);
+}
+
+/* ---- writers nested in a real SIGPROF handler ------------------------- */
+
+static struct profbuf *sig_buf;
+static _Thread_local uint64_t sig_seq;
+static _Thread_local struct writer_ctx *sig_ctx;
+static _Thread_local volatile sig_atomic_t in_write;
+static atomic_ulong sig_nested, sig_writes, sig_errno_broken;
+
+static void sigprof_handler(int sig)
+{
+	struct writer_ctx *w = sig_ctx;
+	int saved = errno, rc;
+
+	(void)sig;
+	if (!w)
+		return;
+	if (in_write)
+		atomic_fetch_add_explicit(&sig_nested, 1, memory_order_relaxed);
+	errno = 777;
+	/* The handler is writer id + 1 of its thread: its own sequence. */
+	rc = write_checked(sig_buf, w->id + 1, sig_seq, sig_seq % 30);
+	sig_seq++;
+	if (errno != 777)
+		atomic_fetch_add_explicit(&sig_errno_broken, 1,
+					  memory_order_relaxed);
+	errno = saved;
+	count_result(w + 1, rc);
+	atomic_fetch_add_explicit(&sig_writes, 1, memory_order_relaxed);
+}
+
+static void *sig_writer_main(void *arg)
+{
+	/* w[0]: the thread (nwrites: how long, in ns); w[1]: its handler */
+	struct writer_ctx *w = arg;
+	struct sigevent sev = { .sigev_notify = SIGEV_THREAD_ID,
+				.sigev_signo = SIGPROF };
+	struct itimerspec its = { .it_interval = { 0, 100000 },
+				  .it_value = { 0, 100000 } }; /* 10 kHz */
+	timer_t timer;
+	int rc;
+
+	sev._sigev_un._tid = gettid();
+	sig_ctx = w;
+	if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &timer) ||
+	    timer_settime(timer, 0, &its, NULL)) {
+		w->refused = UINT64_MAX; /* reported by the test */
+		return NULL;
+	}
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (uint64_t s = 0;; s++) {
+		if ((s & 1023) == 0) {
+			clock_gettime(CLOCK_MONOTONIC, &t);
+			if ((t.tv_sec - t0.tv_sec) * 1000000000L +
+				    (t.tv_nsec - t0.tv_nsec) >
+			    (long)w->nwrites)
+				break;
+		}
+		in_write = 1;
+		rc = write_checked(w->b, w->id, s, s % 40);
+		in_write = 0;
+		count_result(w, rc);
+	}
+	timer_delete(timer);
+	sig_ctx = NULL;
+	atomic_fetch_add(&writers_done, 1);
+	return NULL;
+}
+
+static void nested_sigprof_writers(void)
+{
+	enum { NT = 2 };
+	struct writer_ctx w[2 * NT];
+	pthread_t th[NT];
+	struct checkrec_state *st = calloc(1, sizeof(*st));
+	struct sigaction sa = { .sa_handler = sigprof_handler,
+				.sa_flags = SA_RESTART };
+	uint64_t hw = 0;
+
+	KT_REQUIRE(st);
+	sig_buf = profbuf_new(2, 1 << 12, 1 << 8);
+	KT_REQUIRE(sig_buf);
+	atomic_store(&writers_done, 0);
+	st->hdrsize = 2;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGPROF, &sa, NULL);
+	memset(w, 0, sizeof(w));
+	for (int i = 0; i < NT; i++) {
+		w[2 * i] = (struct writer_ctx){ .b = sig_buf,
+						.id = (uint32_t)(2 * i),
+						.nwrites = 500000000 };
+		w[2 * i + 1].id = (uint32_t)(2 * i + 1);
+		pthread_create(&th[i], NULL, sig_writer_main, &w[2 * i]);
+	}
+	struct profbuf_read r;
+
+	while (atomic_load(&writers_done) < NT) {
+		int rc = profbuf_read_timeout(sig_buf, 1000000, &r);
+
+		KT_REQUIRE(rc == 0 || rc == -ETIMEDOUT);
+		checkrec_run(st, r.data, r.ndata, r.tags, r.ntags);
+	}
+	for (int i = 0; i < NT; i++) {
+		pthread_join(th[i], NULL);
+		KT_CHECK(w[2 * i].refused != UINT64_MAX);
+		hw += w[2 * i + 1].ok + w[2 * i + 1].lost;
+	}
+	signal(SIGPROF, SIG_IGN);
+	profbuf_close(sig_buf);
+	drain_checked(sig_buf, st, 5, false);
+	check_accounting(st, w, 2 * NT);
+	KT_CHECK_EQ(hw, atomic_load(&sig_writes));
+	KT_CHECK(hw > 0);
+	KT_CHECK_EQ(atomic_load(&sig_errno_broken), 0);
+	/* TSan defers signals to safe points: no nesting to observe there. */
+	if (!UNDER_TSAN)
+		KT_CHECK(atomic_load(&sig_nested) > 0);
+	printf("  handler writes %llu, nested in a write %lu\n",
+	       (unsigned long long)hw, atomic_load(&sig_nested));
+	free(st);
+	profbuf_free(sig_buf);
+}
+
+int main(void)
+{
+	KT_RUN(basic_write_read);
+	KT_RUN(read_many);
+	KT_RUN(read_stops_at_tag_ring_end);
+	KT_RUN(read_stops_at_rewind);
+	KT_RUN(overflow_written_by_writer);
+	KT_RUN(overflow_synthesized_by_reader);
+	KT_RUN(overflow_at_end);
+	KT_RUN(blocking_write_read);
+	KT_RUN(data_wraparound);
+	KT_RUN(tag_wraparound);
+	KT_RUN(both_wraparound);
+	KT_RUN(counters_wrap);
+	KT_RUN(overflow_near_wrap);
+	KT_RUN(wrap_random_ops);
+	KT_RUN(new_errors);
+	KT_RUN(write_errors);
+	KT_RUN(errno_preserved);
+	KT_RUN(eof_after_drain);
+	KT_RUN(read_timeout);
+	KT_RUN(wake_watermark);
+	KT_RUN(second_reader_busy);
+	KT_RUN(concurrent_writers_big_ring);
+	KT_RUN(concurrent_writers_tiny_ring_slow_reader);
+	KT_RUN(close_under_load);
+	KT_RUN(nested_sigprof_writers);
+	return ktest_exit();
+}
