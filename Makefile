@@ -6,6 +6,7 @@
 #   make asan       the unit tests under AddressSanitizer + UBSan (clang)
 #   make stress     the stress programs, STRESS_SECONDS each
 #   make stress-perturb   the same with schedule perturbation compiled in
+#   make stress-tsan / stress-asan   the same under the sanitizers
 #   make bench      the benchmarks against their anchors
 #   make demo       the main job: a short profbuf stress run
 #   make install    PREFIX=/usr/local DESTDIR=
@@ -43,7 +44,7 @@ BENCH_SRCS := $(filter-out bench/harness.c,$(wildcard bench/*.c))
 BENCHES := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 HEADERS := $(wildcard include/profring/*.h ring/*.h $(addsuffix /*.h,$(COMPONENTS)))
 
-.PHONY: all check run-tests tsan asan stress stress-perturb run-stress bench \
+.PHONY: all check run-tests tsan asan stress stress-perturb stress-tsan stress-asan run-stress bench \
 	demo install format clean
 
 all: $(BUILD)/libprofring.a $(BUILD)/libprofring.so
@@ -90,11 +91,10 @@ run-tests: $(TESTS)
 	test $$fail -eq 0
 
 tsan:
-	$(MAKE) check BUILD=build/tsan CC=clang OPT="-O1 -g" SAN="-fsanitize=thread"
+	$(MAKE) check $(TSAN_VARS)
 
 asan:
-	$(MAKE) check BUILD=build/asan CC=clang OPT="-O1 -g -fno-omit-frame-pointer" \
-		SAN="-fsanitize=address,undefined -fno-sanitize-recover=all"
+	$(MAKE) check $(ASAN_VARS)
 
 stress: $(STRESS)
 	@$(MAKE) --no-print-directory run-stress BUILD=$(BUILD)
@@ -106,6 +106,16 @@ run-stress: $(STRESS)
 
 stress-perturb:
 	$(MAKE) stress BUILD=build/perturb CPPFLAGS="-D_GNU_SOURCE -Iinclude -DPROFRING_PERTURB"
+
+TSAN_VARS = BUILD=build/tsan CC=clang OPT="-O1 -g" SAN="-fsanitize=thread"
+ASAN_VARS = BUILD=build/asan CC=clang OPT="-O1 -g -fno-omit-frame-pointer" \
+	SAN="-fsanitize=address,undefined -fno-sanitize-recover=all"
+
+stress-tsan:
+	$(MAKE) stress $(TSAN_VARS)
+
+stress-asan:
+	$(MAKE) stress $(ASAN_VARS)
 
 bench: $(BENCHES)
 	@for b in $(BENCHES); do $$b || exit 1; done

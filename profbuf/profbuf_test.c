@@ -260,9 +260,9 @@ static void *blocked_read_main(void *arg)
 	struct blocked_read *br = arg;
 
 	br->rc = profbuf_read(br->b, PROFBUF_BLOCKING, &br->r);
-	if (br->r.ndata <= ARRAY_SIZE(br->data))
+	if (br->r.ndata && br->r.ndata <= ARRAY_SIZE(br->data))
 		memcpy(br->data, br->r.data, br->r.ndata * 8);
-	if (br->r.ntags <= ARRAY_SIZE(br->tags))
+	if (br->r.ntags && br->r.ntags <= ARRAY_SIZE(br->tags))
 		memcpy(br->tags, br->r.tags, br->r.ntags * sizeof(void *));
 	atomic_store(&br->done, true);
 	return NULL;

@@ -1,0 +1,340 @@
+// SPDX-License-Identifier: MIT
+/*
+ * profbuf_stress.c - torture profbuf with many writers, signal storms and
+ * awkward readers, and account for every record.
+ *
+ * N writer threads write self-checking records (stress/checkrec.h) of
+ * random length as fast as they can.  With --signals, each writer thread
+ * also gets SIGPROF from its own timer, and the handler writes to the same
+ * buffer - often while its thread is in the middle of a write (nested
+ * writers).  The main thread reads (blocking, non-blocking or timed, with
+ * random stalls if asked) and checks every word, each writer's order, and
+ * at the end the exact accounting: for every writer, records read == writes
+ * that returned 0, and the overflow counts read == writes that returned
+ * -ENOSPC.  --close-early closes the buffer while the writers still run:
+ * writes after that must be refused, nothing accepted may be lost.  --wrap
+ * starts the counters just below their 2^32 / 2^30 wrap.  It also checks
+ * that every reader sleep was ended by exactly one wakeup.
+ *
+ * Exit status 0 only if nothing was violated.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <profring/profbuf.h>
+
+#include "../profbuf/profbuf_testing.h"
+#include "checkrec.h"
+#include "harness.h"
+
+#define PROG "profbuf_stress"
+#define MAX_STACK 256
+
+static struct {
+	long seconds, writers, seed, bufwords, tags, max_stack, hz;
+	const char *mode;
+	bool signals, cpu_clock, stall, close_early, wrap;
+} opt = {
+	.seconds = 5, .writers = 4, .seed = 1, .bufwords = 1 << 14,
+	.tags = 1 << 10, .max_stack = 64, .hz = 10000, .mode = "blocking",
+};
+
+static const struct stress_flag flags[] = {
+	{ "seconds", "run time (default 5)", STRESS_INT, &opt.seconds },
+	{ "writers", "writer threads (default 4)", STRESS_INT, &opt.writers },
+	{ "seed", "PRNG seed (default 1)", STRESS_INT, &opt.seed },
+	{ "bufwords", "ring words (default 16384)", STRESS_INT, &opt.bufwords },
+	{ "tags", "ring records (default 1024)", STRESS_INT, &opt.tags },
+	{ "max-stack", "longest stack (default 64)", STRESS_INT,
+	  &opt.max_stack },
+	{ "mode", "reader: blocking|nonblocking|timed", STRESS_STR, &opt.mode },
+	{ "signals", "SIGPROF storm: handlers write too", STRESS_BOOL,
+	  &opt.signals },
+	{ "hz", "signals per second per thread (default 10000)", STRESS_INT,
+	  &opt.hz },
+	{ "cpu-clock", "thread CPU-time timers (tick-limited) instead of "
+		       "CLOCK_MONOTONIC", STRESS_BOOL, &opt.cpu_clock },
+	{ "stall", "reader stalls at random", STRESS_BOOL, &opt.stall },
+	{ "close-early", "close while writers run", STRESS_BOOL,
+	  &opt.close_early },
+	{ "wrap", "start counters just below 2^32 / 2^30", STRESS_BOOL,
+	  &opt.wrap },
+	{ NULL, NULL, 0, NULL },
+};
+
+/* One per writer id; ids [0, writers) are threads, the rest handlers. */
+struct writer {
+	_Alignas(64) uint32_t id_pad; /* own cache line: no false sharing */
+	uint32_t id;
+	uint64_t seq, ok, lost, refused, nested;
+	uint64_t rng;
+	pthread_t thread;
+	struct writer *handler; /* the id its thread's handler writes as */
+};
+
+static struct profbuf *buf;
+static struct writer *writers;
+static atomic_bool stop;
+static _Thread_local struct writer *tls_handler;
+static _Thread_local volatile sig_atomic_t tls_in_write;
+
+static int write_one(struct writer *w)
+{
+	uint64_t hdr[2];
+	uintptr_t stk[MAX_STACK];
+	size_t n = stress_rand(&w->rng) % (uint64_t)(opt.max_stack + 1);
+	int rc;
+
+	checkrec_fill(hdr, stk, w->id, w->seq, n);
+	rc = profbuf_write(buf, (void *)(uintptr_t)(w->id + 1),
+			   (int64_t)w->seq, hdr, 2, stk, n);
+	w->seq++;
+	if (rc == 0)
+		w->ok++;
+	else if (rc == -ENOSPC)
+		w->lost++;
+	else
+		w->refused++;
+	return rc;
+}
+
+static void on_sigprof(int sig)
+{
+	struct writer *h = tls_handler;
+	int saved = errno;
+
+	(void)sig;
+	if (!h)
+		return;
+	if (tls_in_write)
+		h->nested++;
+	write_one(h);
+	errno = saved;
+}
+
+static void *writer_main(void *arg)
+{
+	struct writer *w = arg;
+	struct stress_timer timer = { 0 };
+	int rc;
+
+	if (opt.signals) {
+		tls_handler = w->handler;
+		rc = stress_timer_start(&timer, SIGPROF, opt.hz, opt.cpu_clock);
+		if (rc)
+			fprintf(stderr, PROG ": timer_create: %s\n",
+				strerror(-rc));
+	}
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		tls_in_write = 1;
+		rc = write_one(w);
+		tls_in_write = 0;
+		if (rc == -EINVAL)
+			break; /* closed */
+	}
+	stress_timer_stop(&timer);
+	tls_handler = NULL;
+	return NULL;
+}
+
+static void read_all(struct checkrec_state *st, uint64_t deadline,
+		     uint64_t *rng, uint64_t *reads)
+{
+	bool blocking = !strcmp(opt.mode, "blocking");
+	bool timed = !strcmp(opt.mode, "timed");
+	struct profbuf_read r;
+	int rc;
+
+	for (;;) {
+		if (deadline && stress_now_ns() >= deadline)
+			return;
+		if (timed)
+			rc = profbuf_read_timeout(buf, 2000000, &r);
+		else
+			rc = profbuf_read(buf, blocking && !deadline ?
+						       PROFBUF_BLOCKING :
+						       PROFBUF_NONBLOCKING,
+					  &r);
+		if (rc && rc != -ETIMEDOUT) {
+			checkrec_violation(st, "read error", (uint64_t)-rc, 0);
+			return;
+		}
+		if (r.eof)
+			return;
+		(*reads)++;
+		checkrec_run(st, r.data, r.ndata, r.tags, r.ntags);
+		if (opt.stall && stress_rand(rng) % 128 == 0)
+			stress_sleep_ns(stress_rand(rng) % 2000000);
+	}
+}
+
+/* While writing, a blocking reader must not block past the deadline. */
+static void read_phase(struct checkrec_state *st, uint64_t deadline,
+		       uint64_t *rng, uint64_t *reads)
+{
+	if (strcmp(opt.mode, "blocking")) {
+		read_all(st, deadline, rng, reads);
+		return;
+	}
+	while (stress_now_ns() < deadline) {
+		struct profbuf_read r;
+
+		if (profbuf_read_timeout(buf, 1000000, &r) == 0 && !r.eof) {
+			(*reads)++;
+			checkrec_run(st, r.data, r.ndata, r.tags, r.ntags);
+		}
+		if (opt.stall && stress_rand(rng) % 128 == 0)
+			stress_sleep_ns(stress_rand(rng) % 2000000);
+	}
+}
+
+static uint64_t check_accounting(struct checkrec_state *st, long nids,
+				 uint64_t *ok, uint64_t *lost,
+				 uint64_t *refused)
+{
+	uint64_t bad = 0;
+
+	*ok = *lost = *refused = 0;
+	for (long i = 0; i < nids; i++) {
+		struct writer *w = &writers[i];
+
+		if (st->read_by_writer[i] != w->ok) {
+			fprintf(stderr, PROG ": writer %ld: %llu accepted, "
+					"%llu read\n",
+				i, (unsigned long long)w->ok,
+				(unsigned long long)st->read_by_writer[i]);
+			bad++;
+		}
+		*ok += w->ok;
+		*lost += w->lost;
+		*refused += w->refused;
+	}
+	if (st->lost != *lost) {
+		fprintf(stderr, PROG ": %llu writes lost, overflow records "
+				"count %llu\n",
+			(unsigned long long)*lost,
+			(unsigned long long)st->lost);
+		bad++;
+	}
+	if (*refused && !opt.close_early) {
+		fprintf(stderr, PROG ": %llu writes refused without close\n",
+			(unsigned long long)*refused);
+		bad++;
+	}
+	return bad;
+}
+
+static uint64_t check_wakeups(void)
+{
+	struct profbuf_test_counters c;
+
+	profbuf_test_counters(buf, &c);
+	if (c.sleeps == c.wakeups + c.withdrawn)
+		return 0;
+	fprintf(stderr, PROG ": %llu sleeps, %llu wakeups, %llu withdrawn\n",
+		(unsigned long long)c.sleeps, (unsigned long long)c.wakeups,
+		(unsigned long long)c.withdrawn);
+	return 1;
+}
+
+static int setup(void)
+{
+	long nids = opt.writers * (opt.signals ? 2 : 1);
+	uint32_t d0 = 0, t0 = 0;
+
+	if (opt.writers < 1 || nids > CHECKREC_MAX_WRITERS ||
+	    opt.bufwords < 16 || opt.max_stack < 0 ||
+	    opt.max_stack > MAX_STACK) {
+		fprintf(stderr, PROG ": bad --writers or --max-stack\n");
+		return -1;
+	}
+	/* Records of at most half the ring always fit an empty ring. */
+	if (opt.max_stack > opt.bufwords / 2 - 4)
+		opt.max_stack = opt.bufwords / 2 - 4;
+	if (opt.wrap) {
+		d0 = 0u - 3u * (uint32_t)opt.bufwords - 5;
+		t0 = (1u << 30) - 3u * (uint32_t)opt.tags - 3;
+	}
+	buf = profbuf_new_at(2, (size_t)opt.bufwords, (size_t)opt.tags, d0, t0);
+	writers = calloc((size_t)nids, sizeof(*writers));
+	if (!buf || !writers) {
+		perror(PROG);
+		return -1;
+	}
+	for (long i = 0; i < nids; i++) {
+		writers[i].id = (uint32_t)i;
+		writers[i].rng = (uint64_t)opt.seed * 1000003u + (uint64_t)i;
+	}
+	for (long i = 0; i < opt.writers && opt.signals; i++)
+		writers[i].handler = &writers[opt.writers + i];
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct checkrec_state *st = calloc(1, sizeof(*st));
+	struct sigaction sa = { .sa_handler = on_sigprof,
+				.sa_flags = SA_RESTART };
+	uint64_t rng = (uint64_t)opt.seed, reads = 0, start, elapsed;
+	uint64_t ok, lost, refused, nested = 0, bad;
+	long nids;
+	char fields[512];
+
+	stress_parse(argc, argv, PROG, flags);
+	if (!st || setup())
+		return 2;
+	nids = opt.writers * (opt.signals ? 2 : 1);
+	st->hdrsize = 2;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGPROF, &sa, NULL);
+
+	start = stress_now_ns();
+	for (long i = 0; i < opt.writers; i++)
+		pthread_create(&writers[i].thread, NULL, writer_main,
+			       &writers[i]);
+	read_phase(st, start + (uint64_t)opt.seconds * 1000000000u, &rng,
+		   &reads);
+	if (opt.close_early) {
+		profbuf_close(buf); /* writers still running */
+		read_all(st, 0, &rng, &reads);
+		atomic_store(&stop, true);
+		for (long i = 0; i < opt.writers; i++)
+			pthread_join(writers[i].thread, NULL);
+	} else {
+		atomic_store(&stop, true);
+		for (long i = 0; i < opt.writers; i++)
+			pthread_join(writers[i].thread, NULL);
+		profbuf_close(buf);
+		read_all(st, 0, &rng, &reads);
+	}
+	elapsed = stress_now_ns() - start;
+
+	bad = check_accounting(st, nids, &ok, &lost, &refused) + check_wakeups();
+	for (long i = 0; i < nids; i++)
+		nested += writers[i].nested;
+	snprintf(fields, sizeof(fields),
+		 "writers=%ld signals=%d mode=%s ring=%ld/%ld wrap=%d "
+		 "close_early=%d seconds=%.1f accepted=%llu lost=%llu "
+		 "(%.1f%%) refused=%llu read=%llu overflow_records=%llu "
+		 "reads=%llu nested=%llu rate=%.2fM/s",
+		 opt.writers, opt.signals, opt.mode, opt.bufwords, opt.tags,
+		 opt.wrap, opt.close_early, (double)elapsed / 1e9,
+		 (unsigned long long)ok, (unsigned long long)lost,
+		 ok + lost ? 100.0 * (double)lost / (double)(ok + lost) : 0.0,
+		 (unsigned long long)refused,
+		 (unsigned long long)st->records,
+		 (unsigned long long)st->overflow_records,
+		 (unsigned long long)reads, (unsigned long long)nested,
+		 (double)st->records * 1e3 / (double)elapsed);
+	bad += st->violations;
+	free(st);
+	free(writers);
+	profbuf_free(buf);
+	return stress_summary(PROG, fields, bad);
+}
