@@ -75,26 +75,36 @@ $(BUILD)/bench/%: bench/%.c bench/harness.c bench/harness.h $(BUILD)/libprofring
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< bench/harness.c $(LDFLAGS) $(BUILD)/libprofring.a $(LDLIBS) -lck -lurcu-cds -lurcu -lrt -lm
 
-# Every test binary prints PASS/FAIL lines; the totals are the closing line.
-check: all $(TESTS)
-	@$(MAKE) --no-print-directory run-tests BUILD=$(BUILD)
+# The README's example, extracted and compiled, so that it stays true.
+$(BUILD)/test/readme_example: README.md $(BUILD)/libprofring.a
+	@mkdir -p $(dir $@)
+	awk '/^```c$$/ { on = 1; next } /^```$$/ { on = 0 } on' README.md > $@.c
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -o $@ $@.c $(LDFLAGS) $(BUILD)/libprofring.a $(LDLIBS)
 
-run-tests: $(TESTS)
-	@pass=0; fail=0; status=0; \
+# Every test binary prints PASS/FAIL lines; the totals are the closing line.
+LABEL ?= check
+check: all $(TESTS) $(BUILD)/test/readme_example
+	@$(MAKE) --no-print-directory run-tests BUILD=$(BUILD) LABEL=$(LABEL)
+
+run-tests: $(TESTS) $(BUILD)/test/readme_example
+	@pass=0; fail=0; \
 	for t in $(TESTS); do \
 		out=$$($$t 2>&1); rc=$$?; echo "$$out"; \
 		p=$$(echo "$$out" | grep -c '^PASS'); f=$$(echo "$$out" | grep -c '^FAIL'); \
 		if [ $$rc -ne 0 ] && [ $$f -eq 0 ]; then f=1; echo "FAIL $$t exited $$rc"; fi; \
 		pass=$$((pass + p)); fail=$$((fail + f)); \
 	done; \
-	echo "$(BUILD): $$pass passed, $$fail failed"; \
+	if out=$$($(BUILD)/test/readme_example 2>&1) && echo "$$out" | grep -q '^[1-9][0-9]* samples'; \
+	then echo "PASS readme_example ($$out)"; pass=$$((pass + 1)); \
+	else echo "$$out"; echo "FAIL readme_example"; fail=$$((fail + 1)); fi; \
+	echo "$(LABEL): $$pass passed, $$fail failed"; \
 	test $$fail -eq 0
 
 tsan:
-	$(MAKE) check $(TSAN_VARS)
+	$(MAKE) check $(TSAN_VARS) LABEL=tsan
 
 asan:
-	$(MAKE) check $(ASAN_VARS)
+	$(MAKE) check $(ASAN_VARS) LABEL=asan
 
 stress: $(STRESS)
 	@$(MAKE) --no-print-directory run-stress BUILD=$(BUILD)
