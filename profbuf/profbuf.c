@@ -145,7 +145,7 @@ struct profbuf {
 	_Atomic uint32_t wake_watermark;
 	uint32_t hdrsize;
 	uint32_t data_len; /* power of two */
-	uint32_t tag_len;  /* power of two */
+	uint32_t tag_len; /* power of two */
 	uint64_t *data;
 	const void **tags;
 	_Atomic uint32_t *committed;
@@ -155,17 +155,17 @@ struct profbuf {
 	_Atomic uint32_t reading;
 	bool eof_returned;
 	uint64_t r_next;
-	uint64_t sleeps;    /* SLEEPING set by us (for tests) */
+	uint64_t sleeps; /* SLEEPING set by us (for tests) */
 	uint64_t withdrawn; /* SLEEPING cleared by us, not a waker */
 	uint64_t *overflow_rec;
 };
 
 /* What one reservation got: up to two records (overflow + own). */
 struct pb_reservation {
-	uint32_t tag;	   /* tag count of the first record */
-	uint32_t pos[2];   /* data offset of each record */
+	uint32_t tag; /* tag count of the first record */
+	uint32_t pos[2]; /* data offset of each record */
 	int32_t marker[2]; /* offset of the rewind marker before it, or -1 */
-	bool wake;	   /* this writer cleared SLEEPING: it must wake */
+	bool wake; /* this writer cleared SLEEPING: it must wake */
 };
 
 static const void *const overflow_tag[1];
@@ -450,10 +450,9 @@ static int write_with_overflow(struct profbuf *b, uint64_t o, const void *tag,
 	ovf_time = atomic_load_explicit(&b->ovf_time, memory_order_relaxed);
 	o = atomic_load_explicit(&b->ovf, memory_order_relaxed);
 	/* Relaxed: take the count (grown, perhaps) and drop BUSY at once. */
-	while (!atomic_compare_exchange_weak_explicit(&b->ovf, &o,
-						      ovf_next_gen(o),
-						      memory_order_relaxed,
-						      memory_order_relaxed))
+	while (!atomic_compare_exchange_weak_explicit(
+		&b->ovf, &o, ovf_next_gen(o), memory_order_relaxed,
+		memory_order_relaxed))
 		;
 	count = ovf_count(o);
 	count_word = count;
@@ -489,8 +488,8 @@ static int write_record(struct profbuf *b, const void *tag, int64_t now,
 	if (ring_unlikely(!reserve(b, &want, 1, &rv)))
 		return count_loss(b, now);
 	ring_perturb();
-	put_record(b, rv.tag, rv.pos[0], rv.marker[0], tag, now, hdr, nhdr,
-		   stk, nstk);
+	put_record(b, rv.tag, rv.pos[0], rv.marker[0], tag, now, hdr, nhdr, stk,
+		   nstk);
 	if (rv.wake)
 		wake_reader(b);
 	return 0;
@@ -509,8 +508,8 @@ RING_API int profbuf_write(struct profbuf *b, const void *tag, int64_t now,
 	 * Acquire: pairs with the exchange in profbuf_close(); a write that
 	 * starts after close returned (in happens-before order) sees it.
 	 */
-	if (ring_unlikely(atomic_load_explicit(&b->closed,
-					       memory_order_acquire)))
+	if (ring_unlikely(
+		    atomic_load_explicit(&b->closed, memory_order_acquire)))
 		return -EINVAL;
 	return write_record(b, tag, now, hdr, nhdr, stk, nstk);
 }
@@ -573,8 +572,8 @@ static void give_back_run(struct profbuf *b)
 static int scan_run(struct profbuf *b, uint64_t bw, struct profbuf_read *out)
 {
 	uint64_t br = b->r_next;
-	int32_t reserved = ring_count_sub(ring_pindex_tag(bw),
-					  ring_pindex_tag(br));
+	int32_t reserved =
+		ring_count_sub(ring_pindex_tag(bw), ring_pindex_tag(br));
 	uint32_t ti = ring_pindex_tag(br) & (b->tag_len - 1);
 	uint32_t start = ring_pindex_data(br) & (b->data_len - 1);
 	uint32_t tag_room = b->tag_len - ti;
@@ -634,8 +633,7 @@ static bool take_overflow(struct profbuf *b, struct profbuf_read *out)
 	do {
 		if (ovf_count(o) == 0 || (o & OVF_BUSY))
 			return false;
-		time = atomic_load_explicit(&b->ovf_time,
-					    memory_order_relaxed);
+		time = atomic_load_explicit(&b->ovf_time, memory_order_relaxed);
 		/*
 		 * The generation makes the CAS fail if the count went to 0
 		 * and back (a new run, a new time) since we loaded it.
@@ -664,8 +662,8 @@ static bool take_overflow(struct profbuf *b, struct profbuf_read *out)
 static int seal(struct profbuf *b, uint64_t bw)
 {
 	uint64_t o = atomic_load_explicit(&b->ovf, memory_order_relaxed);
-	uint64_t sealed = ring_pindex_add(bw & ~RING_PINDEX_FLAGS, 0,
-					  PB_SEAL_DISTANCE);
+	uint64_t sealed =
+		ring_pindex_add(bw & ~RING_PINDEX_FLAGS, 0, PB_SEAL_DISTANCE);
 
 	/* Relaxed: atomicity against count_loss() is all we need. */
 	while (!(o & OVF_SEALED)) {
@@ -677,9 +675,8 @@ static int seal(struct profbuf *b, uint64_t bw)
 			break;
 	}
 	/* Relaxed: atomicity against reservations is all we need. */
-	return atomic_compare_exchange_strong_explicit(&b->w, &bw, sealed,
-						       memory_order_relaxed,
-						       memory_order_relaxed);
+	return atomic_compare_exchange_strong_explicit(
+		&b->w, &bw, sealed, memory_order_relaxed, memory_order_relaxed);
 }
 
 static uint64_t now_ns(void)
@@ -832,10 +829,9 @@ static int read_step(struct profbuf *b, struct pb_wait *wt,
 		 * ovf or closed change behind it is visible when we look
 		 * again.  Failure means w moved: look again anyway.
 		 */
-		atomic_compare_exchange_strong_explicit(&b->w, &bw,
-							bw & ~PB_EXTRA,
-							memory_order_acquire,
-							memory_order_relaxed);
+		atomic_compare_exchange_strong_explicit(
+			&b->w, &bw, bw & ~PB_EXTRA, memory_order_acquire,
+			memory_order_relaxed);
 		return 0;
 	}
 	if (!wt->block)

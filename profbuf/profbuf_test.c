@@ -47,7 +47,7 @@ static int wr(struct profbuf *b, const void *tag, int64_t now,
 	return profbuf_write(b, tag, now, hdr, nhdr, stk, nstk);
 }
 
-#define WRITE(b, tag, now, hdr, stk)                                          \
+#define WRITE(b, tag, now, hdr, stk) \
 	wr(b, tag, now, hdr, ARRAY_SIZE(hdr), stk, ARRAY_SIZE(stk))
 #define HDR(...) U64S(__VA_ARGS__)
 #define STK(...) PCS(__VA_ARGS__)
@@ -83,9 +83,8 @@ static void read_nb(struct profbuf *b, const uint64_t *data, size_t ndata,
 }
 
 #define TAGS(...) ((const void *const[]){ __VA_ARGS__ })
-#define READ(b, data, ...)                                                    \
-	read_nb(b, data, TAGS(__VA_ARGS__),                                   \
-		ARRAY_SIZE(TAGS(__VA_ARGS__)))
+#define READ(b, data, ...) \
+	read_nb(b, data, TAGS(__VA_ARGS__), ARRAY_SIZE(TAGS(__VA_ARGS__)))
 #define READ_NONE(b) read_nb(b, NULL, 0, NULL, 0)
 
 /* ---- Go's cases ----------------------------------------------------- */
@@ -416,8 +415,8 @@ static void wrap_random_ops(void)
 			int rc;
 
 			checkrec_fill(hdr, stk, 0, s, n);
-			rc = profbuf_write(b, (void *)1, (int64_t)s, hdr, 2, stk,
-					   n);
+			rc = profbuf_write(b, (void *)1, (int64_t)s, hdr, 2,
+					   stk, n);
 			ok += rc == 0;
 			lost += rc == -ENOSPC;
 			KT_CHECK(rc == 0 || rc == -ENOSPC);
@@ -724,7 +723,8 @@ static void concurrent_writers_case(size_t bufwords, size_t ntags, bool stall)
 	st->hdrsize = 2;
 	atomic_store(&writers_done, 0);
 	for (int i = 0; i < NW; i++) {
-		w[i] = (struct writer_ctx){ .b = b, .id = (uint32_t)i,
+		w[i] = (struct writer_ctx){ .b = b,
+					    .id = (uint32_t)i,
 					    .nwrites = 100000,
 					    .seed = 7u + (unsigned)i };
 		pthread_create(&th[i], NULL, counted_writer_main, &w[i]);
@@ -801,7 +801,8 @@ static void close_under_load(void)
 	KT_REQUIRE(cr.b);
 	st->hdrsize = 2;
 	for (int i = 0; i < NW; i++) {
-		cr.w[i] = (struct writer_ctx){ .b = cr.b, .id = (uint32_t)i,
+		cr.w[i] = (struct writer_ctx){ .b = cr.b,
+					       .id = (uint32_t)i,
 					       .nwrites = UINT64_MAX };
 		pthread_create(&th[i], NULL, close_race_writer, &cr.w[i]);
 	}

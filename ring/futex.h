@@ -48,8 +48,8 @@ static inline void ring_futex_wake(_Atomic uint32_t *word, int n)
 {
 	int saved = errno;
 
-	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, n, NULL,
-		NULL, 0);
+	syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, n, NULL, NULL,
+		0);
 	errno = saved;
 }
 

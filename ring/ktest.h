@@ -12,35 +12,35 @@
 static int ktest_failed_checks;
 
 /* Record a failed check and go on (the case is reported FAIL). */
-#define KT_CHECK(cond)                                                        \
-	do {                                                                  \
-		if (!(cond)) {                                                \
-			fprintf(stderr, "  %s:%d: check failed: %s\n",        \
-				__FILE__, __LINE__, #cond);                   \
-			ktest_failed_checks++;                                \
-		}                                                             \
+#define KT_CHECK(cond)                                                 \
+	do {                                                           \
+		if (!(cond)) {                                         \
+			fprintf(stderr, "  %s:%d: check failed: %s\n", \
+				__FILE__, __LINE__, #cond);            \
+			ktest_failed_checks++;                         \
+		}                                                      \
 	} while (0)
 
-#define KT_CHECK_EQ(a, b)                                                     \
-	do {                                                                  \
-		long long ka_ = (long long)(a), kb_ = (long long)(b);         \
-		if (ka_ != kb_) {                                             \
-			fprintf(stderr,                                       \
-				"  %s:%d: %s == %s failed: %lld != %lld\n",   \
-				__FILE__, __LINE__, #a, #b, ka_, kb_);        \
-			ktest_failed_checks++;                                \
-		}                                                             \
+#define KT_CHECK_EQ(a, b)                                                   \
+	do {                                                                \
+		long long ka_ = (long long)(a), kb_ = (long long)(b);       \
+		if (ka_ != kb_) {                                           \
+			fprintf(stderr,                                     \
+				"  %s:%d: %s == %s failed: %lld != %lld\n", \
+				__FILE__, __LINE__, #a, #b, ka_, kb_);      \
+			ktest_failed_checks++;                              \
+		}                                                           \
 	} while (0)
 
 /* Stop the case here if a check failed (later checks would crash). */
-#define KT_REQUIRE(cond)                                                      \
-	do {                                                                  \
-		if (!(cond)) {                                                \
-			fprintf(stderr, "  %s:%d: required: %s\n",           \
-				__FILE__, __LINE__, #cond);                   \
-			ktest_failed_checks++;                                \
-			return;                                               \
-		}                                                             \
+#define KT_REQUIRE(cond)                                                     \
+	do {                                                                 \
+		if (!(cond)) {                                               \
+			fprintf(stderr, "  %s:%d: required: %s\n", __FILE__, \
+				__LINE__, #cond);                            \
+			ktest_failed_checks++;                               \
+			return;                                              \
+		}                                                            \
 	} while (0)
 
 static inline int ktest_run(const char *name, void (*fn)(void))

@@ -36,7 +36,9 @@ static inline void ring_perturb(void)
 			ring_cpu_relax();
 }
 #else
-#define ring_perturb() do { } while (0)
+#define ring_perturb() \
+	do {           \
+	} while (0)
 #endif
 
 #endif /* PROFRING_RING_PERTURB_H */

@@ -45,9 +45,9 @@ static inline size_t checkrec_fill(uint64_t *hdr, uintptr_t *stk,
 
 struct checkrec_state {
 	size_t hdrsize;
-	uint64_t records;	   /* ordinary records read intact */
+	uint64_t records; /* ordinary records read intact */
 	uint64_t overflow_records; /* overflow records read */
-	uint64_t lost;		   /* sum of their counts */
+	uint64_t lost; /* sum of their counts */
 	uint64_t violations;
 	uint64_t read_by_writer[CHECKREC_MAX_WRITERS];
 	uint64_t next_seq[CHECKREC_MAX_WRITERS]; /* lowest acceptable seq */
@@ -107,9 +107,9 @@ static inline void checkrec_one(struct checkrec_state *st, const uint64_t *rec,
 }
 
 /* Check a whole read: @ndata words holding @ntags records. */
-static inline void checkrec_run(struct checkrec_state *st,
-				const uint64_t *data, size_t ndata,
-				const void *const *tags, size_t ntags)
+static inline void checkrec_run(struct checkrec_state *st, const uint64_t *data,
+				size_t ndata, const void *const *tags,
+				size_t ntags)
 {
 	size_t di = 0, ti = 0;
 

@@ -49,7 +49,8 @@ void stress_parse(int argc, char **argv, const char *prog,
 			continue;
 		}
 		if (++i == argc) {
-			fprintf(stderr, "%s: --%s needs a value\n", prog, f->name);
+			fprintf(stderr, "%s: --%s needs a value\n", prog,
+				f->name);
 			exit(2);
 		}
 		if (f->type == STRESS_STR) {
@@ -89,10 +90,10 @@ int stress_timer_start(struct stress_timer *t, int signo, long hz,
 	struct sigevent sev = { .sigev_notify = SIGEV_THREAD_ID,
 				.sigev_signo = signo };
 	long period = 1000000000L / (hz > 0 ? hz : 1);
-	struct itimerspec its = { .it_interval = { period / 1000000000L,
-						   period % 1000000000L },
-				  .it_value = { period / 1000000000L,
-						period % 1000000000L } };
+	struct itimerspec its = {
+		.it_interval = { period / 1000000000L, period % 1000000000L },
+		.it_value = { period / 1000000000L, period % 1000000000L }
+	};
 
 	sev._sigev_un._tid = gettid();
 	t->armed = false;

@@ -41,8 +41,14 @@ static struct {
 	const char *mode;
 	bool signals, cpu_clock, stall, close_early, wrap;
 } opt = {
-	.seconds = 5, .writers = 4, .seed = 1, .bufwords = 1 << 14,
-	.tags = 1 << 10, .max_stack = 64, .hz = 10000, .mode = "blocking",
+	.seconds = 5,
+	.writers = 4,
+	.seed = 1,
+	.bufwords = 1 << 14,
+	.tags = 1 << 10,
+	.max_stack = 64,
+	.hz = 10000,
+	.mode = "blocking",
 };
 
 static const struct stress_flag flags[] = {
@@ -58,8 +64,10 @@ static const struct stress_flag flags[] = {
 	  &opt.signals },
 	{ "hz", "signals per second per thread (default 10000)", STRESS_INT,
 	  &opt.hz },
-	{ "cpu-clock", "thread CPU-time timers (tick-limited) instead of "
-		       "CLOCK_MONOTONIC", STRESS_BOOL, &opt.cpu_clock },
+	{ "cpu-clock",
+	  "thread CPU-time timers (tick-limited) instead of "
+	  "CLOCK_MONOTONIC",
+	  STRESS_BOOL, &opt.cpu_clock },
 	{ "stall", "reader stalls at random", STRESS_BOOL, &opt.stall },
 	{ "close-early", "close while writers run", STRESS_BOOL,
 	  &opt.close_early },
@@ -92,8 +100,8 @@ static int write_one(struct writer *w)
 	int rc;
 
 	checkrec_fill(hdr, stk, w->id, w->seq, n);
-	rc = profbuf_write(buf, (void *)(uintptr_t)(w->id + 1),
-			   (int64_t)w->seq, hdr, 2, stk, n);
+	rc = profbuf_write(buf, (void *)(uintptr_t)(w->id + 1), (int64_t)w->seq,
+			   hdr, 2, stk, n);
 	w->seq++;
 	if (rc == 0)
 		w->ok++;
@@ -157,9 +165,10 @@ static void read_all(struct checkrec_state *st, uint64_t deadline,
 		if (timed)
 			rc = profbuf_read_timeout(buf, 2000000, &r);
 		else
-			rc = profbuf_read(buf, blocking && !deadline ?
-						       PROFBUF_BLOCKING :
-						       PROFBUF_NONBLOCKING,
+			rc = profbuf_read(buf,
+					  blocking && !deadline
+						  ? PROFBUF_BLOCKING
+						  : PROFBUF_NONBLOCKING,
 					  &r);
 		if (rc && rc != -ETIMEDOUT) {
 			checkrec_violation(st, "read error", (uint64_t)-rc, 0);
@@ -205,8 +214,9 @@ static uint64_t check_accounting(struct checkrec_state *st, long nids,
 		struct writer *w = &writers[i];
 
 		if (st->read_by_writer[i] != w->ok) {
-			fprintf(stderr, PROG ": writer %ld: %llu accepted, "
-					"%llu read\n",
+			fprintf(stderr,
+				PROG ": writer %ld: %llu accepted, "
+				     "%llu read\n",
 				i, (unsigned long long)w->ok,
 				(unsigned long long)st->read_by_writer[i]);
 			bad++;
@@ -216,8 +226,9 @@ static uint64_t check_accounting(struct checkrec_state *st, long nids,
 		*refused += w->refused;
 	}
 	if (st->lost != *lost) {
-		fprintf(stderr, PROG ": %llu writes lost, overflow records "
-				"count %llu\n",
+		fprintf(stderr,
+			PROG ": %llu writes lost, overflow records "
+			     "count %llu\n",
 			(unsigned long long)*lost,
 			(unsigned long long)st->lost);
 		bad++;
@@ -315,7 +326,8 @@ int main(int argc, char **argv)
 	}
 	elapsed = stress_now_ns() - start;
 
-	bad = check_accounting(st, nids, &ok, &lost, &refused) + check_wakeups();
+	bad = check_accounting(st, nids, &ok, &lost, &refused) +
+	      check_wakeups();
 	for (long i = 0; i < nids; i++)
 		nested += writers[i].nested;
 	snprintf(fields, sizeof(fields),
@@ -327,8 +339,7 @@ int main(int argc, char **argv)
 		 opt.wrap, opt.close_early, (double)elapsed / 1e9,
 		 (unsigned long long)ok, (unsigned long long)lost,
 		 ok + lost ? 100.0 * (double)lost / (double)(ok + lost) : 0.0,
-		 (unsigned long long)refused,
-		 (unsigned long long)st->records,
+		 (unsigned long long)refused, (unsigned long long)st->records,
 		 (unsigned long long)st->overflow_records,
 		 (unsigned long long)reads, (unsigned long long)nested,
 		 (double)st->records * 1e3 / (double)elapsed);

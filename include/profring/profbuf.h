@@ -71,8 +71,8 @@ enum profbuf_mode {
 };
 
 struct profbuf_read {
-	const uint64_t *data;	 /* whole records; valid until the next read */
-	size_t ndata;		 /* words */
+	const uint64_t *data; /* whole records; valid until the next read */
+	size_t ndata; /* words */
 	const void *const *tags; /* one per record; NULL for overflow records */
 	size_t ntags;
 	bool eof;
