@@ -19,11 +19,12 @@
  *        that slot is completely written, 0 again once the reader has
  *        given it back.
  *   ovf, ovf_time   the pending overflow record: ovf holds the count of
- *        discarded writes (bits 0-31), BUSY (bit 32), SEALED (bit 33) and a
- *        generation (bits 34-63) that changes whenever the count goes from
- *        0 to nonzero or back, against ABA; ovf_time is the time of the
- *        first discarded write of the pending run.
- *   closed   set once by profbuf_close().
+ *        discarded writes (bits 0-31), BUSY (bit 32), SEALED (bit 33),
+ *        CLOSED (bit 34, set once by profbuf_close(): a writer checks
+ *        "closed or overflow pending" with one load) and a generation
+ *        (bits 35-63) that changes whenever the count goes from 0 to
+ *        nonzero or back, against ABA; ovf_time is the time of the first
+ *        discarded write of the pending run.
  * The reader alone owns r_next (what its last read returned), and
  * eof_returned.
  *
@@ -94,8 +95,8 @@
  *   While BUSY is held the count can only grow, so nothing is lost between
  *   a claim and a reservation, and no writer ever waits on BUSY.
  *
- * Close and EOF.  close sets closed, then wakeup_extra().  Writers refuse
- * to start once they see closed.  The reader decides EOF only when closed
+ * Close and EOF.  close sets CLOSED, then wakeup_extra().  Writers refuse
+ * to start once they see CLOSED.  The reader decides EOF only when CLOSED
  * is set, nothing committed or reserved is left, and no overflow is
  * pending; it then seals both words: ovf gets SEALED by a CAS from count 0,
  * not BUSY (a writer that counts a loss after that gets -EINVAL: refused,
@@ -129,20 +130,19 @@
 #define OVF_COUNT_MASK ((uint64_t)UINT32_MAX)
 #define OVF_BUSY ((uint64_t)1 << 32)
 #define OVF_SEALED ((uint64_t)1 << 33)
-#define OVF_GEN_SHIFT 34
-#define OVF_GEN_ONE ((uint64_t)1 << OVF_GEN_SHIFT)
+#define OVF_CLOSED ((uint64_t)1 << 34)
+#define OVF_GEN_SHIFT 35
 
 struct profbuf {
 	/* Reserved by writers; SLEEPING/EXTRA also moved by the reader. */
 	ring_cacheline_aligned _Atomic uint64_t w;
 	/* Given back by the reader. */
 	ring_cacheline_aligned _Atomic uint64_t r;
-	/* The pending overflow record. */
+	/* The pending overflow record, and CLOSED. */
 	ring_cacheline_aligned _Atomic uint64_t ovf;
 	_Atomic uint64_t ovf_time;
 	/* Read-mostly. */
-	ring_cacheline_aligned _Atomic uint32_t closed;
-	_Atomic uint32_t wake_watermark;
+	ring_cacheline_aligned _Atomic uint32_t wake_watermark;
 	uint32_t hdrsize;
 	uint32_t data_len; /* power of two */
 	uint32_t tag_len; /* power of two */
@@ -189,7 +189,7 @@ static uint32_t ovf_count(uint64_t o)
 /* The ovf value with a zero count, a new generation, BUSY clear. */
 static uint64_t ovf_next_gen(uint64_t o)
 {
-	return ((o >> OVF_GEN_SHIFT) + 1) << OVF_GEN_SHIFT;
+	return (((o >> OVF_GEN_SHIFT) + 1) << OVF_GEN_SHIFT) | (o & OVF_CLOSED);
 }
 
 static uint64_t ovf_add(uint64_t o, uint32_t n)
@@ -222,7 +222,7 @@ static void wake_reader(struct profbuf *b)
 }
 
 /*
- * wakeup_extra() - after changing ovf (end of a BUSY period) or closed:
+ * wakeup_extra() - after changing ovf (end of a BUSY period, CLOSED):
  * set EXTRA so that a reader about to sleep sees w move, and wake a
  * sleeping one.
  */
@@ -235,7 +235,7 @@ static void wakeup_extra(struct profbuf *b)
 		new = (old | PB_EXTRA) & ~PB_SLEEPING;
 		/*
 		 * Release: pairs with the reader's acquire CAS that clears
-		 * EXTRA: the ovf or closed change made before this CAS is
+		 * EXTRA: the ovf change (count, BUSY, CLOSED) made before this CAS is
 		 * visible when it looks again.
 		 */
 	} while (!atomic_compare_exchange_weak_explicit(
@@ -269,7 +269,8 @@ static void ovf_release_busy(struct profbuf *b, uint32_t n)
  * Return: -ENOSPC, or -EINVAL if the reader has sealed the buffer (closed
  * and drained): the write is then refused rather than counted.
  */
-static int count_loss(struct profbuf *b, int64_t now)
+static __attribute__((noinline, cold)) int count_loss(struct profbuf *b,
+						      int64_t now)
 {
 	uint64_t o = atomic_load_explicit(&b->ovf, memory_order_relaxed);
 
@@ -307,8 +308,9 @@ static int count_loss(struct profbuf *b, int64_t now)
  *
  * Return: true with @rv filled in, false if there is no room.
  */
-static bool reserve(struct profbuf *b, const uint32_t *want, int n,
-		    struct pb_reservation *rv)
+static inline __attribute__((always_inline)) bool
+reserve(struct profbuf *b, const uint32_t *want, int n,
+	struct pb_reservation *rv)
 {
 	uint64_t old = atomic_load_explicit(&b->w, memory_order_relaxed);
 	uint64_t new;
@@ -347,11 +349,17 @@ static bool reserve(struct profbuf *b, const uint32_t *want, int n,
 
 		new = ring_pindex_add(old, used, (uint32_t)n);
 		rv->wake = false;
+		/*
+		 * Wake at the watermark, and always for an overflow record
+		 * (n == 2): the reader may be asleep waiting for the end of
+		 * our BUSY period, which this reservation ends silently.
+		 */
 		if ((old & PB_SLEEPING) &&
-		    (uint32_t)ring_count_sub(ring_pindex_data(new),
-					     ring_pindex_data(r)) >=
-			    atomic_load_explicit(&b->wake_watermark,
-						 memory_order_relaxed)) {
+		    (n == 2 ||
+		     (uint32_t)ring_count_sub(ring_pindex_data(new),
+					      ring_pindex_data(r)) >=
+			     atomic_load_explicit(&b->wake_watermark,
+						  memory_order_relaxed))) {
 			new &= ~PB_SLEEPING;
 			rv->wake = true;
 		}
@@ -373,25 +381,26 @@ static bool reserve(struct profbuf *b, const uint32_t *want, int n,
 
 /* ---- filling and committing ---------------------------------------- */
 
-static void put_record(struct profbuf *b, uint32_t tag_count, uint32_t pos,
-		       int32_t marker, const void *tag, int64_t now,
-		       const uint64_t *hdr, size_t nhdr, const uintptr_t *stk,
-		       size_t nstk)
+static inline void put_record(struct profbuf *b, uint32_t tag_count,
+			      uint32_t pos, int32_t marker, const void *tag,
+			      int64_t now, const uint64_t *restrict hdr,
+			      size_t nhdr, const uintptr_t *restrict stk,
+			      size_t nstk)
 {
-	uint64_t *d = b->data + pos;
-	size_t i;
+	uint64_t *restrict d = b->data + pos;
 
+	_Static_assert(sizeof(uintptr_t) == sizeof(uint64_t),
+		       "stack words are copied as uint64_t");
 	if (marker >= 0)
 		b->data[marker] = 0;
 	d[0] = 2 + b->hdrsize + nstk;
 	d[1] = (uint64_t)now;
-	for (i = 0; i < nhdr; i++)
+	for (size_t i = 0; i < nhdr; i++)
 		d[2 + i] = hdr[i];
-	for (; i < b->hdrsize; i++)
+	for (size_t i = nhdr; i < b->hdrsize; i++)
 		d[2 + i] = 0;
-	d += 2 + b->hdrsize;
-	for (i = 0; i < nstk; i++)
-		d[i] = (uint64_t)stk[i];
+	if (nstk) /* stk may be NULL then */
+		memcpy(d + 2 + b->hdrsize, stk, nstk * sizeof(*d));
 	b->tags[tag_count & (b->tag_len - 1)] = tag;
 	ring_perturb();
 	/*
@@ -404,10 +413,11 @@ static void put_record(struct profbuf *b, uint32_t tag_count, uint32_t pos,
 
 static bool header_all_zero(const uint64_t *hdr, size_t nhdr)
 {
+	uint64_t any = 0;
+
 	for (size_t i = 0; i < nhdr; i++)
-		if (hdr[i])
-			return false;
-	return true;
+		any |= hdr[i];
+	return !any;
 }
 
 /*
@@ -417,9 +427,10 @@ static bool header_all_zero(const uint64_t *hdr, size_t nhdr)
  * Return: as profbuf_write(); 1 if the overflow was taken by someone else
  * meanwhile and the caller should write normally.
  */
-static int write_with_overflow(struct profbuf *b, uint64_t o, const void *tag,
-			       int64_t now, const uint64_t *hdr, size_t nhdr,
-			       const uintptr_t *stk, size_t nstk)
+static __attribute__((noinline, cold)) int
+write_with_overflow(struct profbuf *b, uint64_t o, const void *tag, int64_t now,
+		    const uint64_t *hdr, size_t nhdr, const uintptr_t *stk,
+		    size_t nstk)
 {
 	uint32_t want[2] = { 3 + b->hdrsize, 2 + b->hdrsize + (uint32_t)nstk };
 	struct pb_reservation rv;
@@ -466,22 +477,33 @@ static int write_with_overflow(struct profbuf *b, uint64_t o, const void *tag,
 	return 0;
 }
 
-static int write_record(struct profbuf *b, const void *tag, int64_t now,
-			const uint64_t *hdr, size_t nhdr, const uintptr_t *stk,
-			size_t nstk)
+RING_API int profbuf_write(struct profbuf *b, const void *tag, int64_t now,
+			   const uint64_t *hdr, size_t nhdr,
+			   const uintptr_t *stk, size_t nstk)
 {
-	uint32_t want = 2 + b->hdrsize + (uint32_t)nstk;
+	uint32_t want;
 	struct pb_reservation rv;
+	uint64_t o;
+
+	if (ring_unlikely(!b || nhdr > b->hdrsize || (nhdr && !hdr) ||
+			  (nstk && !stk) ||
+			  nstk > b->data_len - 2 - b->hdrsize ||
+			  header_all_zero(hdr, nhdr)))
+		return -EINVAL;
+	want = 2 + b->hdrsize + (uint32_t)nstk;
 	/*
-	 * Acquire: pairs with ovf_release_busy() so that, if we go on to
-	 * emit the overflow record, its ovf_time is visible.
+	 * Acquire: pairs with ovf_release_busy(), so that if we go on to
+	 * emit the overflow record its ovf_time is visible; and with the
+	 * fetch_or in profbuf_close(), so that a write that starts after
+	 * close returned (in happens-before order) sees CLOSED.
 	 */
-	uint64_t o = atomic_load_explicit(&b->ovf, memory_order_acquire);
+	o = atomic_load_explicit(&b->ovf, memory_order_acquire);
+	if (ring_unlikely(o & (OVF_CLOSED | OVF_COUNT_MASK))) {
+		int rc;
 
-	if (ring_unlikely(ovf_count(o))) {
-		int rc = write_with_overflow(b, o, tag, now, hdr, nhdr, stk,
-					     nstk);
-
+		if (o & OVF_CLOSED)
+			return -EINVAL;
+		rc = write_with_overflow(b, o, tag, now, hdr, nhdr, stk, nstk);
 		if (rc <= 0)
 			return rc;
 	}
@@ -495,31 +517,17 @@ static int write_record(struct profbuf *b, const void *tag, int64_t now,
 	return 0;
 }
 
-RING_API int profbuf_write(struct profbuf *b, const void *tag, int64_t now,
-			   const uint64_t *hdr, size_t nhdr,
-			   const uintptr_t *stk, size_t nstk)
-{
-	if (ring_unlikely(!b || nhdr > b->hdrsize || (nhdr && !hdr) ||
-			  (nstk && !stk) || nstk > b->data_len ||
-			  2 + b->hdrsize + nstk > b->data_len ||
-			  header_all_zero(hdr, nhdr)))
-		return -EINVAL;
-	/*
-	 * Acquire: pairs with the exchange in profbuf_close(); a write that
-	 * starts after close returned (in happens-before order) sees it.
-	 */
-	if (ring_unlikely(
-		    atomic_load_explicit(&b->closed, memory_order_acquire)))
-		return -EINVAL;
-	return write_record(b, tag, now, hdr, nhdr, stk, nstk);
-}
-
 RING_API int profbuf_close(struct profbuf *b)
 {
 	if (!b)
 		return -EINVAL;
-	/* Release: pairs with the acquire load in profbuf_write(). */
-	if (atomic_exchange_explicit(&b->closed, 1, memory_order_release))
+	/*
+	 * Release: pairs with the acquire loads of ovf in profbuf_write()
+	 * and read_step().
+	 */
+	if (atomic_fetch_or_explicit(&b->ovf, OVF_CLOSED,
+				     memory_order_release) &
+	    OVF_CLOSED)
 		return -EALREADY;
 	wakeup_extra(b);
 	return 0;
@@ -810,9 +818,9 @@ static int read_step(struct profbuf *b, struct pb_wait *wt,
 		return rc;
 	if (take_overflow(b, out))
 		return 1;
-	/* Acquire: pairs with the exchange in profbuf_close(). */
-	if (!reserved &&
-	    atomic_load_explicit(&b->closed, memory_order_acquire)) {
+	/* Acquire: pairs with the fetch_or in profbuf_close(). */
+	if (!reserved && (atomic_load_explicit(&b->ovf, memory_order_acquire) &
+			  OVF_CLOSED)) {
 		rc = seal(b, bw);
 		if (rc == 1) {
 			b->withdrawn += !!(bw & PB_SLEEPING);
@@ -826,7 +834,7 @@ static int read_step(struct profbuf *b, struct pb_wait *wt,
 	if (bw & PB_EXTRA) {
 		/*
 		 * Acquire: pairs with the release CAS in wakeup_extra(): the
-		 * ovf or closed change behind it is visible when we look
+		 * ovf change (count, BUSY, CLOSED) behind it is visible when we look
 		 * again.  Failure means w moved: look again anyway.
 		 */
 		atomic_compare_exchange_strong_explicit(
@@ -902,10 +910,10 @@ RING_API int profbuf_read_timeout(struct profbuf *b, uint64_t timeout_ns,
 {
 	struct pb_wait wt = { .block = true };
 
-	/* A deadline of 0 means "none": keep it nonzero. */
+	/* A deadline of 0 means "none": so does one past 2^64 ns. */
 	wt.deadline = now_ns() + timeout_ns;
-	if (!wt.deadline)
-		wt.deadline = 1;
+	if (wt.deadline < timeout_ns)
+		wt.deadline = 0;
 	return read_common(b, &wt, r);
 }
 
@@ -934,6 +942,10 @@ struct profbuf *profbuf_new_at(size_t hdrsize, size_t bufwords, size_t ntags,
 	b->hdrsize = (uint32_t)hdrsize;
 	b->data_len = (uint32_t)bufwords;
 	b->tag_len = round_pow2(ntags);
+	if (b->tag_len >= RING_PINDEX_MAX_ENTRIES) {
+		free(b);
+		goto einval;
+	}
 	b->data = calloc(b->data_len, sizeof(*b->data));
 	if (!b->data)
 		goto free_b;

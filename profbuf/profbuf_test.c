@@ -454,6 +454,11 @@ static void new_errors(void)
 	KT_CHECK(profbuf_new(1, 16, 1u << 28) == NULL && errno == EINVAL);
 	errno = 0;
 	KT_CHECK(profbuf_new((1u << 27) + 1, 16, 4) == NULL && errno == EINVAL);
+	/* Rounding up must not sneak past the limit either. */
+	errno = 0;
+	KT_CHECK(profbuf_new(1, (1u << 28) - 1, 4) == NULL && errno == EINVAL);
+	errno = 0;
+	KT_CHECK(profbuf_new(1, 16, (1u << 28) - 1) == NULL && errno == EINVAL);
 	/* Largest legal sizes round up fine; tiny ones are raised. */
 	struct profbuf *b = profbuf_new(3, 1, 0);
 
@@ -559,6 +564,13 @@ static void eof_after_drain(void)
 	profbuf_free(b);
 }
 
+static void *delayed_write(void *arg)
+{
+	sleep_ms(30);
+	WRITE((struct profbuf *)arg, &my_tags[1], 4, HDR(5), STK(6));
+	return NULL;
+}
+
 static void read_timeout(void)
 {
 	struct profbuf *b = profbuf_new(1, 16, 8);
@@ -572,6 +584,13 @@ static void read_timeout(void)
 	KT_CHECK_EQ(WRITE(b, &my_tags[0], 3, HDR(5), STK(6)), 0);
 	KT_CHECK_EQ(profbuf_read_timeout(b, 20 * 1000000, &r), 0);
 	expect(&r, WORDS(4, 3, 5, 6), TAGS(&my_tags[0]), 1);
+	/* UINT64_MAX means no limit, not a wrapped deadline. */
+	pthread_t th;
+
+	pthread_create(&th, NULL, delayed_write, b);
+	KT_CHECK_EQ(profbuf_read_timeout(b, UINT64_MAX, &r), 0);
+	expect(&r, WORDS(4, 4, 5, 6), TAGS(&my_tags[1]), 1);
+	pthread_join(th, NULL);
 	profbuf_test_counters(b, &c);
 	KT_CHECK(c.sleeps >= 1);
 	KT_CHECK_EQ(c.wakeups + c.withdrawn, c.sleeps);

@@ -37,7 +37,7 @@
 #define MAX_STACK 256
 
 static struct {
-	long seconds, writers, seed, bufwords, tags, max_stack, hz;
+	long seconds, writers, seed, bufwords, tags, max_stack, hz, watermark;
 	const char *mode;
 	bool signals, cpu_clock, stall, close_early, wrap;
 } opt = {
@@ -69,6 +69,8 @@ static const struct stress_flag flags[] = {
 	  "CLOCK_MONOTONIC",
 	  STRESS_BOOL, &opt.cpu_clock },
 	{ "stall", "reader stalls at random", STRESS_BOOL, &opt.stall },
+	{ "watermark", "wake the reader only at this many words", STRESS_INT,
+	  &opt.watermark },
 	{ "close-early", "close while writers run", STRESS_BOOL,
 	  &opt.close_early },
 	{ "wrap", "start counters just below 2^32 / 2^30", STRESS_BOOL,
@@ -274,7 +276,8 @@ static int setup(void)
 	}
 	buf = profbuf_new_at(2, (size_t)opt.bufwords, (size_t)opt.tags, d0, t0);
 	writers = calloc((size_t)nids, sizeof(*writers));
-	if (!buf || !writers) {
+	if (!buf || !writers ||
+	    profbuf_set_wake_watermark(buf, (size_t)opt.watermark)) {
 		perror(PROG);
 		return -1;
 	}
@@ -330,19 +333,20 @@ int main(int argc, char **argv)
 	      check_wakeups();
 	for (long i = 0; i < nids; i++)
 		nested += writers[i].nested;
-	snprintf(fields, sizeof(fields),
-		 "writers=%ld signals=%d mode=%s ring=%ld/%ld wrap=%d "
-		 "close_early=%d seconds=%.1f accepted=%llu lost=%llu "
-		 "(%.1f%%) refused=%llu read=%llu overflow_records=%llu "
-		 "reads=%llu nested=%llu rate=%.2fM/s",
-		 opt.writers, opt.signals, opt.mode, opt.bufwords, opt.tags,
-		 opt.wrap, opt.close_early, (double)elapsed / 1e9,
-		 (unsigned long long)ok, (unsigned long long)lost,
-		 ok + lost ? 100.0 * (double)lost / (double)(ok + lost) : 0.0,
-		 (unsigned long long)refused, (unsigned long long)st->records,
-		 (unsigned long long)st->overflow_records,
-		 (unsigned long long)reads, (unsigned long long)nested,
-		 (double)st->records * 1e3 / (double)elapsed);
+	snprintf(
+		fields, sizeof(fields),
+		"writers=%ld signals=%d mode=%s ring=%ld/%ld watermark=%ld wrap=%d "
+		"close_early=%d seconds=%.1f accepted=%llu lost=%llu "
+		"(%.1f%%) refused=%llu read=%llu overflow_records=%llu "
+		"reads=%llu nested=%llu rate=%.2fM/s",
+		opt.writers, opt.signals, opt.mode, opt.bufwords, opt.tags,
+		opt.watermark, opt.wrap, opt.close_early, (double)elapsed / 1e9,
+		(unsigned long long)ok, (unsigned long long)lost,
+		ok + lost ? 100.0 * (double)lost / (double)(ok + lost) : 0.0,
+		(unsigned long long)refused, (unsigned long long)st->records,
+		(unsigned long long)st->overflow_records,
+		(unsigned long long)reads, (unsigned long long)nested,
+		(double)st->records * 1e3 / (double)elapsed);
 	bad += st->violations;
 	free(st);
 	free(writers);

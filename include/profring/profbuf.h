@@ -40,7 +40,11 @@
  *    reservation order.  It waits for every reserved record: a writer that
  *    reserves and never commits (a thread killed mid-write, a siglongjmp out
  *    of a handler inside profbuf_write) stalls the reader at that record
- *    forever; a timed read still returns -ETIMEDOUT.  While a reserved
+ *    forever (a timed read still returns -ETIMEDOUT).  The same holds for a
+ *    writer that dies between its commit and the wakeup it owes a sleeping
+ *    reader, or while it holds the overflow record (between counting the
+ *    first loss and storing its time, or while emitting it).  While a
+ *    reserved
  *    record is being written (nanoseconds, unless the writer is preempted)
  *    a blocking reader polls for it with back-off; otherwise it sleeps on a
  *    futex and is woken exactly once by a writer or by close.
@@ -48,6 +52,9 @@
  *    counted in an overflow record read before EOF, or is refused with
  *    -EINVAL; it is never lost silently.  Writes that begin after close
  *    returns are refused with -EINVAL.
+ *  - Records come in reservation order.  An overflow record synthesized by
+ *    the reader is returned as soon as nothing committed is left to read,
+ *    so it may precede a record still being written at that moment.
  *  - Records longer than half the ring may not fit at the current write
  *    position even in an empty ring and are then counted as overflow; keep
  *    records at most bufwords / 2.
@@ -142,7 +149,7 @@ int profbuf_read(struct profbuf *b, enum profbuf_mode mode,
 
 /**
  * profbuf_read_timeout() - profbuf_read() in blocking mode, for at most
- * @timeout_ns nanoseconds.
+ * @timeout_ns nanoseconds (UINT64_MAX: no limit).
  *
  * Return: as profbuf_read(), or -ETIMEDOUT when nothing arrived in time
  * (@r is then empty).
