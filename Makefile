@@ -127,8 +127,11 @@ stress-tsan:
 stress-asan:
 	$(MAKE) stress $(ASAN_VARS)
 
+# The first benchmark starts bench/results/latest.{md,csv}; the others append.
 bench: $(BENCHES)
-	@for b in $(BENCHES); do $$b || exit 1; done
+	@unset BENCH_APPEND; for b in $(BENCHES); do \
+		$$b $(BENCH_FLAGS) || exit 1; export BENCH_APPEND=1; \
+	done
 
 demo: $(BUILD)/stress/profbuf_stress
 	$(BUILD)/stress/profbuf_stress --seconds 5 --writers 4 --signals

@@ -1,0 +1,966 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bench/profbuf_bench.c - profbuf against its anchors.
+ *
+ * What it measures.
+ *
+ * 1. Single writer: ns per profbuf_write() for records of 8, 34 and 66
+ *    words (hdrsize 2, stacks of 4, 30 and 62 words, header nonzero).  No
+ *    reader runs inside the timed region: each timed batch writes --batch
+ *    records into an empty ring that holds them all, then the ring is
+ *    drained untimed with non-blocking reads, and so on for 2^20 records
+ *    per repetition.  Every write must return 0 and every drain must give
+ *    back exactly the batch; anything else aborts the benchmark, since a
+ *    benchmark that times failures measures nothing.
+ *
+ * 2. Two writers and one reader for --seconds, 34-word records, writers
+ *    as fast as they can: records delivered to the reader per second, and
+ *    the fraction of writes lost to a full ring.  profbuf's reader uses
+ *    blocking reads; profbuf's books must balance (records read + overflow
+ *    counts = writes accepted + writes refused with -ENOSPC).
+ *
+ * Why the anchors are fair.
+ *
+ *  - floor: what any multi-writer ring must do at least - one atomic
+ *    compare-exchange on a 64-bit counter to claim a slot, and a memcpy of
+ *    the same record (len, time, header, stack) into a plain uint64_t
+ *    slot.  It never checks for room, commits nothing and has no reader,
+ *    so profbuf can only approach it; the goal is profbuf <= 1.3 x floor.
+ *  - ck_spsc: ConcurrencyKit's typed by-value ring (CK_RING_PROTOTYPE)
+ *    with a struct the size of the record.  Its caller holds the record in
+ *    such a struct (as a profiler would unwind straight into it) and sets
+ *    the time; ck_ring_enqueue_spsc copies all of it into the ring.  So
+ *    both sides copy the same words into the ring once.  ck_spsc_resv is
+ *    the same ring filled in place (reserve, the same copy as the floor
+ *    from the same separate header and stack arrays, commit).  ck_ring
+ *    SPSC is single-writer only and needs no atomic read-modify-write;
+ *    profbuf pays for being multi-writer and signal-safe.  Goal <= 1.0.
+ *  - ck_mpmc / ck_mpsc (concurrent case): the same typed ring with the
+ *    multi-producer enqueue (identical for both), one reader dequeueing
+ *    by value; a failed enqueue counts as lost.  The rings hold the same
+ *    bytes (2^16 words vs 2048 slots of 34 words).  The ck reader yields
+ *    the CPU when the ring is empty; profbuf's sleeps on a futex.  With
+ *    --pin the reader has the last CPU to itself and the writers share
+ *    the others; unpinned, the scheduler places all three.
+ *
+ * Caveats, so that the numbers are read right.
+ *
+ *  - ck_spsc is slower than its work suggests, for two reasons outside
+ *    ck_ring's design: storing the time into the caller's struct right
+ *    before the enqueue's wide loads costs a store-forwarding stall, and
+ *    GCC (generic tuning) inlines the constant 272- and 528-byte copies
+ *    as "rep movsq", which has a large start-up cost on some CPUs (clang
+ *    calls memcpy()).  ck_spsc_resv has neither and is the like-for-like
+ *    measure of an SPSC ring's cost.
+ *  - With fewer than 3 CPUs the concurrent case is oversubscribed: a
+ *    writer preempted between reserving and committing holds up the
+ *    reader (both rings) and, in ck_ring, the other writer too.  The
+ *    result then mostly measures the scheduler.
+ *
+ * All implementations use the same batch size, ring footprint, record and
+ * time stamps, and run interleaved repetition by repetition (harness.c).
+ * profbuf is called through the static library (no inlining across the
+ * call); ck_ring and the floor are inline.  That is part of the cost of a
+ * library and is not corrected for.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ck_ring.h>
+
+#include <profring/profbuf.h>
+
+#include "harness.h"
+
+#define HDRSIZE 2
+#define MAX_STACK 62
+#define REP_RECORDS (1u << 20) /* records per single-writer repetition */
+#define MT_WRITERS 2
+#define MT_WORDS 34
+#define MT_RING_WORDS (1u << 16)
+#define MT_SLOTS (MT_RING_WORDS / 32)
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+_Static_assert(sizeof(uintptr_t) == sizeof(uint64_t), "64-bit stacks only");
+
+/*
+ * struct rec_src - the record every implementation copies.
+ * @hdr:  header words (nonzero)
+ * @stk:  stack words
+ * @nstk: stack length
+ * @len:  record length in words, 2 + HDRSIZE + @nstk
+ */
+struct rec_src {
+	uint64_t hdr[HDRSIZE];
+	uintptr_t stk[MAX_STACK];
+	size_t nstk;
+	uint64_t len;
+};
+
+static void rec_src_init(struct rec_src *r, unsigned int words)
+{
+	memset(r, 0, sizeof(*r));
+	r->len = words;
+	r->nstk = words - 2 - HDRSIZE;
+	r->hdr[0] = 0x1d;
+	r->hdr[1] = 0x2e;
+	for (size_t i = 0; i < r->nstk; i++)
+		r->stk[i] = 0x400000 + 16 * i;
+}
+
+/**
+ * rec_fill() - copy a record into ring memory: the floor's copy.
+ * @d:   destination, @r->len words
+ * @r:   the record
+ * @now: its time stamp
+ */
+static inline void rec_fill(uint64_t *d, const struct rec_src *r, uint64_t now)
+{
+	d[0] = r->len;
+	d[1] = now;
+	memcpy(d + 2, r->hdr, sizeof(r->hdr));
+	memcpy(d + 2 + HDRSIZE, r->stk, r->nstk * sizeof(r->stk[0]));
+}
+
+/* Whether @d holds the record @r (any time stamp). */
+static bool rec_ok(const uint64_t *d, const struct rec_src *r)
+{
+	return d[0] == r->len && d[2] == r->hdr[0] &&
+	       d[r->len - 1] == r->stk[r->nstk - 1];
+}
+
+static uint32_t round_pow2(size_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+/* ---- single writer: cases ------------------------------------------------ */
+
+struct st_case;
+
+/*
+ * struct st_ops - one implementation under the single-writer workload.
+ * @batch: write c->batch records, timing only that
+ * @drain: empty the ring, untimed, checking what comes out
+ */
+struct st_ops {
+	int (*batch)(struct st_case *c, struct bench_sample *s);
+	int (*drain)(struct st_case *c);
+};
+
+/*
+ * struct st_case - the state of one single-writer case.
+ * @ops:    its implementation
+ * @src:    the record
+ * @batch:  records per timed batch
+ * @now:    next time stamp
+ * @pb:     profbuf
+ * @floor_head, @floor_slots, @floor_mask: the floor's ring
+ * @ck, @ck_buf: the ck_ring and its slots
+ * @ck_rec: the caller-held record of the by-value ck enqueue
+ */
+struct st_case {
+	const struct st_ops *ops;
+	const struct rec_src *src;
+	unsigned int batch;
+	uint64_t now;
+	struct profbuf *pb;
+	_Atomic uint64_t floor_head;
+	uint64_t *floor_slots;
+	uint64_t floor_mask;
+	struct ck_ring ck;
+	void *ck_buf;
+	void *ck_rec;
+};
+
+static int write_failed(const char *what, int rc)
+{
+	fprintf(stderr, "profbuf_bench: %s failed (%d: %s); aborting\n", what,
+		rc, strerror(rc < 0 ? -rc : rc));
+	return -1;
+}
+
+static int drained(struct st_case *c, const char *what, unsigned int got)
+{
+	if (got == c->batch)
+		return 0;
+	fprintf(stderr, "profbuf_bench: %s drained %u records, wrote %u\n",
+		what, got, c->batch);
+	return -1;
+}
+
+/*
+ * st_run() - one repetition: REP_RECORDS records in timed batches, each
+ * followed by an untimed drain.
+ */
+static int st_run(void *arg, struct bench_sample *s)
+{
+	struct st_case *c = arg;
+
+	for (uint32_t n = 0; n < REP_RECORDS; n += c->batch)
+		if (c->ops->batch(c, s) || c->ops->drain(c))
+			return -1;
+	return 0;
+}
+
+/* ---- single writer: profbuf ---------------------------------------------- */
+
+static int pb_batch(struct st_case *c, struct bench_sample *s)
+{
+	const struct rec_src *r = c->src;
+	uint64_t now = c->now;
+	struct bench_timer t;
+	int bad = 0;
+
+	bench_timer_start(&t);
+	for (unsigned int i = 0; i < c->batch; i++)
+		bad |= profbuf_write(c->pb, r, (int64_t)now++, r->hdr, HDRSIZE,
+				     r->stk, r->nstk);
+	bench_timer_stop(&t, s, c->batch);
+	c->now = now;
+	return bad ? write_failed("profbuf_write", bad) : 0;
+}
+
+/*
+ * pb_check_run() - count the records of a read, all ordinary and intact.
+ *
+ * Return: the count, or -1.
+ */
+static long pb_check_run(const struct profbuf_read *rd, const struct rec_src *r)
+{
+	size_t off = 0;
+
+	for (size_t i = 0; i < rd->ntags; i++) {
+		if (!rd->tags[i] || off + r->len > rd->ndata ||
+		    !rec_ok(rd->data + off, r))
+			return -1;
+		off += r->len;
+	}
+	return off == rd->ndata ? (long)rd->ntags : -1;
+}
+
+/*
+ * pb_drain() - read until a read comes back empty.  Each read first gives
+ * back the run the previous one returned, so after the empty read the
+ * whole ring is free again.
+ */
+static int pb_drain(struct st_case *c)
+{
+	struct profbuf_read rd;
+	unsigned int got = 0;
+	long n;
+	int rc;
+
+	do {
+		rc = profbuf_read(c->pb, PROFBUF_NONBLOCKING, &rd);
+		if (rc)
+			return write_failed("profbuf_read", rc);
+		n = pb_check_run(&rd, c->src);
+		if (n < 0)
+			return drained(c, "profbuf (bad record)", 0);
+		got += (unsigned int)n;
+	} while (rd.ndata);
+	return drained(c, "profbuf", got);
+}
+
+static const struct st_ops pb_ops = { pb_batch, pb_drain };
+
+/*
+ * pb_st_init() - a profbuf for @c: data ring of at least one batch plus
+ * one record (a record never wraps; the skipped tail counts as used), tag
+ * ring the size of the ck_ring's.
+ */
+static int pb_st_init(struct st_case *c)
+{
+	size_t words = ((size_t)c->batch + 1) * c->src->len;
+
+	c->ops = &pb_ops;
+	c->pb = profbuf_new(HDRSIZE, round_pow2(words),
+			    round_pow2(c->batch + 1));
+	return c->pb ? 0 : write_failed("profbuf_new", errno);
+}
+
+/* ---- single writer: the floor -------------------------------------------- */
+
+static int floor_batch(struct st_case *c, struct bench_sample *s)
+{
+	const struct rec_src *r = c->src;
+	uint64_t now = c->now, old;
+	struct bench_timer t;
+
+	bench_timer_start(&t);
+	for (unsigned int i = 0; i < c->batch; i++) {
+		old = atomic_load_explicit(&c->floor_head,
+					   memory_order_relaxed);
+		while (!atomic_compare_exchange_strong(&c->floor_head, &old,
+						       old + 1))
+			;
+		rec_fill(c->floor_slots + (old & c->floor_mask) * r->len, r,
+			 now++);
+	}
+	bench_timer_stop(&t, s, c->batch);
+	c->now = now;
+	return 0;
+}
+
+/* The floor has no reader: nothing to give back. */
+static int floor_drain(struct st_case *c)
+{
+	(void)c;
+	return 0;
+}
+
+static const struct st_ops floor_ops = { floor_batch, floor_drain };
+
+/* Slots as many as the ck_ring's, of the record's size. */
+static int floor_st_init(struct st_case *c)
+{
+	uint32_t slots = round_pow2(c->batch + 1);
+
+	c->ops = &floor_ops;
+	c->floor_mask = slots - 1;
+	c->floor_slots = calloc(slots, c->src->len * sizeof(uint64_t));
+	return c->floor_slots ? 0 : write_failed("calloc", -ENOMEM);
+}
+
+/* ---- single writer: ck_ring SPSC, by value ------------------------------- */
+
+/*
+ * CK_ST_CASES() - the typed ck_ring of records of @n words and its two
+ * single-writer implementations: ck_enq_ops_@n (enqueue a caller-held
+ * record by value) and ck_resv_ops_@n (reserve a slot, fill it from the
+ * separate arrays, commit).
+ */
+#define CK_ST_CASES(n)                                                         \
+	struct rec##n {                                                        \
+		uint64_t w[n];                                                 \
+	};                                                                     \
+	CK_RING_PROTOTYPE(rec##n, rec##n)                                      \
+                                                                               \
+	static int ck_enq_batch_##n(struct st_case *c, struct bench_sample *s) \
+	{                                                                      \
+		struct rec##n *rec = c->ck_rec, *buf = c->ck_buf;              \
+		uint64_t now = c->now;                                         \
+		struct bench_timer t;                                          \
+		bool ok = true;                                                \
+                                                                               \
+		bench_timer_start(&t);                                         \
+		for (unsigned int i = 0; i < c->batch; i++) {                  \
+			rec->w[1] = now++;                                     \
+			ok &= ck_ring_enqueue_spsc_rec##n(&c->ck, buf, rec);   \
+		}                                                              \
+		bench_timer_stop(&t, s, c->batch);                             \
+		c->now = now;                                                  \
+		return ok ? 0 : write_failed("ck enqueue", -ENOSPC);           \
+	}                                                                      \
+                                                                               \
+	static int ck_resv_batch_##n(struct st_case *c,                        \
+				     struct bench_sample *s)                   \
+	{                                                                      \
+		struct rec##n *buf = c->ck_buf, *slot;                         \
+		uint64_t now = c->now;                                         \
+		struct bench_timer t;                                          \
+		unsigned int i;                                                \
+                                                                               \
+		bench_timer_start(&t);                                         \
+		for (i = 0; i < c->batch; i++) {                               \
+			slot = ck_ring_enqueue_reserve_spsc_rec##n(&c->ck,     \
+								   buf);       \
+			if (!slot)                                             \
+				break;                                         \
+			rec_fill(slot->w, c->src, now++);                      \
+			ck_ring_enqueue_commit_spsc(&c->ck);                   \
+		}                                                              \
+		bench_timer_stop(&t, s, c->batch);                             \
+		c->now = now;                                                  \
+		return i == c->batch ? 0                                       \
+				     : write_failed("ck reserve", -ENOSPC);    \
+	}                                                                      \
+                                                                               \
+	static int ck_drain_##n(struct st_case *c)                             \
+	{                                                                      \
+		struct rec##n out;                                             \
+		unsigned int got = 0;                                          \
+                                                                               \
+		while (ck_ring_dequeue_spsc_rec##n(&c->ck, c->ck_buf, &out)) { \
+			if (!rec_ok(out.w, c->src))                            \
+				return drained(c, "ck (bad record)", 0);       \
+			got++;                                                 \
+		}                                                              \
+		return drained(c, "ck_ring", got);                             \
+	}                                                                      \
+                                                                               \
+	static const struct st_ops ck_enq_ops_##n = { ck_enq_batch_##n,        \
+						      ck_drain_##n };          \
+	static const struct st_ops ck_resv_ops_##n = { ck_resv_batch_##n,      \
+						       ck_drain_##n }
+
+CK_ST_CASES(8);
+CK_ST_CASES(34);
+CK_ST_CASES(66);
+
+/* A ck_ring of batch + 1 slots (capacity: slots - 1), caller record set. */
+static int ck_st_init(struct st_case *c, const struct st_ops *ops)
+{
+	uint32_t slots = round_pow2(c->batch + 1);
+	size_t bytes = c->src->len * sizeof(uint64_t);
+
+	c->ops = ops;
+	ck_ring_init(&c->ck, slots);
+	c->ck_buf = calloc(slots, bytes);
+	c->ck_rec = calloc(1, bytes);
+	if (!c->ck_buf || !c->ck_rec)
+		return write_failed("calloc", -ENOMEM);
+	rec_fill(c->ck_rec, c->src, 0);
+	return 0;
+}
+
+static void st_fini(struct st_case *c)
+{
+	profbuf_free(c->pb);
+	free(c->floor_slots);
+	free(c->ck_buf);
+	free(c->ck_rec);
+}
+
+/* ---- single writer: the comparison --------------------------------------- */
+
+/*
+ * struct st_size - a record size and its typed ck_ring implementations.
+ */
+struct st_size {
+	unsigned int words;
+	const char *name;
+	const struct st_ops *ck_enq;
+	const struct st_ops *ck_resv;
+};
+
+static const struct st_size st_sizes[] = {
+	{ 8, "write 8w", &ck_enq_ops_8, &ck_resv_ops_8 },
+	{ 34, "write 34w", &ck_enq_ops_34, &ck_resv_ops_34 },
+	{ 66, "write 66w", &ck_enq_ops_66, &ck_resv_ops_66 },
+};
+
+enum { ST_PB, ST_FLOOR, ST_CK, ST_CK_RESV, ST_N };
+
+static const char *const st_names[ST_N] = { "profbuf", "floor", "ck_spsc",
+					    "ck_spsc_resv" };
+
+static int st_init_all(struct st_case *c, const struct st_size *sz)
+{
+	return pb_st_init(&c[ST_PB]) || floor_st_init(&c[ST_FLOOR]) ||
+	       ck_st_init(&c[ST_CK], sz->ck_enq) ||
+	       ck_st_init(&c[ST_CK_RESV], sz->ck_resv);
+}
+
+static void st_report(const struct st_size *sz, const struct bench_stats *st)
+{
+	struct bench_row row = {
+		.name = sz->name,
+		.unit = BENCH_NS_PER_OP,
+		.ours = &st[ST_PB],
+		.ours_name = st_names[ST_PB],
+		.goal_le = true,
+	};
+
+	for (int i = ST_FLOOR; i < ST_N; i++) {
+		row.anchor = &st[i];
+		row.anchor_name = st_names[i];
+		row.goal_ratio = i == ST_FLOOR ? 1.3 : 1.0;
+		bench_report_row(&row);
+	}
+}
+
+/**
+ * single_writer() - measure and report one record size.
+ * @o:  options
+ * @sz: the size
+ *
+ * Return: 0, or -1 if anything failed.
+ */
+static int single_writer(const struct bench_opts *o, const struct st_size *sz)
+{
+	struct st_case c[ST_N] = { 0 };
+	struct bench_case bc[ST_N];
+	struct bench_stats st[ST_N];
+	struct rec_src src;
+	int rc = -1;
+
+	rec_src_init(&src, sz->words);
+	for (int i = 0; i < ST_N; i++) {
+		c[i].src = &src;
+		c[i].batch = o->batch;
+		bc[i] = (struct bench_case){ st_names[i], st_run, &c[i] };
+	}
+	if (st_init_all(c, sz))
+		goto out;
+	rc = bench_run_cases(bc, ST_N, o, st);
+	if (!rc)
+		st_report(sz, st);
+out:
+	for (int i = 0; i < ST_N; i++)
+		st_fini(&c[i]);
+	return rc;
+}
+
+/* ---- concurrent: common -------------------------------------------------- */
+
+struct mt_run;
+
+/*
+ * struct mt_writer - one writer thread.
+ * @m:    the run
+ * @id:   0 ... MT_WRITERS - 1
+ * @ok:   writes accepted
+ * @lost: writes refused for want of room
+ * @err:  any other error, which stops it
+ */
+struct mt_writer {
+	struct mt_run *m;
+	unsigned int id;
+	uint64_t ok;
+	uint64_t lost;
+	int err;
+	pthread_t thread;
+};
+
+/*
+ * struct mt_ops - one implementation under the concurrent workload.
+ * @open:   create the ring
+ * @writer: writer thread body
+ * @reader: reader thread body
+ * @finish: the writers have been joined: let the reader end
+ * @close:  free the ring
+ * @counts_losses: the reader learns of refused writes (overflow records)
+ */
+struct mt_ops {
+	int (*open)(struct mt_run *m);
+	void *(*writer)(void *arg);
+	void *(*reader)(void *arg);
+	void (*finish)(struct mt_run *m);
+	void (*close)(struct mt_run *m);
+	bool counts_losses;
+};
+
+/*
+ * struct mt_run - one concurrent case.
+ * @ops, @o, @src:  implementation, options, record
+ * @start:          all threads and the timer start together
+ * @stop:           writers stop
+ * @done:           writers joined (for readers that do not get EOF)
+ * @pb:             profbuf
+ * @ck, @ck_buf:    the ck_ring and its slots
+ * @delivered:      ordinary records the reader got
+ * @ovf:            sum of the overflow records' counts (profbuf)
+ * @err:            the reader's error
+ */
+struct mt_run {
+	const struct mt_ops *ops;
+	const struct bench_opts *o;
+	const struct rec_src *src;
+	pthread_barrier_t start;
+	atomic_bool stop;
+	atomic_bool done;
+	struct profbuf *pb;
+	struct ck_ring ck;
+	struct rec34 *ck_buf;
+	struct mt_writer w[MT_WRITERS];
+	pthread_t reader;
+	uint64_t delivered;
+	uint64_t ovf;
+	int err;
+};
+
+static void die(const char *what, int err)
+{
+	fprintf(stderr, "profbuf_bench: %s: %s\n", what, strerror(err));
+	exit(1);
+}
+
+/*
+ * mt_thread_start() - thread prologue: pin, then wait for the start.
+ * @m:   the run
+ * @idx: writer id, or MT_WRITERS for the reader
+ *
+ * With --pin the reader gets the last CPU to itself, as a profiler's
+ * collector thread would, and the writers share the others (on 2 CPUs:
+ * both writers on CPU 0, so they preempt each other mid-write).
+ */
+static void mt_thread_start(struct mt_run *m, int idx)
+{
+	int ncpus = bench_ncpus();
+	int writer_cpus = ncpus > 1 ? ncpus - 1 : 1;
+	int cpu = idx == MT_WRITERS ? ncpus - 1 : idx % writer_cpus;
+
+	if (m->o->pin && bench_pin_cpu(cpu))
+		fprintf(stderr, "profbuf_bench: cannot pin thread %d\n", idx);
+	pthread_barrier_wait(&m->start);
+}
+
+static void mt_spawn(struct mt_run *m)
+{
+	int rc;
+
+	for (unsigned int i = 0; i < MT_WRITERS; i++) {
+		m->w[i] = (struct mt_writer){ .m = m, .id = i };
+		rc = pthread_create(&m->w[i].thread, NULL, m->ops->writer,
+				    &m->w[i]);
+		if (rc)
+			die("pthread_create", rc);
+	}
+	rc = pthread_create(&m->reader, NULL, m->ops->reader, m);
+	if (rc)
+		die("pthread_create", rc);
+}
+
+static void sleep_seconds(double s)
+{
+	struct timespec ts = { .tv_sec = (time_t)s };
+
+	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* Writers' totals into @s; -1 if a writer failed. */
+static int mt_collect(struct mt_run *m, uint64_t *ok, uint64_t *lost)
+{
+	*ok = *lost = 0;
+	for (unsigned int i = 0; i < MT_WRITERS; i++) {
+		pthread_join(m->w[i].thread, NULL);
+		if (m->w[i].err)
+			return write_failed("concurrent write", m->w[i].err);
+		*ok += m->w[i].ok;
+		*lost += m->w[i].lost;
+	}
+	return 0;
+}
+
+/*
+ * mt_case_run() - one repetition: start the threads, let the writers run
+ * for --seconds, stop them, let the reader drain, check the books.  The
+ * timed region runs from the common start to the end of the drain.
+ */
+static int mt_case_run(void *arg, struct bench_sample *s)
+{
+	struct mt_run *m = arg;
+	struct bench_timer t;
+	uint64_t ok, lost;
+	int rc;
+
+	atomic_store(&m->stop, false);
+	atomic_store(&m->done, false);
+	m->delivered = m->ovf = 0;
+	m->err = 0;
+	if (m->ops->open(m))
+		return -1;
+	pthread_barrier_init(&m->start, NULL, MT_WRITERS + 2);
+	mt_spawn(m);
+	pthread_barrier_wait(&m->start);
+	bench_timer_start(&t);
+	sleep_seconds(m->o->seconds);
+	atomic_store(&m->stop, true);
+	rc = mt_collect(m, &ok, &lost);
+	m->ops->finish(m);
+	pthread_join(m->reader, NULL);
+	bench_timer_stop(&t, s, m->delivered);
+	s->lost += lost;
+	pthread_barrier_destroy(&m->start);
+	if (!rc && m->err)
+		rc = write_failed("concurrent read", m->err);
+	if (!rc && m->delivered != ok) {
+		fprintf(stderr, "profbuf_bench: %s: %llu accepted, %llu read\n",
+			"concurrent", (unsigned long long)ok,
+			(unsigned long long)m->delivered);
+		rc = -1;
+	}
+	if (!rc && m->ops->counts_losses && m->ovf != lost) {
+		fprintf(stderr,
+			"profbuf_bench: %llu refused, %llu in overflow records\n",
+			(unsigned long long)lost, (unsigned long long)m->ovf);
+		rc = -1;
+	}
+	m->ops->close(m);
+	return rc;
+}
+
+/* ---- concurrent: profbuf ------------------------------------------------- */
+
+static int pb_mt_open(struct mt_run *m)
+{
+	m->pb = profbuf_new(HDRSIZE, MT_RING_WORDS, MT_SLOTS);
+	return m->pb ? 0 : write_failed("profbuf_new", errno);
+}
+
+static void *pb_writer(void *arg)
+{
+	struct mt_writer *w = arg;
+	struct mt_run *m = w->m;
+	const struct rec_src *r = m->src;
+	uint64_t now = 0, ok = 0, lost = 0;
+	int rc;
+
+	mt_thread_start(m, (int)w->id);
+	while (!atomic_load_explicit(&m->stop, memory_order_relaxed)) {
+		rc = profbuf_write(m->pb, w, (int64_t)now++, r->hdr, HDRSIZE,
+				   r->stk, r->nstk);
+		if (rc == 0) {
+			ok++;
+		} else if (rc == -ENOSPC) {
+			lost++;
+		} else {
+			w->err = rc;
+			break;
+		}
+	}
+	w->ok = ok;
+	w->lost = lost;
+	return NULL;
+}
+
+/* Account one read: ordinary records checked, overflow counts summed. */
+static int pb_mt_account(struct mt_run *m, const struct profbuf_read *rd)
+{
+	size_t off = 0, len;
+
+	for (size_t i = 0; i < rd->ntags; i++) {
+		len = rd->data[off];
+		if (len < 3 || off + len > rd->ndata)
+			return -EIO;
+		if (!rd->tags[i])
+			m->ovf += rd->data[off + len - 1];
+		else if (rec_ok(rd->data + off, m->src))
+			m->delivered++;
+		else
+			return -EIO;
+		off += len;
+	}
+	return 0;
+}
+
+static void *pb_reader(void *arg)
+{
+	struct mt_run *m = arg;
+	struct profbuf_read rd;
+
+	mt_thread_start(m, MT_WRITERS);
+	do {
+		m->err = profbuf_read(m->pb, PROFBUF_BLOCKING, &rd);
+		if (!m->err)
+			m->err = pb_mt_account(m, &rd);
+	} while (!m->err && !rd.eof);
+	return NULL;
+}
+
+static void pb_mt_finish(struct mt_run *m)
+{
+	profbuf_close(m->pb);
+}
+
+static void pb_mt_close(struct mt_run *m)
+{
+	profbuf_free(m->pb);
+	m->pb = NULL;
+}
+
+/* Every refused write must reach the reader in an overflow record. */
+static const struct mt_ops pb_mt_ops = {
+	pb_mt_open, pb_writer, pb_reader, pb_mt_finish, pb_mt_close, true,
+};
+
+/* ---- concurrent: ck_ring MPMC / MPSC ------------------------------------- */
+
+static int ck_mt_open(struct mt_run *m)
+{
+	ck_ring_init(&m->ck, MT_SLOTS);
+	m->ck_buf = calloc(MT_SLOTS, sizeof(*m->ck_buf));
+	return m->ck_buf ? 0 : write_failed("calloc", -ENOMEM);
+}
+
+/*
+ * ck_writer() - the multi-producer enqueue of a caller-held record.
+ * ck_ring_enqueue_mpsc_rec34 is the same function (_ck_ring_enqueue_mp).
+ */
+static void *ck_writer(void *arg)
+{
+	struct mt_writer *w = arg;
+	struct mt_run *m = w->m;
+	uint64_t now = 0, ok = 0, lost = 0;
+	struct rec34 rec;
+
+	rec_fill(rec.w, m->src, 0);
+	mt_thread_start(m, (int)w->id);
+	while (!atomic_load_explicit(&m->stop, memory_order_relaxed)) {
+		rec.w[1] = now++;
+		if (ck_ring_enqueue_mpmc_rec34(&m->ck, m->ck_buf, &rec))
+			ok++;
+		else
+			lost++;
+	}
+	w->ok = ok;
+	w->lost = lost;
+	return NULL;
+}
+
+/*
+ * ck_read_loop() - dequeue until the writers are done and the ring is
+ * empty; yield when it is empty before that.
+ * @mpsc: single-consumer dequeue (else the multi-consumer one)
+ */
+static inline void ck_read_loop(struct mt_run *m, bool mpsc)
+{
+	struct rec34 out;
+	bool done, got;
+
+	mt_thread_start(m, MT_WRITERS);
+	for (;;) {
+		/* Acquire: pairs with ck_mt_finish(); all enqueues visible. */
+		done = atomic_load_explicit(&m->done, memory_order_acquire);
+		got = mpsc ? ck_ring_dequeue_mpsc_rec34(&m->ck, m->ck_buf, &out)
+			   : ck_ring_dequeue_mpmc_rec34(&m->ck, m->ck_buf,
+							&out);
+		if (got && !rec_ok(out.w, m->src)) {
+			m->err = -EIO;
+			return;
+		}
+		if (got)
+			m->delivered++;
+		else if (done)
+			return;
+		else
+			sched_yield();
+	}
+}
+
+static void *ck_mpmc_reader(void *arg)
+{
+	ck_read_loop(arg, false);
+	return NULL;
+}
+
+static void *ck_mpsc_reader(void *arg)
+{
+	ck_read_loop(arg, true);
+	return NULL;
+}
+
+static void ck_mt_finish(struct mt_run *m)
+{
+	atomic_store_explicit(&m->done, true, memory_order_release);
+}
+
+static void ck_mt_close(struct mt_run *m)
+{
+	free(m->ck_buf);
+	m->ck_buf = NULL;
+}
+
+/* ck_ring keeps no loss count: the writers' is the only one. */
+static const struct mt_ops ck_mpmc_ops = {
+	ck_mt_open, ck_writer, ck_mpmc_reader, ck_mt_finish, ck_mt_close, false,
+};
+
+static const struct mt_ops ck_mpsc_ops = {
+	ck_mt_open, ck_writer, ck_mpsc_reader, ck_mt_finish, ck_mt_close, false,
+};
+
+/* ---- concurrent: the comparison ------------------------------------------ */
+
+enum { MT_PB, MT_CK_MPMC, MT_CK_MPSC, MT_N };
+
+static const char *const mt_names[MT_N] = { "profbuf", "ck_mpmc", "ck_mpsc" };
+static const struct mt_ops *const mt_impls[MT_N] = { &pb_mt_ops, &ck_mpmc_ops,
+						     &ck_mpsc_ops };
+
+static double lost_pct(const struct bench_stats *st)
+{
+	uint64_t all = st->ops + st->lost;
+
+	return all ? 100.0 * (double)st->lost / (double)all : 0;
+}
+
+static void mt_report(const struct bench_stats *st)
+{
+	struct bench_row row = {
+		.name = "2w+1r 34w",
+		.unit = BENCH_MOPS,
+		.ours = &st[MT_PB],
+		.ours_name = mt_names[MT_PB],
+		.goal_ratio = 1.0,
+		.goal_le = false,
+	};
+	char note[96];
+
+	for (int i = MT_CK_MPMC; i < MT_N; i++) {
+		snprintf(note, sizeof(note), "lost %.1f%% vs %.1f%%",
+			 lost_pct(&st[MT_PB]), lost_pct(&st[i]));
+		row.anchor = &st[i];
+		row.anchor_name = mt_names[i];
+		row.note = note;
+		bench_report_row(&row);
+	}
+}
+
+/**
+ * concurrent() - measure and report the two-writer, one-reader case.
+ * @o: options; each repetition runs the writers for @o->seconds
+ *
+ * Return: 0, or -1 if anything failed.
+ */
+static int concurrent(const struct bench_opts *o)
+{
+	struct bench_opts mo = *o;
+	struct mt_run m[MT_N];
+	struct bench_case bc[MT_N];
+	struct bench_stats st[MT_N];
+	struct rec_src src;
+	int rc;
+
+	rec_src_init(&src, MT_WORDS);
+	mo.warmup = 0; /* every repetition starts fresh threads and rings */
+	for (int i = 0; i < MT_N; i++) {
+		m[i] = (struct mt_run){ .ops = mt_impls[i],
+					.o = o,
+					.src = &src };
+		bc[i] = (struct bench_case){ mt_names[i], mt_case_run, &m[i] };
+	}
+	rc = bench_run_cases(bc, MT_N, &mo, st);
+	if (!rc)
+		mt_report(st);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct bench_opts o;
+
+	bench_parse_args(argc, argv, &o);
+	if (o.pin && bench_pin_cpu(0))
+		fprintf(stderr, "profbuf_bench: cannot pin to CPU 0\n");
+	bench_report_begin("profbuf_bench", &o);
+	for (size_t i = 0; i < ARRAY_SIZE(st_sizes); i++)
+		if (single_writer(&o, &st_sizes[i]))
+			return 1;
+	if (concurrent(&o))
+		return 1;
+	bench_report_note("Single writer: ns per record, batches of %u into "
+			  "an empty ring, drained untimed; %u records per "
+			  "repetition.",
+			  o.batch, REP_RECORDS);
+	bench_report_note("Concurrent: %d writers + 1 reader, %g s per "
+			  "repetition, %d CPUs; Mop/s = records delivered to "
+			  "the reader per second; lost = writes refused / "
+			  "writes attempted.",
+			  MT_WRITERS, o.seconds, bench_ncpus());
+	bench_report_end();
+	return 0;
+}
