@@ -33,8 +33,9 @@ LDFLAGS += $(SAN)
 LDLIBS += -lpthread
 
 # Library sources: every .c in a component directory except tests.
-COMPONENTS := profbuf
-LIB_SRCS := $(filter-out %_test.c,$(foreach c,$(COMPONENTS),$(wildcard $(c)/*.c)))
+COMPONENTS := profbuf stacktab
+LIB_SRCS := $(filter-out %_test.c,$(wildcard ring/*.c) \
+	$(foreach c,$(COMPONENTS),$(wildcard $(c)/*.c)))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 TEST_SRCS := $(foreach c,$(COMPONENTS),$(wildcard $(c)/*_test.c))
 TESTS := $(TEST_SRCS:%.c=$(BUILD)/test/%)
@@ -63,9 +64,9 @@ $(BUILD)/libprofring.so: $(LIB_OBJS)
 	ln -sf libprofring.so.$(VERSION) $(BUILD)/$(SONAME)
 	ln -sf libprofring.so.$(VERSION) $@
 
-$(BUILD)/test/%: %.c $(BUILD)/libprofring.a ring/ktest.h
+$(BUILD)/test/%: %.c $(BUILD)/libprofring.a ring/ktest.h stress/harness.c stress/harness.h
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LDFLAGS) $(BUILD)/libprofring.a $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< stress/harness.c $(LDFLAGS) $(BUILD)/libprofring.a $(LDLIBS)
 
 $(BUILD)/stress/%: stress/%.c stress/harness.c stress/harness.h $(BUILD)/libprofring.a
 	@mkdir -p $(dir $@)

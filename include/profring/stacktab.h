@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * <profring/stacktab.h> - lock-free, async-signal-safe stack interning.
+ *
+ * A stack table maps a stack (an array of PCs) to a small nonzero id, the
+ * same id every time for the same PCs, and back.  A SIGPROF handler can
+ * intern the stack it just unwound and write only the id.  Memory comes
+ * from a bounded arena fixed at creation; there is no malloc after
+ * stacktab_new().
+ *
+ * Generations.  Ids are valid until the next stacktab_reset(), which
+ * starts a new, empty generation (ids begin again at 1) and hands the old
+ * one to a callback - a tracer emits it as the generation's stack table -
+ * before recycling its memory.  Puts and gets running during a reset use
+ * the new generation or finish in the old one; the old memory is recycled
+ * only once none of them can still touch it.
+ *
+ * Guarantees:
+ *  - stacktab_put() and stacktab_get() are async-signal-safe and lock-free
+ *    on the lookup and the insert path alike: no malloc, no lock, errno
+ *    preserved.  They may run concurrently from any number of threads and
+ *    from a handler that interrupted a put or get on its own thread.  An
+ *    insert that loses a race to a concurrent insert of the same stack
+ *    returns the winner's id (its own node and id are wasted and counted).
+ *  - What can block: stacktab_reset() waits until every put, get and
+ *    foreach that began before it has ended (a grace period).  A thread
+ *    that dies inside a put, or a reset called from inside a foreach
+ *    callback, blocks it forever.  Nothing else ever waits.
+ *  - Losses are counted, never hidden: a put that finds the arena (or the
+ *    id space, or the table's thread slots) full returns 0 and counts a
+ *    loss.  It never returns a wrong id.
+ *  - Stacks deeper than STACKTAB_MAX_DEPTH frames are truncated to their
+ *    first (innermost) STACKTAB_MAX_DEPTH frames, consistently: two stacks
+ *    that agree on those frames get the same id.
+ *  - The table does not grow: past about 2 x expected_stacks its chains
+ *    get longer and lookups slower, but nothing breaks.
+ *
+ * Memory: each of the two generations reserves max_bytes of address space
+ * for stacks (committed only as used and given back at each reset), plus
+ * a bucket array of 2 x expected_stacks words and an id index; at most
+ * STACKTAB_MAX_THREADS threads (alive at once) can use one table.
+ */
+#ifndef PROFRING_STACKTAB_H
+#define PROFRING_STACKTAB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define STACKTAB_MAX_DEPTH 128
+#define STACKTAB_MAX_THREADS 4096
+
+struct stacktab;
+
+struct stacktab_stats {
+	uint64_t stacks;  /* in the current generation */
+	uint64_t bytes;	  /* arena bytes used by the current generation */
+	uint64_t hits;	  /* puts that found their stack (all generations;
+			   * a handler's put that interrupts another put's
+			   * count may go uncounted) */
+	uint64_t inserts; /* stacks added (all generations) */
+	uint64_t losses;  /* puts that returned 0 for lack of memory */
+	uint64_t wasted;  /* inserts that lost a race to the same stack */
+	uint64_t resets;
+};
+
+/* Called for each stack: return nonzero to stop. */
+typedef int (*stacktab_fn)(void *arg, uint32_t id, const uintptr_t *pcs,
+			   size_t n);
+
+/**
+ * stacktab_new() - create a stack table.
+ * @max_bytes:       arena bound per generation (nodes: 24 bytes + 8 per
+ *                   frame), at least 4096
+ * @expected_stacks: distinct stacks expected per generation (sizes the
+ *                   hash table), at least 1
+ *
+ * Return: the table, or NULL with errno set (EINVAL, ENOMEM).
+ */
+struct stacktab *stacktab_new(size_t max_bytes, size_t expected_stacks);
+
+/* Free; NULL is a no-op.  No one may be using the table. */
+void stacktab_free(struct stacktab *t);
+
+/**
+ * stacktab_put() - intern @n PCs.
+ *
+ * Async-signal-safe, lock-free.
+ *
+ * Return: the stack's id (nonzero), or 0 for an empty stack, a NULL
+ * table or @pcs, or when memory ran out (a loss, counted).
+ */
+uint32_t stacktab_put(struct stacktab *t, const uintptr_t *pcs, size_t n);
+
+/**
+ * stacktab_get() - copy the PCs of stack @id into @pcs (at most @max).
+ *
+ * Async-signal-safe, lock-free, O(1) to find the stack.
+ *
+ * Return: the stack's length (which may exceed @max: only @max PCs are
+ * copied), or 0 if @id is not a stack of the current generation.
+ */
+size_t stacktab_get(struct stacktab *t, uint32_t id, uintptr_t *pcs,
+		    size_t max);
+
+/**
+ * stacktab_foreach() - call @fn for every stack of the current generation,
+ * in id order.
+ *
+ * Concurrent puts may or may not be seen.  @fn must not call
+ * stacktab_reset().  Not signal-safe.
+ *
+ * Return: 0, or the first nonzero value @fn returned.
+ */
+int stacktab_foreach(struct stacktab *t, stacktab_fn fn, void *arg);
+
+/**
+ * stacktab_reset() - start a new generation.
+ * @dump: if not NULL, called for every stack of the generation that
+ *        ends, in id order, once no put or get can still add to it
+ * @arg:  passed to @dump
+ *
+ * Waits for a grace period (see above).  Resets are serialized.  Not
+ * signal-safe.
+ *
+ * Return: 0, or the first nonzero value @dump returned (the generation
+ * still ends), or -EINVAL.
+ */
+int stacktab_reset(struct stacktab *t, stacktab_fn dump, void *arg);
+
+/* Fill @s.  Counters are read without stopping writers. */
+void stacktab_stats(struct stacktab *t, struct stacktab_stats *s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PROFRING_STACKTAB_H */

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: MIT
+/*
+ * ring/grace.c - thread slots and grace-period waits (see grace.h for the
+ * protocol).
+ */
+#include <errno.h>
+#include <linux/membarrier.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "grace.h"
+
+_Thread_local struct ring_grace_tls ring_grace_tls
+	__attribute__((tls_model("initial-exec")));
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static bool have_membarrier;
+
+/* The child of fork() has a new tid: forget the parent's slot. */
+static void forget_slot_in_child(void)
+{
+	ring_grace_tls.slot = NULL;
+	ring_grace_tls.tid = 0;
+}
+
+static void grace_once(void)
+{
+	pthread_atfork(NULL, NULL, forget_slot_in_child);
+	have_membarrier =
+		syscall(SYS_membarrier,
+			MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
+int ring_grace_init(struct ring_grace *g, uint32_t nslots)
+{
+	uint32_t n = 1;
+
+	while (n < nslots)
+		n <<= 1;
+	pthread_once(&atfork_once, grace_once);
+	/* Lazily committed: only the pages of claimed slots are touched. */
+	g->slots = mmap(NULL, (size_t)n * sizeof(*g->slots),
+			PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (g->slots == MAP_FAILED) {
+		g->slots = NULL;
+		return -errno;
+	}
+	g->nslots = n;
+	g->reader_fence = !have_membarrier;
+	return 0;
+}
+
+void ring_grace_destroy(struct ring_grace *g)
+{
+	if (g->slots)
+		munmap(g->slots, (size_t)g->nslots * sizeof(*g->slots));
+	g->slots = NULL;
+}
+
+static bool thread_is_gone(pid_t tid)
+{
+	int saved = errno;
+	bool gone = syscall(SYS_tgkill, getpid(), tid, 0) < 0 && errno == ESRCH;
+
+	errno = saved;
+	return gone;
+}
+
+/* Claim @slot for @tid if it is free or its owner has exited. */
+static bool claim(struct ring_grace_slot *slot, pid_t tid, bool reclaim)
+{
+	/* Relaxed: the slot's word is ours alone once the CAS succeeds. */
+	pid_t owner = atomic_load_explicit(&slot->tid, memory_order_relaxed);
+
+	if (owner == tid)
+		return true;
+	if (owner && !(reclaim &&
+		       !(atomic_load_explicit(&slot->word,
+					      memory_order_relaxed) &
+			 RING_GRACE_DEPTH_MASK) &&
+		       thread_is_gone(owner)))
+		return false;
+	return atomic_compare_exchange_strong_explicit(&slot->tid, &owner, tid,
+						       memory_order_relaxed,
+						       memory_order_relaxed);
+}
+
+struct ring_grace_slot *ring_grace_slot_slow(struct ring_grace *g)
+{
+	pid_t tid = ring_grace_tls.tid;
+	uint32_t start;
+
+	if (!tid) {
+		int saved = errno;
+
+		tid = (pid_t)syscall(SYS_gettid);
+		errno = saved;
+		ring_grace_tls.tid = tid;
+	}
+	start = ((uint32_t)tid * 0x9e3779b1u) & (g->nslots - 1);
+	/* First pass: our own or a free slot; second: a dead thread's. */
+	for (int reclaim = 0; reclaim < 2; reclaim++) {
+		for (uint32_t i = 0; i < g->nslots; i++) {
+			struct ring_grace_slot *slot =
+				&g->slots[(start + i) & (g->nslots - 1)];
+
+			if (!claim(slot, tid, reclaim))
+				continue;
+			/* One store: see ring_grace_slot(). */
+			ring_grace_tls.slot = slot;
+			return slot;
+		}
+	}
+	return NULL;
+}
+
+static void backoff(unsigned int *step)
+{
+	struct timespec ts = { 0, 1000L << (*step < 10 ? *step : 10) };
+
+	if ((*step)++ < 16) {
+		sched_yield();
+		return;
+	}
+	nanosleep(&ts, NULL);
+}
+
+void ring_grace_wait(struct ring_grace *g)
+{
+	/*
+	 * Pairs with the readers' compiler barrier (membarrier) or seq_cst
+	 * fence in ring_grace_enter(): after this, a reader that stored its
+	 * depth after we look at it also loads what we changed before.
+	 */
+	if (g->reader_fence ||
+	    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0))
+		atomic_thread_fence(memory_order_seq_cst);
+
+	for (uint32_t i = 0; i < g->nslots; i++) {
+		struct ring_grace_slot *slot = &g->slots[i];
+		unsigned int step = 0;
+		uint64_t w;
+
+		if (!atomic_load_explicit(&slot->tid, memory_order_relaxed))
+			continue;
+		/* Acquire: pairs with the release in ring_grace_exit(). */
+		w = atomic_load_explicit(&slot->word, memory_order_acquire);
+		if (!(w & RING_GRACE_DEPTH_MASK))
+			continue;
+		while (atomic_load_explicit(&slot->word, memory_order_acquire) ==
+		       w)
+			backoff(&step);
+	}
+}
+
+uint64_t ring_grace_count_sum(const struct ring_grace *g)
+{
+	uint64_t sum = 0;
+
+	for (uint32_t i = 0; i < g->nslots; i++)
+		if (atomic_load_explicit(&g->slots[i].tid, memory_order_relaxed))
+			sum += atomic_load_explicit(&g->slots[i].count,
+						    memory_order_relaxed);
+	return sum;
+}

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ring/grace.h - read-side sections and grace periods that work in signal
+ * handlers, on threads nobody registered.
+ *
+ * THE PROTOCOL
+ *
+ * A structure that is read and updated lock-free, and whose memory is
+ * recycled wholesale (a stack table reset at the end of a trace
+ * generation), needs to know when nobody still reads the old memory.
+ * liburcu's grace periods do that, but its fast readers need each thread
+ * registered beforehand, and its auto-registering flavour allocates and
+ * locks on a thread's first read: neither works in a SIGPROF handler on a
+ * thread the profiler never saw.  So:
+ *
+ *  - Each structure owns an array of slots, one per thread that ever read
+ *    it.  A thread finds its slot through a one-entry initial-exec TLS
+ *    cache (no allocation, no lock, no dynamic TLS), valid if the cached
+ *    slot lies in this structure's array and is owned by the thread's
+ *    tid: one pointer load, so a handler that re-points the cache between
+ *    our loads cannot hand us a wrong slot.  On a miss the thread probes
+ *    the array from hash(tid) and claims a free slot with a CAS, or takes
+ *    over the slot of a thread that has exited (tgkill(pid, tid, 0) says
+ *    ESRCH).  All async-signal-safe.
+ *  - A slot's word holds a nesting depth (low 8 bits) and a period count
+ *    (the rest).  ring_grace_enter() loads the word and stores it with
+ *    depth + 1; ring_grace_exit() stores, with release, the word it saw at
+ *    entry, plus one period if that was the outermost section.  A signal
+ *    handler that interrupts a section nests and restores the word
+ *    exactly.  If it interrupts the load/store pair of an outermost
+ *    enter, the interrupted store rewinds the period; the updater below
+ *    then just waits for that section too.  No atomic read-modify-write.
+ *  - The updater first makes its change visible (say, switches the
+ *    current generation with a seq_cst store), then forces a full memory
+ *    barrier on every thread of the process with membarrier(2)
+ *    (MEMBARRIER_CMD_PRIVATE_EXPEDITED, as liburcu's memb flavour does), so
+ *    the readers need only a compiler barrier between their store of the
+ *    depth and their loads of the structure.  Then, for each slot, it
+ *    loads the word with acquire: depth 0 means that thread is outside
+ *    (and will see the change when it enters); otherwise it waits until
+ *    the word changes (acquire, pairing with the release store in
+ *    ring_grace_exit(): the reader's accesses happen before the updater
+ *    goes on).  Without membarrier (old kernels), readers issue a seq_cst
+ *    fence instead and so does the updater.
+ *
+ * What can block: only ring_grace_wait(), which waits for sections in
+ * progress (a thread that dies inside a section blocks it forever; so does
+ * calling it from inside a section).  Enter and exit never wait.
+ */
+#ifndef PROFRING_RING_GRACE_H
+#define PROFRING_RING_GRACE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "compiler.h"
+
+#define RING_GRACE_DEPTH_MASK ((uint64_t)0xff)
+#define RING_GRACE_PERIOD ((uint64_t)0x100)
+
+struct ring_grace_slot {
+	ring_cacheline_aligned _Atomic pid_t tid; /* owner; 0 = free */
+	_Atomic uint64_t word;			  /* period | depth */
+	/* Owner-only event counter (stacktab: hits), summed by readers. */
+	_Atomic uint64_t count;
+};
+
+struct ring_grace {
+	struct ring_grace_slot *slots;
+	uint32_t nslots; /* power of two */
+	bool reader_fence;
+};
+
+/* A section in progress: where to store what on exit. */
+struct ring_grace_section {
+	struct ring_grace_slot *slot;
+	uint64_t saved;
+};
+
+/* 0 or -errno.  Not signal-safe. */
+int ring_grace_init(struct ring_grace *g, uint32_t nslots);
+void ring_grace_destroy(struct ring_grace *g);
+
+/* The calling thread's slot (claimed on first use), or NULL if all taken. */
+struct ring_grace_slot *ring_grace_slot_slow(struct ring_grace *g);
+
+/* The calling thread's tid and last slot (of any structure). */
+struct ring_grace_tls {
+	struct ring_grace_slot *slot;
+	pid_t tid;
+};
+
+extern _Thread_local struct ring_grace_tls ring_grace_tls
+	__attribute__((tls_model("initial-exec")));
+
+static inline struct ring_grace_slot *ring_grace_slot(struct ring_grace *g)
+{
+	struct ring_grace_slot *slot = ring_grace_tls.slot;
+
+	/* Relaxed: the owner tid of our own slot only changes by us. */
+	if (ring_likely((uintptr_t)slot - (uintptr_t)g->slots <
+				(uintptr_t)g->nslots * sizeof(*slot) &&
+			atomic_load_explicit(&slot->tid,
+					     memory_order_relaxed) ==
+				ring_grace_tls.tid))
+		return slot;
+	return ring_grace_slot_slow(g);
+}
+
+/**
+ * ring_grace_enter() - begin a read-side section.
+ *
+ * Async-signal-safe, nests.  Return: false if the thread has no slot (all
+ * are taken by live threads); the caller must not read then.
+ */
+static inline bool ring_grace_enter(struct ring_grace *g,
+				    struct ring_grace_section *s)
+{
+	struct ring_grace_slot *slot = ring_grace_slot(g);
+	uint64_t w;
+
+	if (ring_unlikely(!slot))
+		return false;
+	/* Relaxed: only this thread (and its handlers) store the word. */
+	w = atomic_load_explicit(&slot->word, memory_order_relaxed);
+	atomic_store_explicit(&slot->word, w + 1, memory_order_relaxed);
+	/*
+	 * The store above must be visible before our loads of the protected
+	 * structure: membarrier() in ring_grace_wait() orders them; without
+	 * it, this fence pairs with the fence there.
+	 */
+	if (ring_unlikely(g->reader_fence))
+		atomic_thread_fence(memory_order_seq_cst);
+	else
+		atomic_signal_fence(memory_order_seq_cst);
+	s->slot = slot;
+	s->saved = w;
+	return true;
+}
+
+/**
+ * ring_grace_exit() - end the section begun by ring_grace_enter().
+ */
+static inline void ring_grace_exit(struct ring_grace_section *s)
+{
+	uint64_t w = s->saved;
+
+	if (!(w & RING_GRACE_DEPTH_MASK))
+		w += RING_GRACE_PERIOD;
+	/*
+	 * Release: pairs with the acquire loads in ring_grace_wait(): every
+	 * access of this section happens before the updater goes on.
+	 */
+	atomic_store_explicit(&s->slot->word, w, memory_order_release);
+}
+
+/**
+ * ring_grace_wait() - wait until every section that may have begun before
+ * this call has ended.  Not signal-safe; never from inside a section.
+ */
+void ring_grace_wait(struct ring_grace *g);
+
+/* Sum of the slots' owner-only counters. */
+uint64_t ring_grace_count_sum(const struct ring_grace *g);
+
+#endif /* PROFRING_RING_GRACE_H */

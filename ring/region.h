@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ring/region.h - a bounded bump allocator over one mmap'd arena.
+ *
+ * The arena is reserved once (MAP_NORESERVE: the kernel commits pages on
+ * first touch, so an arena of 64 MiB costs nothing until used) and carved
+ * by an atomic bump pointer: no malloc, no lock, async-signal-safe.  When
+ * it is full, ring_region_alloc() returns NULL and the caller counts the
+ * loss.  There is no free: ring_region_reset() releases everything at once
+ * (and gives the pages back to the kernel), when the caller knows nobody
+ * uses the memory any more.
+ */
+#ifndef PROFRING_RING_REGION_H
+#define PROFRING_RING_REGION_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+
+struct ring_region {
+	char *base;
+	size_t size;
+	_Atomic size_t used;
+};
+
+/* Reserve @size bytes (rounded up to pages).  0 or -errno.  Not signal-safe. */
+int ring_region_init(struct ring_region *r, size_t size);
+
+/*
+ * Carve @bytes aligned to @align (a power of two, at most a page); memory
+ * from a fresh arena or after reset is zero.  NULL when full.
+ * Async-signal-safe, lock-free.
+ */
+void *ring_region_alloc(struct ring_region *r, size_t bytes, size_t align);
+
+/* Bytes handed out (including alignment padding). */
+static inline size_t ring_region_used(const struct ring_region *r)
+{
+	size_t used = atomic_load_explicit(&r->used, memory_order_relaxed);
+
+	return used < r->size ? used : r->size;
+}
+
+/* Release everything: no one may be using the memory.  Not signal-safe. */
+void ring_region_reset(struct ring_region *r);
+
+void ring_region_destroy(struct ring_region *r);
+
+#endif /* PROFRING_RING_REGION_H */
