@@ -22,7 +22,6 @@ SAN ?=
 PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
-STRESS_SECONDS ?= 10
 VERSION := 0.1.0
 SONAME := libprofring.so.0
 
@@ -45,7 +44,7 @@ BENCH_SRCS := $(filter-out bench/harness.c,$(wildcard bench/*.c))
 BENCHES := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
 HEADERS := $(wildcard include/profring/*.h ring/*.h $(addsuffix /*.h,$(COMPONENTS)))
 
-.PHONY: all check run-tests tsan asan stress stress-perturb stress-tsan stress-asan run-stress bench \
+.PHONY: all check run-tests tsan asan stress stress-perturb stress-tsan stress-asan stress-build run-stress bench \
 	demo install format clean
 
 all: $(BUILD)/libprofring.a $(BUILD)/libprofring.so
@@ -84,10 +83,11 @@ $(BUILD)/test/readme_example: README.md $(BUILD)/libprofring.a
 
 # Every test binary prints PASS/FAIL lines; the totals are the closing line.
 LABEL ?= check
-check: all $(TESTS) $(BUILD)/test/readme_example
+check: all $(TESTS) $(BUILD)/test/readme_example $(STRESS)
 	@$(MAKE) --no-print-directory run-tests BUILD=$(BUILD) LABEL=$(LABEL)
 
-run-tests: $(TESTS) $(BUILD)/test/readme_example
+# Unit tests, the README example, then each stress program for a moment.
+run-tests: $(TESTS) $(BUILD)/test/readme_example $(STRESS)
 	@pass=0; fail=0; \
 	for t in $(TESTS); do \
 		out=$$($$t 2>&1); rc=$$?; echo "$$out"; \
@@ -98,6 +98,10 @@ run-tests: $(TESTS) $(BUILD)/test/readme_example
 	if out=$$($(BUILD)/test/readme_example 2>&1) && echo "$$out" | grep -q '^[1-9][0-9]* samples'; \
 	then echo "PASS readme_example ($$out)"; pass=$$((pass + 1)); \
 	else echo "$$out"; echo "FAIL readme_example"; fail=$$((fail + 1)); fi; \
+	out=$$(stress/run.sh --quick 2 $(BUILD) 2>&1); \
+	echo "$$out" | grep -E '^(PASS|FAIL|[a-z_]+_stress:)'; \
+	pass=$$((pass + $$(echo "$$out" | grep -c '^PASS'))); \
+	fail=$$((fail + $$(echo "$$out" | grep -c '^FAIL'))); \
 	echo "$(LABEL): $$pass passed, $$fail failed"; \
 	test $$fail -eq 0
 
@@ -107,26 +111,35 @@ tsan:
 asan:
 	$(MAKE) check $(ASAN_VARS) LABEL=asan
 
-stress: $(STRESS)
-	@$(MAKE) --no-print-directory run-stress BUILD=$(BUILD)
+# Every stress program, STRESS_SECONDS each (split over its scenarios),
+# plain, then under TSan, then under ASan+UBSan; ends with a table.
+STRESS_SECONDS_DEFAULT = 60
+stress:
+	$(MAKE) stress-build
+	$(MAKE) stress-build $(TSAN_VARS)
+	$(MAKE) stress-build $(ASAN_VARS)
+	stress/run.sh $(or $(STRESS_SECONDS),$(STRESS_SECONDS_DEFAULT)) \
+		build build/tsan build/asan
 
+stress-build: $(STRESS)
+
+# Every scenario in one build (used by stress-perturb, -tsan, -asan).
 run-stress: $(STRESS)
-	@for s in $(STRESS); do \
-		$$s --seconds $(STRESS_SECONDS) || exit 1; \
-	done
+	stress/run.sh $(or $(STRESS_SECONDS),$(STRESS_SECONDS_DEFAULT)) $(BUILD)
 
 stress-perturb:
-	$(MAKE) stress BUILD=build/perturb CPPFLAGS="-D_GNU_SOURCE -Iinclude -DPROFRING_PERTURB"
+	$(MAKE) run-stress BUILD=build/perturb \
+		CPPFLAGS="-D_GNU_SOURCE -Iinclude -DPROFRING_PERTURB"
 
 TSAN_VARS = BUILD=build/tsan CC=clang OPT="-O1 -g" SAN="-fsanitize=thread"
 ASAN_VARS = BUILD=build/asan CC=clang OPT="-O1 -g -fno-omit-frame-pointer" \
 	SAN="-fsanitize=address,undefined -fno-sanitize-recover=all"
 
 stress-tsan:
-	$(MAKE) stress $(TSAN_VARS)
+	$(MAKE) run-stress $(TSAN_VARS)
 
 stress-asan:
-	$(MAKE) stress $(ASAN_VARS)
+	$(MAKE) run-stress $(ASAN_VARS)
 
 # The first benchmark starts bench/results/latest.{md,csv}; the others append.
 bench: $(BENCHES)

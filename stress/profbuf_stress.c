@@ -336,12 +336,15 @@ int main(int argc, char **argv)
 	snprintf(
 		fields, sizeof(fields),
 		"writers=%ld signals=%d mode=%s ring=%ld/%ld watermark=%ld wrap=%d "
-		"close_early=%d seconds=%.1f accepted=%llu lost=%llu "
+		"close_early=%d seconds=%.1f ops=%llu verified=%llu "
+		"accepted=%llu lost=%llu "
 		"(%.1f%%) refused=%llu read=%llu overflow_records=%llu "
 		"reads=%llu nested=%llu rate=%.2fM/s",
 		opt.writers, opt.signals, opt.mode, opt.bufwords, opt.tags,
 		opt.watermark, opt.wrap, opt.close_early, (double)elapsed / 1e9,
-		(unsigned long long)ok, (unsigned long long)lost,
+		(unsigned long long)(ok + lost + refused),
+		(unsigned long long)st->records, (unsigned long long)ok,
+		(unsigned long long)lost,
 		ok + lost ? 100.0 * (double)lost / (double)(ok + lost) : 0.0,
 		(unsigned long long)refused, (unsigned long long)st->records,
 		(unsigned long long)st->overflow_records,

@@ -1,0 +1,68 @@
+#!/bin/sh
+# stress/run.sh - run every stress scenario in the given builds and end
+# with a table: program, build, scenario, seconds, operations, records
+# verified, lost (counted), violations.
+#
+#   stress/run.sh SECONDS BUILD...        every scenario, SECONDS per program
+#   stress/run.sh --quick SECONDS BUILD...  the first scenario of each
+#
+# Exit status: nonzero if any run failed.
+quick=0
+if [ "$1" = "--quick" ]; then quick=1; shift; fi
+seconds=$1; shift
+
+scenarios() {
+	case $1 in
+	profbuf_stress)
+		echo "--writers 4 --signals"
+		echo "--writers 4 --bufwords 64 --tags 4 --mode nonblocking --stall --wrap"
+		echo "--writers 4 --signals --close-early --mode timed --wrap --watermark 256"
+		echo "--writers 4 --bufwords 4194304 --tags 65536 --signals --cpu-clock"
+		;;
+	stacktab_stress)
+		echo "--signals --resets"
+		echo "--signals"
+		echo "--signals --arena 65536"
+		;;
+	esac
+}
+
+field() { # field NAME LINE
+	echo "$2" | tr ' ' '\n' | sed -n "s/^$1=//p" | head -n 1
+}
+
+table=$(mktemp)
+trap 'rm -f "$table"' EXIT
+status=0
+for build in "$@"; do
+	for prog in "$build"/stress/*_stress; do
+		name=$(basename "$prog")
+		n=$(scenarios "$name" | wc -l)
+		[ "$quick" = 1 ] && n=1
+		per=$((seconds / n)); [ "$per" -lt 1 ] && per=1
+		scenarios "$name" | head -n "$n" | while read -r args; do
+			line=$("$prog" --seconds "$per" $args 2>&1 | tail -n 1)
+			rc=$?
+			echo "$line"
+			v=$(field violations "$line")
+			if [ -z "$v" ] || ! echo "$line" | grep -q ' OK$'; then
+				echo "FAIL $name ($build) $args"
+				v=${v:-crash}
+			else
+				echo "PASS $name ($build) $args"
+			fi
+			printf '%s|%s|%s|%s|%s|%s|%s|%s\n' "$name" "$build" "$args" \
+				"$(field seconds "$line")" "$(field ops "$line")" \
+				"$(field verified "$line")" "$(field lost "$line")" \
+				"$v" >> "$table"
+		done
+	done
+done
+echo
+printf '%-16s %-12s %-72s %7s %12s %12s %12s %s\n' program build scenario \
+	seconds operations verified lost violations
+while IFS='|' read -r p b a s o ve l vi; do
+	printf '%-16s %-12s %-72s %7s %12s %12s %12s %s\n' "$p" "$b" "$a" "$s" "$o" "$ve" "$l" "$vi"
+	[ "$vi" = 0 ] || status=1
+done < "$table"
+exit $status
