@@ -42,10 +42,14 @@ STRESS_SRCS := $(filter-out stress/harness.c,$(wildcard stress/*.c))
 STRESS := $(STRESS_SRCS:stress/%.c=$(BUILD)/stress/%)
 BENCH_SRCS := $(filter-out bench/harness.c,$(wildcard bench/*.c))
 BENCHES := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
+FUZZ_SRCS := $(wildcard fuzz/*_fuzz.c)
+FUZZERS := $(FUZZ_SRCS:fuzz/%.c=$(BUILD)/fuzz/%)
+FUZZ_SECONDS ?= 60
+CHECK_FUZZ_SECONDS ?= 5
 HEADERS := $(wildcard include/profring/*.h ring/*.h $(addsuffix /*.h,$(COMPONENTS)))
 
 .PHONY: all check run-tests tsan asan stress stress-perturb stress-tsan stress-asan stress-build run-stress bench \
-	demo install format clean
+	demo install format clean fuzz fuzz-build fuzz-replay
 
 all: $(BUILD)/libprofring.a $(BUILD)/libprofring.so
 
@@ -81,6 +85,42 @@ $(BUILD)/test/readme_example: README.md $(BUILD)/libprofring.a
 	awk '/^```c$$/ { on = 1; next } /^```$$/ { on = 0 } on' README.md > $@.c
 	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -o $@ $@.c $(LDFLAGS) $(BUILD)/libprofring.a $(LDLIBS)
 
+$(BUILD)/fuzz/%: fuzz/%.c $(BUILD)/libprofring.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(LDFLAGS) $(BUILD)/libprofring.a $(LDLIBS)
+
+# libFuzzer targets: the library built with the fuzzer's coverage and
+# ASan+UBSan.  `make fuzz` runs each for FUZZ_SECONDS, new inputs going to
+# build/fuzz/corpus/<target> (the committed seeds in fuzz/corpus/<target>
+# are read, not written); `make fuzz-replay` runs each committed input
+# once and each target for FUZZ_SECONDS (as `make check` does, briefly).
+FUZZ_VARS = BUILD=build/fuzz CC=clang OPT="-O1 -g" \
+	SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all"
+
+fuzz:
+	$(MAKE) fuzz-build $(FUZZ_VARS)
+	@for f in $(FUZZ_SRCS:fuzz/%.c=%); do \
+		mkdir -p build/fuzz/corpus/$$f fuzz/corpus/$$f build/fuzz/artifacts; \
+		echo "== $$f, $(FUZZ_SECONDS) s"; \
+		build/fuzz/fuzz/$$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			-artifact_prefix=build/fuzz/artifacts/ \
+			build/fuzz/corpus/$$f fuzz/corpus/$$f 2>&1 | \
+			grep -E '^#[0-9]+.*(DONE|pulse)|stat::number_of_executed_units|cov:|ERROR|SUMMARY' | tail -4 || exit 1; \
+	done
+
+fuzz-build: $(FUZZERS)
+
+fuzz-replay:
+	@$(MAKE) --no-print-directory fuzz-build $(FUZZ_VARS) >/dev/null
+	@for f in $(FUZZ_SRCS:fuzz/%.c=%); do \
+		mkdir -p build/fuzz/scratch/$$f; \
+		if build/fuzz/fuzz/$$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
+			-artifact_prefix=build/fuzz/ build/fuzz/scratch/$$f \
+			fuzz/corpus/$$f > build/fuzz/$$f.log 2>&1; \
+		then echo "PASS fuzz $$f ($$(grep -o 'cov: [0-9]*' build/fuzz/$$f.log | tail -1), $$(sed -n 's/stat::number_of_executed_units: //p' build/fuzz/$$f.log) runs)"; \
+		else tail -30 build/fuzz/$$f.log; echo "FAIL fuzz $$f"; fi; \
+	done
+
 # Every test binary prints PASS/FAIL lines; the totals are the closing line.
 LABEL ?= check
 check: all $(TESTS) $(BUILD)/test/readme_example $(STRESS)
@@ -102,6 +142,13 @@ run-tests: $(TESTS) $(BUILD)/test/readme_example $(STRESS)
 	echo "$$out" | grep -E '^(PASS|FAIL|[a-z_]+_stress:)'; \
 	pass=$$((pass + $$(echo "$$out" | grep -c '^PASS'))); \
 	fail=$$((fail + $$(echo "$$out" | grep -c '^FAIL'))); \
+	if [ "$(LABEL)" = check ]; then \
+		out=$$($(MAKE) --no-print-directory fuzz-replay FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS) 2>&1); \
+		echo "$$out" | grep -E '^(PASS|FAIL)' || echo "$$out" | tail -5; \
+		pass=$$((pass + $$(echo "$$out" | grep -c '^PASS'))); \
+		fail=$$((fail + $$(echo "$$out" | grep -c '^FAIL') + \
+			$$(echo "$$out" | grep -c '^PASS\|^FAIL' | grep -c '^0$$'))); \
+	fi; \
 	echo "$(LABEL): $$pass passed, $$fail failed"; \
 	test $$fail -eq 0
 
