@@ -47,13 +47,13 @@ void *ring_region_alloc(struct ring_region *r, size_t bytes, size_t align)
 	return r->base + start;
 }
 
-void ring_region_reset(struct ring_region *r)
+void ring_region_reset(struct ring_region *r, bool give_back)
 {
 	size_t used = ring_region_used(r);
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 
 	/* Private anonymous pages read back as zero after MADV_DONTNEED. */
-	if (used)
+	if (used && give_back)
 		madvise(r->base, (used + page - 1) & ~(page - 1),
 			MADV_DONTNEED);
 	atomic_store_explicit(&r->used, 0, memory_order_relaxed);

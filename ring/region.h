@@ -14,6 +14,7 @@
 #define PROFRING_RING_REGION_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 struct ring_region {
@@ -27,7 +28,8 @@ int ring_region_init(struct ring_region *r, size_t size);
 
 /*
  * Carve @bytes aligned to @align (a power of two, at most a page); memory
- * from a fresh arena or after reset is zero.  NULL when full.
+ * from a fresh arena (or after a reset that gave the pages back) is zero.
+ * NULL when full.
  * Async-signal-safe, lock-free.
  */
 void *ring_region_alloc(struct ring_region *r, size_t bytes, size_t align);
@@ -40,8 +42,13 @@ static inline size_t ring_region_used(const struct ring_region *r)
 	return used < r->size ? used : r->size;
 }
 
-/* Release everything: no one may be using the memory.  Not signal-safe. */
-void ring_region_reset(struct ring_region *r);
+/*
+ * Release everything: no one may be using the memory.  With @give_back the
+ * pages go back to the kernel (and read as zero again); without, they stay
+ * committed, keep their contents and cost no page faults when reused.
+ * Not signal-safe.
+ */
+void ring_region_reset(struct ring_region *r, bool give_back);
 
 void ring_region_destroy(struct ring_region *r);
 

@@ -118,8 +118,8 @@ static uint32_t chain_find(struct st_gen *g, uint32_t head, uint32_t stop,
 }
 
 /* Carve and fill a node for the stack, with an id; 0 if out of memory. */
-static uint32_t new_node(struct st_gen *g, uint64_t hash,
-			 const uintptr_t *pcs, uint32_t n, uint32_t head)
+static uint32_t new_node(struct st_gen *g, uint64_t hash, const uintptr_t *pcs,
+			 uint32_t n, uint32_t head)
 {
 	struct st_node *nd = ring_region_alloc(
 		&g->arena, sizeof(*nd) + n * sizeof(*pcs), ST_WORD);
@@ -135,6 +135,7 @@ static uint32_t new_node(struct st_gen *g, uint64_t hash,
 	nd->id = id;
 	nd->hash = hash;
 	nd->n = n;
+	nd->pad = 0;
 	memcpy(nd->pcs, pcs, n * sizeof(*pcs));
 	atomic_store_explicit(&nd->next, head, memory_order_relaxed);
 	/*
@@ -190,7 +191,8 @@ static struct st_gen *current(struct stacktab *t)
 	return &t->gen[atomic_load_explicit(&t->cur, memory_order_acquire)];
 }
 
-RING_API uint32_t stacktab_put(struct stacktab *t, const uintptr_t *pcs, size_t n)
+RING_API uint32_t stacktab_put(struct stacktab *t, const uintptr_t *pcs,
+			       size_t n)
 {
 	struct ring_grace_section sec;
 	_Atomic uint32_t *bucket;
@@ -214,11 +216,12 @@ RING_API uint32_t stacktab_put(struct stacktab *t, const uintptr_t *pcs, size_t 
 	id = chain_find(g, head, 0, hash, pcs, (uint32_t)n);
 	if (ring_likely(id)) {
 		/* Owner-only counter: a plain increment, no RMW. */
-		atomic_store_explicit(&sec.slot->count,
-				      atomic_load_explicit(&sec.slot->count,
-							   memory_order_relaxed) +
-					      1,
-				      memory_order_relaxed);
+		atomic_store_explicit(
+			&sec.slot->count,
+			atomic_load_explicit(&sec.slot->count,
+					     memory_order_relaxed) +
+				1,
+			memory_order_relaxed);
 	} else {
 		id = insert(t, g, bucket, head, hash, pcs, (uint32_t)n);
 	}
@@ -239,7 +242,7 @@ static struct st_node *node_of(struct st_gen *g, uint32_t id)
 }
 
 RING_API size_t stacktab_get(struct stacktab *t, uint32_t id, uintptr_t *pcs,
-		    size_t max)
+			     size_t max)
 {
 	struct ring_grace_section sec;
 	struct st_node *nd;
@@ -289,14 +292,24 @@ RING_API int stacktab_foreach(struct stacktab *t, stacktab_fn fn, void *arg)
 	return rc;
 }
 
-/* Give a quiescent generation's memory back and make it empty. */
+/*
+ * Make a quiescent generation empty.  Its pages stay committed (the arena
+ * is bounded anyway): the next generation reuses them without faulting.
+ * Nodes are fully written when carved, so only the buckets and the used
+ * part of the id index need zeroing.
+ */
 static void clear_gen(struct stacktab *t, struct st_gen *g)
 {
-	ring_region_reset(&g->arena);
+	uint32_t used_ids =
+		atomic_load_explicit(&g->next_id, memory_order_relaxed);
+
+	if (used_ids > g->max_ids)
+		used_ids = g->max_ids;
+	ring_region_reset(&g->arena, false);
 	/* Reserve offset 0 in the arena: it means "no node". */
 	ring_region_alloc(&g->arena, ST_WORD, ST_WORD);
-	madvise(g->buckets, t->nbuckets * sizeof(*g->buckets), MADV_DONTNEED);
-	madvise(g->ids, (size_t)g->max_ids * sizeof(*g->ids), MADV_DONTNEED);
+	memset((void *)g->buckets, 0, t->nbuckets * sizeof(*g->buckets));
+	memset((void *)g->ids, 0, used_ids * sizeof(*g->ids));
 	atomic_store_explicit(&g->next_id, 1, memory_order_relaxed);
 }
 
