@@ -53,13 +53,10 @@
  *    and first touched before the timed region (they are not charged a
  *    malloc() or page faults); inside it they copy the PCs into the node,
  *    number it and publish it.  stacktab carves its node from its arena
- *    inside the timed region, and since stacktab_reset() gives the
- *    arena's, buckets' and index's pages back to the kernel, its inserts
- *    also pay the first-touch page faults of a fresh generation (about
- *    one per 13 inserts; the count is printed under the table).  The
- *    insert rows are information, not a requirement: the goal shown,
- *    <= 1.0, is what a bump allocator plus one CAS could reach if those
- *    faults were free.
+ *    inside the timed region (its reset keeps the arena's pages
+ *    committed, so after the first rounds there are no page faults; the
+ *    count is printed under the table).  The insert rows are
+ *    information, not a requirement.
  *
  * All cases run interleaved repetition by repetition (harness.c) over
  * the same stacks and order, timed in batches of --batch operations.
