@@ -32,7 +32,7 @@ LDFLAGS += $(SAN)
 LDLIBS += -lpthread
 
 # Library sources: every .c in a component directory except tests.
-COMPONENTS := profbuf stacktab
+COMPONENTS := profbuf stacktab tracebuf
 LIB_SRCS := $(filter-out %_test.c,$(wildcard ring/*.c) \
 	$(foreach c,$(COMPONENTS),$(wildcard $(c)/*.c)))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)

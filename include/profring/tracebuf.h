@@ -1,0 +1,214 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * <profring/tracebuf.h> - per-thread event tracing with generations.
+ *
+ * Threads (and signal handlers) emit compact events - a type, up to
+ * TRACEBUF_MAX_ARGS integer arguments, or a byte payload - into per-thread
+ * buffers; one reader thread reads the resulting byte stream (specified in
+ * tracebuf/FORMAT.md; decoded by <profring/tracedec.h>).  Time is cut into
+ * generations: tracebuf_advance() closes the current one, flushing every
+ * thread's buffers and emitting the generation's string table, stack table,
+ * type names, clock frequency, lost counts and an end marker, so that each
+ * generation can be decoded on its own.
+ *
+ * Writing:
+ *
+ *	struct tracebuf_ev ev;
+ *
+ *	if (tracebuf_begin(t, &ev) == 0) {
+ *		uint64_t args[2] = { tracebuf_ev_string(&ev, "query"),
+ *				     tracebuf_ev_stack(&ev, pcs, n) };
+ *		tracebuf_ev_emit(&ev, MY_TYPE, args, 2);
+ *		tracebuf_end(&ev);
+ *	}
+ *
+ * Ids from tracebuf_ev_string() and tracebuf_ev_stack() belong to the
+ * generation the begin/end pair is in, and so do the events emitted in it:
+ * an advance cannot come between an id and its use.  tracebuf_emit() is
+ * begin + emit + end.
+ *
+ * Guarantees:
+ *  - begin, emit, the id helpers and end are async-signal-safe and never
+ *    block: no malloc, no lock, errno preserved; the emit fast path does
+ *    no atomic read-modify-write (its per-thread "writing" marker is a
+ *    plain store, see ring/grace.h).  They use initial-exec TLS only.
+ *  - A signal handler that interrupts an event on its own thread writes
+ *    into a second (nested) buffer of that thread; a handler interrupting
+ *    that one is counted as lost.  The interrupted event is never damaged.
+ *  - Nothing is lost silently: an event that finds no buffer (the memory
+ *    bound is reached) or nests too deep is counted, per thread, and the
+ *    counts appear in the stream (lost records) at the next advance.
+ *  - What can block: tracebuf_advance() and tracebuf_stop() wait until no
+ *    thread is inside a begin/end pair of the generation they close (a
+ *    thread that dies inside one blocks them; so does calling them from
+ *    inside one).  A blocking tracebuf_read() waits for data.
+ *  - Threads that exit need do nothing: their buffers are flushed at the
+ *    next advance.  Threads that start mid-trace just work.
+ */
+#ifndef PROFRING_TRACEBUF_H
+#define PROFRING_TRACEBUF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <profring/profbuf.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TRACEBUF_MAX_ARGS 6
+#define TRACEBUF_MAX_TYPE 31
+#define TRACEBUF_MAX_PAYLOAD 1024
+
+/* Event types 1-7 are the library's; 8-31 are yours. */
+enum tracebuf_event_type {
+	/* args: sample ticks, thread id, stack id, sample count */
+	TRACEBUF_EV_CPU_SAMPLE = 1,
+	/* args: samples lost by the CPU profile buffer */
+	TRACEBUF_EV_LOST_SAMPLES = 2,
+	TRACEBUF_EV_USER = 8,
+};
+
+struct tracebuf;
+
+struct tracebuf_opts {
+	size_t buf_size;	/* per-thread buffer bytes (64 KiB) */
+	size_t max_bytes;	/* bound on all buffers (16 MiB) */
+	size_t stack_bytes;	/* stack table arena per generation (8 MiB) */
+	size_t expected_stacks; /* per generation (4096) */
+	size_t cpu_words;	/* CPU sample profbuf words; 0: none (1 MiB) */
+};
+
+/* A begin/end pair in progress (see above). */
+struct tracebuf_ev {
+	struct tracebuf *t;
+	void *thread;
+	uint64_t gen;
+	void *section_slot;
+	uint64_t section_saved;
+	unsigned int level;
+};
+
+/* A piece of the stream returned by tracebuf_read(). */
+struct tracebuf_chunk {
+	const uint8_t *data; /* valid until the next read */
+	size_t len;
+	bool eof;
+};
+
+struct tracebuf_stats {
+	uint64_t generation;
+	uint64_t batches; /* buffers handed to the reader */
+	uint64_t bytes;	  /* stream bytes handed to the reader */
+	uint64_t lost;	  /* events lost so far (all threads) */
+	uint64_t buffers_free;
+};
+
+/**
+ * tracebuf_new() - create a tracer (not yet started).
+ * @opts: NULL for the defaults shown in struct tracebuf_opts; zero fields
+ *        take their default too
+ *
+ * Return: the tracer, or NULL with errno set (EINVAL, ENOMEM).
+ */
+struct tracebuf *tracebuf_new(const struct tracebuf_opts *opts);
+
+/* Start generation 1.  0, -EALREADY, -EINVAL. */
+int tracebuf_start(struct tracebuf *t);
+
+/**
+ * tracebuf_stop() - end the last generation (as tracebuf_advance()) and
+ * make the reader see EOF after it.  Writers get -EAGAIN from then on.
+ *
+ * Return: 0, -EINVAL if not running.
+ */
+int tracebuf_stop(struct tracebuf *t);
+
+/* Free; the tracer must be stopped (or never started) and unused. */
+void tracebuf_free(struct tracebuf *t);
+
+/**
+ * tracebuf_begin() - start writing events in the current generation.
+ *
+ * Return: 0; -EAGAIN if the tracer is not running; -ENOSPC if this
+ * thread can write nothing now (nested too deep, no thread slot): the
+ * loss is counted.  On error, do not call tracebuf_end().
+ */
+int tracebuf_begin(struct tracebuf *t, struct tracebuf_ev *ev);
+
+/* End the pair begun by tracebuf_begin(). */
+void tracebuf_end(struct tracebuf_ev *ev);
+
+/**
+ * tracebuf_ev_emit() - emit an event of @type (1 ... 31) with @nargs
+ * (0 ... TRACEBUF_MAX_ARGS) arguments, time-stamped now.
+ *
+ * Return: 0, -ENOSPC (no buffer: lost and counted), -EINVAL.
+ */
+int tracebuf_ev_emit(struct tracebuf_ev *ev, unsigned int type,
+		     const uint64_t *args, unsigned int nargs);
+
+/* Emit an event whose argument is @len bytes (at most TRACEBUF_MAX_PAYLOAD). */
+int tracebuf_ev_emit_bytes(struct tracebuf_ev *ev, unsigned int type,
+			   const void *data, size_t len);
+
+/* Intern a string (at most 1000 bytes are kept): its id, 0 on loss. */
+uint32_t tracebuf_ev_string(struct tracebuf_ev *ev, const char *s);
+
+/* Intern a stack: its id, 0 for an empty stack or on loss. */
+uint32_t tracebuf_ev_stack(struct tracebuf_ev *ev, const uintptr_t *pcs,
+			   size_t n);
+
+/* tracebuf_begin() + tracebuf_ev_emit() + tracebuf_end(). */
+int tracebuf_emit(struct tracebuf *t, unsigned int type, const uint64_t *args,
+		  unsigned int nargs);
+
+/**
+ * tracebuf_name_type() - give event @type a name and an argument spec for
+ * decoders: one letter per argument, 'u' number, 's' string id, 'k' stack
+ * id, 't' ticks, 'b' for a byte payload.  Emitted with every generation.
+ * Not signal-safe.  Return: 0, -EINVAL.
+ */
+int tracebuf_name_type(struct tracebuf *t, unsigned int type, const char *name,
+		       const char *spec);
+
+/**
+ * tracebuf_advance() - close the current generation (see above).  Also
+ * moves the CPU samples waiting in the tracer's profbuf into the closing
+ * generation.  Not signal-safe; advances are serialized.
+ *
+ * Return: 0, -EINVAL if not running, -ENOMEM (the generation's tables
+ * could not be emitted: the stream says so in its end record).
+ */
+int tracebuf_advance(struct tracebuf *t);
+
+/**
+ * tracebuf_cpu_profbuf() - the profbuf a SIGPROF handler writes CPU samples
+ * to: header { thread id, sample count }, time = ring ticks (or any
+ * monotonic count the reader understands), stack = the PCs.  NULL if the
+ * tracer was created without one.
+ */
+struct profbuf *tracebuf_cpu_profbuf(struct tracebuf *t);
+
+/* The tick count events are stamped with (for CPU sample records). */
+uint64_t tracebuf_ticks(void);
+
+/**
+ * tracebuf_read() - the next piece of the stream: the stream header first,
+ * then each flushed batch and generation record in order; @c->eof once the
+ * tracer is stopped and everything has been read.  One reader thread.
+ *
+ * Return: 0, -EINVAL.
+ */
+int tracebuf_read(struct tracebuf *t, enum profbuf_mode mode,
+		  struct tracebuf_chunk *c);
+
+void tracebuf_stats(struct tracebuf *t, struct tracebuf_stats *s);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PROFRING_TRACEBUF_H */

@@ -1,0 +1,363 @@
+// SPDX-License-Identifier: MIT
+/*
+ * decode.c - the trace stream decoder and validator (see tracedec.h and
+ * FORMAT.md).
+ *
+ * A cursor walks the buffer; every read checks the bytes left first, so
+ * no input can make it read out of bounds.  Nothing is allocated: the
+ * state is a fixed table of the generations still open (whose end record
+ * has not come yet) with their batch counts, and a 128-entry PC array for
+ * the stack being reported.  Work is linear in the input.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+
+#include <profring/tracedec.h>
+
+#include "../ring/compiler.h"
+#include "../ring/varint.h"
+#include "tracebuf_format.h"
+
+#define DEC_OPEN_GENS 8
+#define DEC_MAX_FRAMES 128
+
+struct dec {
+	const uint8_t *buf;
+	const struct tracedec_visitor *v;
+	void *arg;
+	struct tracedec_error *err;
+	uint64_t last_end;
+	struct {
+		uint64_t gen, batches;
+	} open[DEC_OPEN_GENS];
+};
+
+/* A cursor over part of the buffer. */
+struct cur {
+	const uint8_t *p;
+	size_t left;
+};
+
+static int bad(struct dec *d, const uint8_t *at, const char *what)
+{
+	if (d->err) {
+		d->err->offset = (size_t)(at - d->buf);
+		d->err->what = what;
+	}
+	return -EBADMSG;
+}
+
+static int get_varint(struct dec *d, struct cur *c, uint64_t *v,
+		      const char *what)
+{
+	size_t n = ring_varint_get(c->p, c->left, v);
+
+	if (!n)
+		return bad(d, c->p, what);
+	c->p += n;
+	c->left -= n;
+	return 0;
+}
+
+/* A varint no larger than @max. */
+static int get_bounded(struct dec *d, struct cur *c, uint64_t *v,
+		       uint64_t max, const char *what)
+{
+	const uint8_t *at = c->p;
+	int rc = get_varint(d, c, v, what);
+
+	if (!rc && *v > max)
+		return bad(d, at, what);
+	return rc;
+}
+
+static int get_bytes(struct dec *d, struct cur *c, size_t n,
+		     const uint8_t **out, const char *what)
+{
+	if (n > c->left)
+		return bad(d, c->p, what);
+	*out = c->p;
+	c->p += n;
+	c->left -= n;
+	return 0;
+}
+
+/* ---- records ------------------------------------------------------------ */
+
+static int batch_event(struct dec *d, struct cur *c, struct tracedec_event *ev)
+{
+	const uint8_t *at = c->p;
+	uint64_t delta, n;
+	uint8_t b = *c->p;
+	int rc;
+
+	c->p++;
+	c->left--;
+	ev->type = b >> 3;
+	ev->nargs = b & 7;
+	ev->bytes = NULL;
+	ev->nbytes = 0;
+	if (!ev->type)
+		return bad(d, at, "event of type 0");
+	rc = get_varint(d, c, &delta, "bad event time");
+	if (rc)
+		return rc;
+	ev->ticks += delta;
+	if (ev->nargs == TB_NARGS_BYTES) {
+		ev->nargs = 0;
+		rc = get_bounded(d, c, &n, TRACEBUF_MAX_PAYLOAD,
+				 "bad event payload length");
+		if (!rc)
+			rc = get_bytes(d, c, n, &ev->bytes,
+				       "event payload past its batch");
+		ev->nbytes = n;
+	} else {
+		if (ev->nargs > TRACEBUF_MAX_ARGS)
+			return bad(d, at, "too many event arguments");
+		for (unsigned int i = 0; i < ev->nargs && !rc; i++)
+			rc = get_varint(d, c, &ev->args[i],
+					"bad event argument");
+	}
+	if (!rc && d->v->event)
+		rc = d->v->event(d->arg, ev);
+	return rc;
+}
+
+static int rec_batch(struct dec *d, struct cur *c, uint64_t gen,
+		     unsigned int level)
+{
+	struct tracedec_event ev = { .gen = gen, .level = level };
+	int rc = 0;
+
+	if (c->left < 24)
+		return bad(d, c->p, "batch header truncated");
+	ev.tid = tb_get_u64(c->p);
+	ev.batch_seq = tb_get_u64(c->p + 8);
+	ev.ticks = tb_get_u64(c->p + 16);
+	c->p += 24;
+	c->left -= 24;
+	while (c->left && !rc)
+		rc = batch_event(d, c, &ev);
+	return rc;
+}
+
+static int rec_strings(struct dec *d, struct cur *c, uint64_t gen)
+{
+	uint64_t id, len;
+	const uint8_t *s;
+	int rc = 0;
+
+	while (c->left && !rc) {
+		const uint8_t *at = c->p;
+
+		rc = get_varint(d, c, &id, "bad string id");
+		if (!rc && !id)
+			rc = bad(d, at, "string id 0");
+		if (!rc)
+			rc = get_bounded(d, c, &len, TRACEBUF_MAX_PAYLOAD,
+					 "bad string length");
+		if (!rc)
+			rc = get_bytes(d, c, len, &s, "string past its record");
+		if (!rc && d->v->string)
+			rc = d->v->string(d->arg, gen, id, (const char *)s,
+					  len);
+	}
+	return rc;
+}
+
+static int rec_stacks(struct dec *d, struct cur *c, uint64_t gen)
+{
+	uint64_t pcs[DEC_MAX_FRAMES], id, n;
+	int rc = 0;
+
+	while (c->left && !rc) {
+		const uint8_t *at = c->p;
+
+		rc = get_varint(d, c, &id, "bad stack id");
+		if (!rc && !id)
+			rc = bad(d, at, "stack id 0");
+		if (!rc)
+			rc = get_bounded(d, c, &n, DEC_MAX_FRAMES,
+					 "bad stack depth");
+		if (!rc && !n)
+			rc = bad(d, at, "empty stack");
+		for (uint64_t i = 0; i < n && !rc; i++)
+			rc = get_varint(d, c, &pcs[i], "bad stack frame");
+		if (!rc && d->v->stack)
+			rc = d->v->stack(d->arg, gen, id, pcs, n);
+	}
+	return rc;
+}
+
+static int rec_types(struct dec *d, struct cur *c, uint64_t gen)
+{
+	uint64_t type, nlen, slen;
+	const uint8_t *name, *spec;
+	int rc = 0;
+
+	while (c->left && !rc) {
+		const uint8_t *at = c->p;
+
+		rc = get_bounded(d, c, &type, TRACEBUF_MAX_TYPE, "bad type");
+		if (!rc && !type)
+			rc = bad(d, at, "type 0");
+		if (!rc)
+			rc = get_bounded(d, c, &nlen, 255, "bad type name");
+		if (!rc)
+			rc = get_bytes(d, c, nlen, &name, "type name truncated");
+		if (!rc)
+			rc = get_bounded(d, c, &slen, TRACEBUF_MAX_ARGS,
+					 "bad type spec");
+		if (!rc)
+			rc = get_bytes(d, c, slen, &spec, "type spec truncated");
+		for (uint64_t i = 0; i < slen && !rc; i++)
+			if (!memchr("usktb", spec[i], 5))
+				rc = bad(d, spec + i, "bad letter in type spec");
+		if (!rc && d->v->type)
+			rc = d->v->type(d->arg, gen, (unsigned int)type,
+					(const char *)name, nlen,
+					(const char *)spec, slen);
+	}
+	return rc;
+}
+
+static int rec_lost(struct dec *d, struct cur *c, uint64_t gen)
+{
+	uint64_t tid, level, count;
+	int rc = 0;
+
+	while (c->left && !rc) {
+		rc = get_varint(d, c, &tid, "bad lost thread id");
+		if (!rc)
+			rc = get_bounded(d, c, &level, 1, "bad lost level");
+		if (!rc)
+			rc = get_varint(d, c, &count, "bad lost count");
+		if (!rc && d->v->lost)
+			rc = d->v->lost(d->arg, gen, tid, (unsigned int)level,
+					count);
+	}
+	return rc;
+}
+
+static int rec_freq(struct dec *d, struct cur *c, uint64_t gen)
+{
+	uint64_t hz;
+
+	if (c->left != 8)
+		return bad(d, c->p, "frequency record of the wrong size");
+	hz = tb_get_u64(c->p);
+	if (!hz)
+		return bad(d, c->p, "frequency 0");
+	return d->v->freq ? d->v->freq(d->arg, gen, hz) : 0;
+}
+
+/* The open-generation slot of @gen, taking a free one if needed. */
+static int open_gen(struct dec *d, uint64_t gen)
+{
+	int free_slot = -1;
+
+	for (int i = 0; i < DEC_OPEN_GENS; i++) {
+		if (d->open[i].gen == gen)
+			return i;
+		if (!d->open[i].gen && free_slot < 0)
+			free_slot = i;
+	}
+	if (free_slot >= 0) {
+		d->open[free_slot].gen = gen;
+		d->open[free_slot].batches = 0;
+	}
+	return free_slot;
+}
+
+static int rec_end(struct dec *d, struct cur *c, uint64_t gen, int slot)
+{
+	uint64_t batches, flags;
+
+	if (c->left != 16)
+		return bad(d, c->p, "end record of the wrong size");
+	batches = tb_get_u64(c->p);
+	flags = tb_get_u64(c->p + 8);
+	if (d->last_end && gen != d->last_end + 1)
+		return bad(d, c->p, "generations end out of order");
+	if (batches != d->open[slot].batches)
+		return bad(d, c->p, "batch count does not match");
+	for (int i = 0; i < DEC_OPEN_GENS; i++)
+		if (d->open[i].gen && d->open[i].gen < gen)
+			return bad(d, c->p, "an earlier generation never ended");
+	d->open[slot].gen = 0;
+	d->last_end = gen;
+	return d->v->gen_end ? d->v->gen_end(d->arg, gen, batches, flags) : 0;
+}
+
+static int record(struct dec *d, const uint8_t *at, uint8_t kind,
+		  uint8_t level, struct cur *c)
+{
+	uint64_t gen;
+	int slot;
+
+	if (c->left < 8)
+		return bad(d, at, "record without a generation");
+	gen = tb_get_u64(c->p);
+	c->p += 8;
+	c->left -= 8;
+	if (!gen || gen <= d->last_end)
+		return bad(d, at, "record of a generation already ended");
+	if (level > (kind == TB_KIND_BATCH))
+		return bad(d, at + 1, "bad record level");
+	slot = open_gen(d, gen);
+	if (slot < 0)
+		return bad(d, at, "too many generations open");
+	switch (kind) {
+	case TB_KIND_BATCH:
+		d->open[slot].batches++;
+		return rec_batch(d, c, gen, level);
+	case TB_KIND_STRINGS:
+		return rec_strings(d, c, gen);
+	case TB_KIND_STACKS:
+		return rec_stacks(d, c, gen);
+	case TB_KIND_TYPES:
+		return rec_types(d, c, gen);
+	case TB_KIND_FREQ:
+		return rec_freq(d, c, gen);
+	case TB_KIND_LOST:
+		return rec_lost(d, c, gen);
+	case TB_KIND_END:
+		return rec_end(d, c, gen, slot);
+	}
+	return bad(d, at, "unknown record kind");
+}
+
+RING_API int tracedec_decode(const uint8_t *buf, size_t len,
+			     const struct tracedec_visitor *v, void *arg,
+			     struct tracedec_error *err)
+{
+	static const struct tracedec_visitor none;
+	struct dec d = { .buf = buf, .v = v ? v : &none, .arg = arg,
+			 .err = err };
+	size_t off = TB_STREAM_HDR;
+	int rc = 0;
+
+	if (!buf || len < TB_STREAM_HDR || memcmp(buf, TB_MAGIC, 8))
+		return bad(&d, buf, "not a profring trace");
+	if (tb_get_u32(buf + 8) != TB_VERSION || tb_get_u32(buf + 12))
+		return bad(&d, buf + 8, "unsupported trace version");
+	while (off < len && !rc) {
+		const uint8_t *at = buf + off;
+		struct cur c;
+		uint32_t plen;
+
+		if (len - off < TB_REC_HDR)
+			return bad(&d, at, "record header truncated");
+		plen = tb_get_u32(at + 4);
+		if (at[2] || at[3])
+			return bad(&d, at + 2, "reserved bytes not zero");
+		if (plen > TB_MAX_REC_PAYLOAD || plen > len - off - TB_REC_HDR)
+			return bad(&d, at + 4, "record longer than the stream");
+		c.p = at + TB_REC_HDR;
+		c.left = plen;
+		rc = record(&d, at, at[0], at[1], &c);
+		off += TB_REC_HDR + plen;
+	}
+	return rc;
+}

@@ -1,0 +1,887 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tracebuf.c - per-thread event buffers with generations.
+ *
+ * THE PROTOCOL
+ *
+ * Threads.  Each thread that writes has a slot in the tracer's ring_grace
+ * (ring/grace.h), found through an initial-exec TLS cache, and a struct
+ * tb_thread at the same index.  A begin/end pair is a read-side section of
+ * that grace: its plain depth store is the per-thread "inside a write"
+ * marker (Go's per-M seqlock, without Go's atomic add), and its depth says
+ * whether this write interrupted another one on the same thread (a signal
+ * handler): depth 0 writes to the thread's level-0 buffer, depth 1 to its
+ * level-1 (nested) buffer, deeper is counted lost.  Only the owner thread
+ * (and, one level at a time, its handlers) touch a level's buffer.
+ *
+ * Generations.  `gen` (0 = stopped) is loaded with acquire inside the
+ * section; the thread writes to its buffer for gen & 1.  tracebuf_advance()
+ * stores gen + 1 (release), then ring_grace_wait(): afterwards no thread
+ * is inside a pair of the old generation, and none will be (they load the
+ * new one).  So the old generation's buffers, and its string and stack
+ * tables (one pair per generation parity), are quiescent: advance takes
+ * every thread's old buffers (also those of idle and exited threads),
+ * queues them, and queues the generation's tables, type names, clock
+ * frequency, lost counts and end record.
+ *
+ * Buffers.  A fixed pool (the memory bound), handed out by a lock-free
+ * stack of indices whose head carries a tag against ABA; async-signal-safe.
+ * A full buffer is finished (its record header written) and pushed on the
+ * reader's queue, an MPSC FIFO (ring/mpscq.h) with a wait-free push.  The
+ * reader sleeps on a futex: it announces itself in rd_sleeping, then
+ * re-checks the queue; a pusher, after pushing, checks rd_sleeping (both
+ * sides separate the store and the load by a seq_cst fence: Dekker), and
+ * whoever clears rd_sleeping wakes it, once.  Read buffers go back to the
+ * pool.  FIFO order keeps every record of a generation ahead of its end
+ * record: the buffers pushed by writers before advance's grace period, and
+ * those advance pushes itself, all precede the tables it pushes last.
+ *
+ * CPU samples: a SIGPROF handler writes to the tracer's profbuf; advance
+ * drains it into the closing generation as events with interned stacks,
+ * before it flips (so it writes in that generation, like any thread).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <profring/stacktab.h>
+#include <profring/tracebuf.h>
+
+#include "../ring/clock.h"
+#include "../ring/compiler.h"
+#include "../ring/futex.h"
+#include "../ring/grace.h"
+#include "../ring/mpscq.h"
+#include "../ring/perturb.h"
+#include "../ring/varint.h"
+#include "tracebuf_format.h"
+
+#define TB_MAX_THREADS 4096
+#define TB_STRING_MAX 1000
+
+enum tb_chunk_kind { TB_BUF, TB_META, TB_EOF };
+
+struct tb_chunk {
+	struct ring_mpscq_node node; /* first: the queue hands back nodes */
+	uint32_t kind;
+	uint32_t len; /* bytes for the reader */
+	uint8_t *data;
+	/* Buffers only. */
+	uint32_t idx;
+	uint32_t pos;
+	uint64_t gen;
+	uint64_t last; /* ticks of the last event */
+};
+
+struct tb_thread {
+	struct tb_chunk *buf[2][2]; /* [gen & 1][level] */
+	uint64_t seq[2][2];	    /* next batch number */
+	uint64_t seq_gen[2][2];	    /* generation seq[][] counts for */
+	_Atomic uint64_t lost[2];   /* per level */
+};
+
+struct tracebuf {
+	ring_cacheline_aligned _Atomic uint64_t gen;
+	uint32_t buf_size;
+	struct ring_grace grace;
+	struct tb_thread *threads;
+	struct tb_chunk *chunks;
+	uint8_t *mem;
+	uint32_t nbufs;
+	_Atomic uint32_t *free_next;
+	ring_cacheline_aligned _Atomic uint64_t free_head; /* tag | idx + 1 */
+	struct ring_mpscq q;
+	ring_cacheline_aligned _Atomic uint32_t rd_sleeping;
+	_Atomic uint32_t rd_seq;
+	struct stacktab *stacks[2], *strings[2];
+	struct profbuf *cpu;
+	char *type_name[TRACEBUF_MAX_TYPE + 1];
+	char *type_spec[TRACEBUF_MAX_TYPE + 1];
+	ring_cacheline_aligned _Atomic uint64_t gen_batches[2];
+	_Atomic uint64_t batches, bytes, lost, lost_noslot;
+	_Atomic uint32_t free_count;
+	/* Reader-owned. */
+	struct tb_chunk *rd_prev;
+	bool header_sent, eof;
+	struct tb_chunk eof_chunk;
+	pthread_mutex_t lock; /* advance, stop, name_type */
+};
+
+/* ---- the buffer pool ----------------------------------------------------- */
+
+static struct tb_chunk *pool_pop(struct tracebuf *t)
+{
+	/* Acquire: pairs with the release CAS in pool_push(). */
+	uint64_t head = atomic_load_explicit(&t->free_head,
+					     memory_order_acquire);
+	uint32_t idx, next;
+
+	do {
+		idx = (uint32_t)head;
+		if (!idx)
+			return NULL;
+		/* A stale next only makes the CAS fail (the tag moved). */
+		next = atomic_load_explicit(&t->free_next[idx - 1],
+					    memory_order_relaxed);
+	} while (!atomic_compare_exchange_weak_explicit(
+		&t->free_head, &head, ((head >> 32) + 1) << 32 | next,
+		memory_order_acquire, memory_order_acquire));
+	atomic_fetch_sub_explicit(&t->free_count, 1, memory_order_relaxed);
+	return &t->chunks[idx - 1];
+}
+
+static void pool_push(struct tracebuf *t, struct tb_chunk *c)
+{
+	uint64_t head = atomic_load_explicit(&t->free_head,
+					     memory_order_relaxed);
+
+	do
+		atomic_store_explicit(&t->free_next[c->idx], (uint32_t)head,
+				      memory_order_relaxed);
+	/* Release: the buffer's last use happens before its next pop. */
+	while (!atomic_compare_exchange_weak_explicit(
+		&t->free_head, &head, ((head >> 32) + 1) << 32 | (c->idx + 1),
+		memory_order_release, memory_order_relaxed));
+	atomic_fetch_add_explicit(&t->free_count, 1, memory_order_relaxed);
+}
+
+/* ---- handing chunks to the reader ------------------------------------------ */
+
+static void publish(struct tracebuf *t, struct tb_chunk *c)
+{
+	ring_mpscq_push(&t->q, &c->node);
+	/* Pairs with the fence in wait_for_chunk(): see the protocol. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(&t->rd_sleeping, memory_order_relaxed) &&
+	    atomic_exchange_explicit(&t->rd_sleeping, 0,
+				     memory_order_relaxed)) {
+		atomic_fetch_add_explicit(&t->rd_seq, 1, memory_order_relaxed);
+		ring_futex_wake(&t->rd_seq, 1);
+	}
+}
+
+/* Finish a buffer's record header and queue it (or recycle it if empty). */
+static void flush_buf(struct tracebuf *t, struct tb_chunk *c)
+{
+	if (c->pos == TB_BATCH_HDR) {
+		pool_push(t, c);
+		return;
+	}
+	tb_put_u32(c->data + 4, c->pos - TB_REC_HDR);
+	c->len = c->pos;
+	atomic_fetch_add_explicit(&t->gen_batches[c->gen & 1], 1,
+				  memory_order_relaxed);
+	publish(t, c);
+}
+
+/* ---- writing ------------------------------------------------------------ */
+
+static struct tb_thread *ev_thread(struct tracebuf_ev *ev)
+{
+	return ev->thread;
+}
+
+/* A new buffer for (gen, level) of this thread; the old one is flushed. */
+static struct tb_chunk *refill(struct tracebuf_ev *ev)
+{
+	struct tracebuf *t = ev->t;
+	struct tb_thread *th = ev_thread(ev);
+	unsigned int p = ev->gen & 1, lv = ev->level;
+	struct tb_chunk *c = th->buf[p][lv];
+	struct ring_grace_slot *slot = ev->section_slot;
+
+	if (c) {
+		th->buf[p][lv] = NULL;
+		flush_buf(t, c);
+	}
+	c = pool_pop(t);
+	if (!c)
+		return NULL;
+	if (th->seq_gen[p][lv] != ev->gen) {
+		th->seq_gen[p][lv] = ev->gen;
+		th->seq[p][lv] = 0;
+	}
+	c->gen = ev->gen;
+	c->last = ring_clock_ticks();
+	c->pos = TB_BATCH_HDR;
+	tb_put_rec_hdr(c->data, TB_KIND_BATCH, (uint8_t)lv, 0);
+	tb_put_u64(c->data + 8, ev->gen);
+	tb_put_u64(c->data + 16, (uint64_t)atomic_load_explicit(
+					 &slot->tid, memory_order_relaxed));
+	tb_put_u64(c->data + 24, th->seq[p][lv]++);
+	tb_put_u64(c->data + 32, c->last);
+	th->buf[p][lv] = c;
+	return c;
+}
+
+/* The buffer to write @need bytes into, or NULL (counted lost). */
+static struct tb_chunk *room_for(struct tracebuf_ev *ev, size_t need)
+{
+	struct tb_thread *th = ev_thread(ev);
+	struct tb_chunk *c = th->buf[ev->gen & 1][ev->level];
+
+	if (ring_likely(c && c->pos + need <= ev->t->buf_size))
+		return c;
+	c = refill(ev);
+	if (!c)
+		atomic_fetch_add_explicit(&th->lost[ev->level], 1,
+					  memory_order_relaxed);
+	return c;
+}
+
+/* Event header: type byte and time delta. */
+static uint8_t *put_event_head(struct tb_chunk *c, unsigned int type,
+			       unsigned int code)
+{
+	uint8_t *p = c->data + c->pos;
+	uint64_t now = ring_clock_ticks();
+
+	*p++ = (uint8_t)(type << 3 | code);
+	p += ring_varint_put(p, now > c->last ? now - c->last : 0);
+	if (now > c->last)
+		c->last = now;
+	return p;
+}
+
+RING_API int tracebuf_ev_emit(struct tracebuf_ev *ev, unsigned int type,
+		     const uint64_t *args, unsigned int nargs)
+{
+	struct tb_chunk *c;
+	uint8_t *p;
+
+	if (ring_unlikely(!type || type > TRACEBUF_MAX_TYPE ||
+			  nargs > TRACEBUF_MAX_ARGS || (nargs && !args)))
+		return -EINVAL;
+	c = room_for(ev, 1 + RING_VARINT_MAX * (1 + nargs));
+	if (ring_unlikely(!c))
+		return -ENOSPC;
+	p = put_event_head(c, type, nargs);
+	for (unsigned int i = 0; i < nargs; i++)
+		p += ring_varint_put(p, args[i]);
+	c->pos = (uint32_t)(p - c->data);
+	return 0;
+}
+
+RING_API int tracebuf_ev_emit_bytes(struct tracebuf_ev *ev, unsigned int type,
+			   const void *data, size_t len)
+{
+	struct tb_chunk *c;
+	uint8_t *p;
+
+	if (!type || type > TRACEBUF_MAX_TYPE || len > TRACEBUF_MAX_PAYLOAD ||
+	    (len && !data))
+		return -EINVAL;
+	c = room_for(ev, 1 + 2 * RING_VARINT_MAX + len);
+	if (!c)
+		return -ENOSPC;
+	p = put_event_head(c, type, TB_NARGS_BYTES);
+	p += ring_varint_put(p, len);
+	if (len)
+		memcpy(p, data, len);
+	c->pos = (uint32_t)(p + len - c->data);
+	return 0;
+}
+
+RING_API uint32_t tracebuf_ev_stack(struct tracebuf_ev *ev, const uintptr_t *pcs,
+			   size_t n)
+{
+	return stacktab_put(ev->t->stacks[ev->gen & 1], pcs, n);
+}
+
+RING_API uint32_t tracebuf_ev_string(struct tracebuf_ev *ev, const char *s)
+{
+	/* A string is interned as a stack: its length, then its bytes. */
+	uintptr_t w[1 + (TB_STRING_MAX + 7) / 8] = { 0 };
+	size_t len = 0;
+
+	if (!s)
+		return 0;
+	while (len < TB_STRING_MAX && s[len])
+		len++;
+	w[0] = len;
+	memcpy(&w[1], s, len);
+	return stacktab_put(ev->t->strings[ev->gen & 1], w,
+			    1 + (len + 7) / 8);
+}
+
+RING_API int tracebuf_begin(struct tracebuf *t, struct tracebuf_ev *ev)
+{
+	struct ring_grace_section sec;
+	struct tb_thread *th;
+
+	if (ring_unlikely(!t || !ev))
+		return -EINVAL;
+	if (ring_unlikely(!ring_grace_enter(&t->grace, &sec))) {
+		atomic_fetch_add_explicit(&t->lost_noslot, 1,
+					  memory_order_relaxed);
+		return -ENOSPC;
+	}
+	ev->t = t;
+	ev->section_slot = sec.slot;
+	ev->section_saved = sec.saved;
+	ev->level = (unsigned int)(sec.saved & RING_GRACE_DEPTH_MASK);
+	/* Acquire: pairs with the release store of gen in close_gen(). */
+	ev->gen = atomic_load_explicit(&t->gen, memory_order_acquire);
+	th = &t->threads[sec.slot - t->grace.slots];
+	ev->thread = th;
+	if (ring_unlikely(!ev->gen || ev->level > 1)) {
+		if (ev->gen)
+			atomic_fetch_add_explicit(&th->lost[1], 1,
+						  memory_order_relaxed);
+		ring_grace_exit(&sec);
+		return ev->gen ? -ENOSPC : -EAGAIN;
+	}
+	return 0;
+}
+
+RING_API void tracebuf_end(struct tracebuf_ev *ev)
+{
+	struct ring_grace_section sec = { ev->section_slot, ev->section_saved };
+
+	ring_grace_exit(&sec);
+}
+
+RING_API int tracebuf_emit(struct tracebuf *t, unsigned int type, const uint64_t *args,
+		  unsigned int nargs)
+{
+	struct tracebuf_ev ev;
+	int rc = tracebuf_begin(t, &ev);
+
+	if (rc)
+		return rc;
+	rc = tracebuf_ev_emit(&ev, type, args, nargs);
+	tracebuf_end(&ev);
+	return rc;
+}
+
+RING_API uint64_t tracebuf_ticks(void)
+{
+	return ring_clock_ticks();
+}
+
+RING_API struct profbuf *tracebuf_cpu_profbuf(struct tracebuf *t)
+{
+	return t ? t->cpu : NULL;
+}
+
+/* ---- generation records (advance thread only: may allocate) ------------- */
+
+/* A growable byte buffer for the records that close a generation. */
+struct tb_meta {
+	uint8_t *p;
+	size_t len, cap, rec; /* rec: offset of the open record */
+	bool oom;
+};
+
+static void meta_reserve(struct tb_meta *m, size_t n)
+{
+	uint8_t *p;
+	size_t cap;
+
+	if (m->oom || m->len + n <= m->cap)
+		return;
+	cap = m->cap ? m->cap * 2 : 4096;
+	while (cap < m->len + n)
+		cap *= 2;
+	p = realloc(m->p, cap);
+	if (!p) {
+		m->oom = true;
+		return;
+	}
+	m->p = p;
+	m->cap = cap;
+}
+
+static void meta_bytes(struct tb_meta *m, const void *b, size_t n)
+{
+	meta_reserve(m, n);
+	if (m->oom)
+		return;
+	memcpy(m->p + m->len, b, n);
+	m->len += n;
+}
+
+static void meta_varint(struct tb_meta *m, uint64_t v)
+{
+	uint8_t b[RING_VARINT_MAX];
+
+	meta_bytes(m, b, ring_varint_put(b, v));
+}
+
+static void meta_u64(struct tb_meta *m, uint64_t v)
+{
+	uint8_t b[8];
+
+	tb_put_u64(b, v);
+	meta_bytes(m, b, 8);
+}
+
+static void meta_open(struct tb_meta *m, uint8_t kind, uint64_t gen)
+{
+	uint8_t h[TB_REC_HDR];
+
+	tb_put_rec_hdr(h, kind, 0, 0);
+	m->rec = m->len;
+	meta_bytes(m, h, sizeof(h));
+	meta_u64(m, gen);
+}
+
+static void meta_close(struct tb_meta *m)
+{
+	if (!m->oom)
+		tb_put_u32(m->p + m->rec + 4,
+			   (uint32_t)(m->len - m->rec - TB_REC_HDR));
+}
+
+static int dump_stack(void *arg, uint32_t id, const uintptr_t *pcs, size_t n)
+{
+	struct tb_meta *m = arg;
+
+	meta_varint(m, id);
+	meta_varint(m, n);
+	for (size_t i = 0; i < n; i++)
+		meta_varint(m, pcs[i]);
+	return 0;
+}
+
+static int dump_string(void *arg, uint32_t id, const uintptr_t *w, size_t n)
+{
+	struct tb_meta *m = arg;
+	size_t len = w[0];
+
+	if (n < 1 || len > (n - 1) * 8)
+		return 0; /* cannot happen: we packed it */
+	meta_varint(m, id);
+	meta_varint(m, len);
+	meta_bytes(m, &w[1], len);
+	return 0;
+}
+
+static void meta_types(struct tracebuf *t, struct tb_meta *m)
+{
+	for (unsigned int i = 1; i <= TRACEBUF_MAX_TYPE; i++) {
+		if (!t->type_name[i])
+			continue;
+		meta_varint(m, i);
+		meta_varint(m, strlen(t->type_name[i]));
+		meta_bytes(m, t->type_name[i], strlen(t->type_name[i]));
+		meta_varint(m, strlen(t->type_spec[i]));
+		meta_bytes(m, t->type_spec[i], strlen(t->type_spec[i]));
+	}
+}
+
+/* Take every thread's buffers and lost counts of generation @gen. */
+static void flush_threads(struct tracebuf *t, uint64_t gen, struct tb_meta *m)
+{
+	unsigned int p = gen & 1;
+
+	for (uint32_t i = 0; i < t->grace.nslots; i++) {
+		struct tb_thread *th = &t->threads[i];
+		uint64_t tid = (uint64_t)atomic_load_explicit(
+			&t->grace.slots[i].tid, memory_order_relaxed);
+
+		if (!tid)
+			continue;
+		for (unsigned int lv = 0; lv < 2; lv++) {
+			struct tb_chunk *c = th->buf[p][lv];
+			uint64_t lost = atomic_exchange_explicit(
+				&th->lost[lv], 0, memory_order_relaxed);
+
+			if (c) {
+				th->buf[p][lv] = NULL;
+				flush_buf(t, c);
+			}
+			if (lost) {
+				meta_varint(m, tid);
+				meta_varint(m, lv);
+				meta_varint(m, lost);
+				atomic_fetch_add_explicit(&t->lost, lost,
+							  memory_order_relaxed);
+			}
+		}
+	}
+}
+
+static void queue_meta(struct tracebuf *t, struct tb_meta *m)
+{
+	struct tb_chunk *c = calloc(1, sizeof(*c));
+
+	if (!c || m->oom) {
+		free(c);
+		free(m->p);
+		return;
+	}
+	c->kind = TB_META;
+	c->data = m->p;
+	c->len = (uint32_t)m->len;
+	publish(t, c);
+}
+
+/* Move the CPU samples waiting in the profbuf into the current generation. */
+static void drain_cpu(struct tracebuf *t)
+{
+	struct profbuf_read r;
+	struct tracebuf_ev ev;
+
+	if (!t->cpu || tracebuf_begin(t, &ev))
+		return;
+	while (profbuf_read(t->cpu, PROFBUF_NONBLOCKING, &r) == 0 && r.ndata) {
+		for (size_t i = 0; i < r.ndata; i += r.data[i]) {
+			const uint64_t *rec = &r.data[i];
+			size_t nstk = rec[0] - 4;
+			uint64_t args[4];
+
+			if (!rec[2] && !rec[3]) { /* overflow record */
+				tracebuf_ev_emit(&ev, TRACEBUF_EV_LOST_SAMPLES,
+						 &rec[4], 1);
+				continue;
+			}
+			args[0] = rec[1];
+			args[1] = rec[2];
+			args[2] = tracebuf_ev_stack(
+				&ev, (const uintptr_t *)&rec[4], nstk);
+			args[3] = rec[3];
+			tracebuf_ev_emit(&ev, TRACEBUF_EV_CPU_SAMPLE, args, 4);
+		}
+	}
+	tracebuf_end(&ev);
+}
+
+/*
+ * close_gen() - end the current generation; @next is the one to start
+ * (0: stop).  Caller holds t->lock.
+ */
+static int close_gen(struct tracebuf *t, uint64_t next)
+{
+	uint64_t old = atomic_load_explicit(&t->gen, memory_order_relaxed);
+	struct tb_meta m = { 0 };
+	uint64_t flags = 0;
+	unsigned int p = old & 1;
+
+	drain_cpu(t);
+	/* Release: pairs with the acquire load in tracebuf_begin(). */
+	atomic_store_explicit(&t->gen, next, memory_order_release);
+	ring_grace_wait(&t->grace);
+
+	meta_open(&m, TB_KIND_LOST, old);
+	if (atomic_exchange_explicit(&t->lost_noslot, 0, memory_order_relaxed)) {
+		/* Threads beyond the slot limit: reported as thread 0. */
+		meta_varint(&m, 0);
+		meta_varint(&m, 0);
+		meta_varint(&m, 1);
+	}
+	flush_threads(t, old, &m);
+	meta_close(&m);
+	meta_open(&m, TB_KIND_STACKS, old);
+	stacktab_reset(t->stacks[p], dump_stack, &m);
+	meta_close(&m);
+	meta_open(&m, TB_KIND_STRINGS, old);
+	stacktab_reset(t->strings[p], dump_string, &m);
+	meta_close(&m);
+	meta_open(&m, TB_KIND_TYPES, old);
+	meta_types(t, &m);
+	meta_close(&m);
+	meta_open(&m, TB_KIND_FREQ, old);
+	meta_u64(&m, ring_clock_hz());
+	meta_close(&m);
+	if (m.oom) {
+		/* Say at least that the generation ended, and how. */
+		free(m.p);
+		memset(&m, 0, sizeof(m));
+		flags |= TB_END_TABLES_LOST;
+	}
+	meta_open(&m, TB_KIND_END, old);
+	meta_u64(&m, atomic_exchange_explicit(&t->gen_batches[p], 0,
+					      memory_order_relaxed));
+	meta_u64(&m, flags);
+	meta_close(&m);
+	queue_meta(t, &m);
+	return flags ? -ENOMEM : 0;
+}
+
+RING_API int tracebuf_advance(struct tracebuf *t)
+{
+	int rc = -EINVAL;
+
+	if (!t)
+		return rc;
+	pthread_mutex_lock(&t->lock);
+	if (atomic_load_explicit(&t->gen, memory_order_relaxed))
+		rc = close_gen(t, atomic_load_explicit(&t->gen,
+						       memory_order_relaxed) +
+					  1);
+	pthread_mutex_unlock(&t->lock);
+	return rc;
+}
+
+RING_API int tracebuf_start(struct tracebuf *t)
+{
+	int rc = -EINVAL;
+
+	if (!t)
+		return rc;
+	pthread_mutex_lock(&t->lock);
+	if (t->eof_chunk.kind == TB_EOF) {
+		rc = -EINVAL; /* stopped for good */
+	} else if (atomic_load_explicit(&t->gen, memory_order_relaxed)) {
+		rc = -EALREADY;
+	} else {
+		atomic_store_explicit(&t->gen, 1, memory_order_release);
+		rc = 0;
+	}
+	pthread_mutex_unlock(&t->lock);
+	return rc;
+}
+
+RING_API int tracebuf_stop(struct tracebuf *t)
+{
+	int rc = -EINVAL;
+
+	if (!t)
+		return rc;
+	pthread_mutex_lock(&t->lock);
+	if (atomic_load_explicit(&t->gen, memory_order_relaxed)) {
+		rc = close_gen(t, 0);
+		t->eof_chunk.kind = TB_EOF;
+		publish(t, &t->eof_chunk);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return rc < 0 && rc != -ENOMEM ? rc : 0;
+}
+
+RING_API int tracebuf_name_type(struct tracebuf *t, unsigned int type, const char *name,
+		       const char *spec)
+{
+	char *n, *s;
+
+	if (!t || !type || type > TRACEBUF_MAX_TYPE || !name || !spec ||
+	    strlen(name) > 255 || strlen(spec) > TRACEBUF_MAX_ARGS ||
+	    strspn(spec, "usktb") != strlen(spec))
+		return -EINVAL;
+	n = strdup(name);
+	s = strdup(spec);
+	if (!n || !s) {
+		free(n);
+		free(s);
+		return -ENOMEM;
+	}
+	pthread_mutex_lock(&t->lock);
+	free(t->type_name[type]);
+	free(t->type_spec[type]);
+	t->type_name[type] = n;
+	t->type_spec[type] = s;
+	pthread_mutex_unlock(&t->lock);
+	return 0;
+}
+
+/* ---- the reader ------------------------------------------------------------ */
+
+static const uint8_t *stream_header(void)
+{
+	static uint8_t hdr[TB_STREAM_HDR];
+
+	tb_put_stream_hdr(hdr);
+	return hdr;
+}
+
+static void give_back_chunk(struct tracebuf *t, struct tb_chunk *c)
+{
+	if (!c)
+		return;
+	if (c->kind == TB_BUF) {
+		pool_push(t, c);
+	} else if (c->kind == TB_META) {
+		free(c->data);
+		free(c);
+	}
+}
+
+static void wait_for_chunk(struct tracebuf *t)
+{
+	uint32_t seq = atomic_load_explicit(&t->rd_seq, memory_order_relaxed);
+
+	atomic_store_explicit(&t->rd_sleeping, 1, memory_order_relaxed);
+	/* Pairs with the fence in publish(): see the protocol. */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!ring_mpscq_empty(&t->q)) {
+		atomic_store_explicit(&t->rd_sleeping, 0,
+				      memory_order_relaxed);
+		return;
+	}
+	ring_perturb();
+	ring_futex_wait(&t->rd_seq, seq, NULL);
+}
+
+RING_API int tracebuf_read(struct tracebuf *t, enum profbuf_mode mode,
+		  struct tracebuf_chunk *c)
+{
+	struct ring_mpscq_node *n;
+	struct tb_chunk *ch;
+
+	if (!t || !c)
+		return -EINVAL;
+	memset(c, 0, sizeof(*c));
+	if (!t->header_sent) {
+		t->header_sent = true;
+		c->data = stream_header();
+		c->len = TB_STREAM_HDR;
+		return 0;
+	}
+	give_back_chunk(t, t->rd_prev);
+	t->rd_prev = NULL;
+	if (t->eof) {
+		c->eof = true;
+		return 0;
+	}
+	while (!(n = ring_mpscq_pop(&t->q))) {
+		if (mode == PROFBUF_NONBLOCKING)
+			return 0;
+		wait_for_chunk(t);
+	}
+	ch = (struct tb_chunk *)n;
+	if (ch->kind == TB_EOF) {
+		t->eof = c->eof = true;
+		return 0;
+	}
+	t->rd_prev = ch;
+	c->data = ch->data;
+	c->len = ch->len;
+	atomic_fetch_add_explicit(&t->bytes, ch->len, memory_order_relaxed);
+	atomic_fetch_add_explicit(&t->batches, ch->kind == TB_BUF,
+				  memory_order_relaxed);
+	return 0;
+}
+
+RING_API void tracebuf_stats(struct tracebuf *t, struct tracebuf_stats *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (!t)
+		return;
+	s->generation = atomic_load_explicit(&t->gen, memory_order_relaxed);
+	s->batches = atomic_load_explicit(&t->batches, memory_order_relaxed);
+	s->bytes = atomic_load_explicit(&t->bytes, memory_order_relaxed);
+	s->lost = atomic_load_explicit(&t->lost, memory_order_relaxed);
+	s->buffers_free =
+		atomic_load_explicit(&t->free_count, memory_order_relaxed);
+}
+
+/* ---- life cycle ------------------------------------------------------------ */
+
+static size_t opt_or(size_t v, size_t dflt)
+{
+	return v ? v : dflt;
+}
+
+static int tables_init(struct tracebuf *t, const struct tracebuf_opts *o)
+{
+	size_t sb = opt_or(o->stack_bytes, 8 << 20);
+	size_t es = opt_or(o->expected_stacks, 4096);
+
+	for (int i = 0; i < 2; i++) {
+		t->stacks[i] = stacktab_new(sb, es);
+		t->strings[i] = stacktab_new(sb / 4, es);
+		if (!t->stacks[i] || !t->strings[i])
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static int pool_init(struct tracebuf *t, size_t max_bytes)
+{
+	t->nbufs = (uint32_t)(max_bytes / t->buf_size);
+	if (t->nbufs < 2)
+		return -EINVAL;
+	t->chunks = calloc(t->nbufs, sizeof(*t->chunks));
+	t->free_next = calloc(t->nbufs, sizeof(*t->free_next));
+	t->mem = mmap(NULL, (size_t)t->nbufs * t->buf_size,
+		      PROT_READ | PROT_WRITE,
+		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (t->mem == MAP_FAILED)
+		t->mem = NULL;
+	if (!t->chunks || !t->free_next || !t->mem)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < t->nbufs; i++) {
+		t->chunks[i].kind = TB_BUF;
+		t->chunks[i].idx = i;
+		t->chunks[i].data = t->mem + (size_t)i * t->buf_size;
+		pool_push(t, &t->chunks[i]);
+	}
+	return 0;
+}
+
+RING_API struct tracebuf *tracebuf_new(const struct tracebuf_opts *opts)
+{
+	struct tracebuf_opts o = { 0 };
+	struct tracebuf *t;
+	int rc = -ENOMEM;
+	size_t cpu;
+
+	if (opts)
+		o = *opts;
+	t = aligned_alloc(RING_CACHELINE, sizeof(*t));
+	if (!t)
+		goto fail;
+	memset(t, 0, sizeof(*t));
+	pthread_mutex_init(&t->lock, NULL);
+	ring_mpscq_init(&t->q);
+	t->buf_size = (uint32_t)opt_or(o.buf_size, 64 << 10);
+	rc = -EINVAL;
+	if (o.buf_size && (o.buf_size < 4096 || o.buf_size > (16 << 20)))
+		goto free_t;
+	rc = ring_grace_init(&t->grace, TB_MAX_THREADS);
+	if (rc)
+		goto free_t;
+	t->threads = mmap(NULL, TB_MAX_THREADS * sizeof(*t->threads),
+			  PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (t->threads == MAP_FAILED) {
+		t->threads = NULL;
+		rc = -ENOMEM;
+		goto free_t;
+	}
+	rc = pool_init(t, opt_or(o.max_bytes, 16 << 20));
+	if (!rc)
+		rc = tables_init(t, &o);
+	cpu = opts && !opts->cpu_words ? 0 : opt_or(o.cpu_words, 1 << 17);
+	if (!rc && cpu && !(t->cpu = profbuf_new(2, cpu, cpu / 16)))
+		rc = -errno;
+	if (!rc)
+		return t;
+free_t:
+	tracebuf_free(t);
+fail:
+	errno = -rc;
+	return NULL;
+}
+
+RING_API void tracebuf_free(struct tracebuf *t)
+{
+	struct ring_mpscq_node *n;
+
+	if (!t)
+		return;
+	give_back_chunk(t, t->rd_prev);
+	while ((n = ring_mpscq_pop(&t->q)))
+		give_back_chunk(t, (struct tb_chunk *)n);
+	for (int i = 0; i < 2; i++) {
+		stacktab_free(t->stacks[i]);
+		stacktab_free(t->strings[i]);
+	}
+	for (int i = 0; i <= TRACEBUF_MAX_TYPE; i++) {
+		free(t->type_name[i]);
+		free(t->type_spec[i]);
+	}
+	profbuf_free(t->cpu);
+	if (t->mem)
+		munmap(t->mem, (size_t)t->nbufs * t->buf_size);
+	if (t->threads)
+		munmap(t->threads, TB_MAX_THREADS * sizeof(*t->threads));
+	free(t->chunks);
+	free((void *)t->free_next);
+	ring_grace_destroy(&t->grace);
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+}

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tracebuf/tracebuf_format.h - constants and field helpers of the trace
+ * stream (FORMAT.md), shared by the writer and the decoder.
+ */
+#ifndef PROFRING_TRACEBUF_FORMAT_H
+#define PROFRING_TRACEBUF_FORMAT_H
+
+#include <stdint.h>
+#include <string.h>
+
+#define TB_MAGIC "PRTRACE\n"
+#define TB_VERSION 1
+#define TB_STREAM_HDR 16
+#define TB_REC_HDR 8
+#define TB_BATCH_HDR (TB_REC_HDR + 32)
+#define TB_MAX_REC_PAYLOAD ((uint32_t)1 << 26)
+#define TB_NARGS_BYTES 7
+
+enum tb_kind {
+	TB_KIND_BATCH = 'B',
+	TB_KIND_STRINGS = 'S',
+	TB_KIND_STACKS = 'K',
+	TB_KIND_TYPES = 'T',
+	TB_KIND_FREQ = 'F',
+	TB_KIND_LOST = 'L',
+	TB_KIND_END = 'E',
+};
+
+#define TB_END_TABLES_LOST 1u
+
+static inline void tb_put_u32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline void tb_put_u64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline uint32_t tb_get_u32(const uint8_t *p)
+{
+	uint32_t v = 0;
+
+	for (int i = 3; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static inline uint64_t tb_get_u64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static inline void tb_put_rec_hdr(uint8_t *p, uint8_t kind, uint8_t level,
+				  uint32_t len)
+{
+	p[0] = kind;
+	p[1] = level;
+	p[2] = p[3] = 0;
+	tb_put_u32(p + 4, len);
+}
+
+static inline void tb_put_stream_hdr(uint8_t *p)
+{
+	memcpy(p, TB_MAGIC, 8);
+	tb_put_u32(p + 8, TB_VERSION);
+	tb_put_u32(p + 12, 0);
+}
+
+#endif /* PROFRING_TRACEBUF_FORMAT_H */

@@ -1,0 +1,752 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tracebuf_test.c - unit tests for the tracer and the decoder: round trips
+ * of every event form, errors, many threads with concurrent advances and a
+ * concurrent reader (every event decoded once, in order, in its
+ * generation, or counted lost), nested writes from SIGPROF handlers,
+ * threads exiting mid-trace, CPU samples through the profbuf, and the
+ * decoder on truncated and corrupted streams.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <profring/tracebuf.h>
+#include <profring/tracedec.h>
+
+#include "../ring/ktest.h"
+#include "../stress/harness.h"
+
+/* ---- collecting and decoding a stream ------------------------------------ */
+
+struct stream {
+	uint8_t *p;
+	size_t len, cap;
+	bool eof;
+};
+
+static void stream_add(struct stream *s, const uint8_t *p, size_t n)
+{
+	if (!n)
+		return;
+	if (s->len + n > s->cap) {
+		s->cap = (s->len + n) * 2 + 4096;
+		s->p = realloc(s->p, s->cap);
+	}
+	memcpy(s->p + s->len, p, n);
+	s->len += n;
+}
+
+/* Read until nothing is ready (or EOF). */
+static void read_ready(struct tracebuf *t, struct stream *s)
+{
+	struct tracebuf_chunk c;
+
+	while (!s->eof && tracebuf_read(t, PROFBUF_NONBLOCKING, &c) == 0 &&
+	       (c.len || c.eof)) {
+		stream_add(s, c.data, c.len);
+		s->eof = c.eof;
+	}
+}
+
+static void read_to_eof(struct tracebuf *t, struct stream *s)
+{
+	struct tracebuf_chunk c;
+
+	while (!s->eof && tracebuf_read(t, PROFBUF_BLOCKING, &c) == 0) {
+		stream_add(s, c.data, c.len);
+		s->eof = c.eof;
+	}
+}
+
+#define MAX_EVENTS 20000
+#define MAX_WHO 16
+#define MAX_GEN 512
+
+struct decoded {
+	struct tracedec_event *ev;
+	size_t nev;
+	uint64_t strings, stacks, types, freqs, ends, lost_total;
+	uint64_t last_gen_end;
+	char string_text[64][64];
+	uint64_t string_id[64];
+	uint64_t stack_pcs[64][8];
+	uint64_t stack_id[64], stack_n[64];
+	uint64_t lost_by_tid[64][2];
+	uint64_t lost_tid[64];
+	int nlost_tids;
+	/* Per emitter (args[0]) of type-8 events, checked as they come. */
+	uint64_t who_count[MAX_WHO];
+	uint64_t who_min[MAX_WHO][2][MAX_GEN], who_max[MAX_WHO][2][MAX_GEN];
+	uint64_t who_level[MAX_WHO][2];
+	uint64_t order_errors;
+};
+
+/*
+ * A thread's events of one generation and level come in stream order (its
+ * batches are queued in order; the last one by advance, after the
+ * others).  A signal handler's events are split between the thread's
+ * level-0 buffer (when it interrupted no event) and the nested one.
+ */
+static void track(struct decoded *d, const struct tracedec_event *ev)
+{
+	uint64_t w = ev->args[0], seq = ev->args[1], g = ev->gen;
+	unsigned int lv = ev->level;
+
+	if (ev->type != 8 || ev->nargs != 2 || w >= MAX_WHO || g >= MAX_GEN) {
+		d->order_errors += ev->type == 8;
+		return;
+	}
+	if (d->who_max[w][lv][g] && seq <= d->who_max[w][lv][g] - 1)
+		d->order_errors++;
+	if (!d->who_max[w][lv][g])
+		d->who_min[w][lv][g] = seq;
+	d->who_max[w][lv][g] = seq + 1;
+	d->who_count[w]++;
+	d->who_level[w][lv]++;
+}
+
+static int on_event(void *arg, const struct tracedec_event *ev)
+{
+	struct decoded *d = arg;
+
+	track(d, ev);
+	if (d->nev < MAX_EVENTS)
+		d->ev[d->nev++] = *ev;
+	return 0;
+}
+
+static int on_string(void *arg, uint64_t gen, uint64_t id, const char *s,
+		     size_t len)
+{
+	struct decoded *d = arg;
+
+	(void)gen;
+	if (d->strings < 64 && len < 64) {
+		memcpy(d->string_text[d->strings], s, len);
+		d->string_text[d->strings][len] = 0;
+		d->string_id[d->strings] = id;
+	}
+	d->strings++;
+	return 0;
+}
+
+static int on_stack(void *arg, uint64_t gen, uint64_t id, const uint64_t *pcs,
+		    size_t n)
+{
+	struct decoded *d = arg;
+
+	(void)gen;
+	if (d->stacks < 64 && n <= 8) {
+		memcpy(d->stack_pcs[d->stacks], pcs, n * 8);
+		d->stack_id[d->stacks] = id;
+		d->stack_n[d->stacks] = n;
+	}
+	d->stacks++;
+	return 0;
+}
+
+static int on_type(void *arg, uint64_t gen, unsigned int type,
+		   const char *name, size_t nlen, const char *spec,
+		   size_t slen)
+{
+	struct decoded *d = arg;
+
+	(void)gen, (void)type, (void)name, (void)nlen, (void)spec, (void)slen;
+	d->types++;
+	return 0;
+}
+
+static int on_freq(void *arg, uint64_t gen, uint64_t hz)
+{
+	struct decoded *d = arg;
+
+	(void)gen, (void)hz;
+	d->freqs++;
+	return 0;
+}
+
+static int on_lost(void *arg, uint64_t gen, uint64_t tid, unsigned int level,
+		   uint64_t count)
+{
+	struct decoded *d = arg;
+	int i;
+
+	(void)gen;
+	for (i = 0; i < d->nlost_tids && d->lost_tid[i] != tid; i++)
+		;
+	if (i == d->nlost_tids && i < 64)
+		d->lost_tid[d->nlost_tids++] = tid;
+	if (i < 64)
+		d->lost_by_tid[i][level] += count;
+	d->lost_total += count;
+	return 0;
+}
+
+static int on_end(void *arg, uint64_t gen, uint64_t batches, uint64_t flags)
+{
+	struct decoded *d = arg;
+
+	(void)batches, (void)flags;
+	d->ends++;
+	d->last_gen_end = gen;
+	return 0;
+}
+
+static const struct tracedec_visitor visitor = {
+	on_event, on_string, on_stack, on_type, on_freq, on_lost, on_end,
+};
+
+static struct decoded *decode_all(struct stream *s)
+{
+	struct decoded *d = calloc(1, sizeof(*d));
+	struct tracedec_error err = { 0 };
+	int rc;
+
+	d->ev = calloc(MAX_EVENTS, sizeof(*d->ev));
+	rc = tracedec_decode(s->p, s->len, &visitor, d, &err);
+	if (rc)
+		fprintf(stderr, "  decode: %d at %zu: %s\n", rc, err.offset,
+			err.what);
+	KT_CHECK_EQ(rc, 0);
+	return d;
+}
+
+static void decoded_free(struct decoded *d)
+{
+	free(d->ev);
+	free(d);
+}
+
+static uint64_t lost_of(struct decoded *d, uint64_t tid, unsigned int level)
+{
+	for (int i = 0; i < d->nlost_tids; i++)
+		if (d->lost_tid[i] == tid)
+			return d->lost_by_tid[i][level];
+	return 0;
+}
+
+static struct tracebuf *new_tracer(size_t max_bytes, size_t buf_size)
+{
+	struct tracebuf_opts o = { .buf_size = buf_size,
+				   .max_bytes = max_bytes,
+				   .stack_bytes = 1 << 20,
+				   .expected_stacks = 256,
+				   .cpu_words = 1 << 12 };
+
+	return tracebuf_new(&o);
+}
+
+/* ---- round trips ------------------------------------------------------------ */
+
+static void roundtrip_every_form(void)
+{
+	struct tracebuf *t = new_tracer(1 << 20, 4096);
+	struct stream s = { 0 };
+	struct tracebuf_ev ev;
+	uint64_t args[6] = { 0, 1, 127, 128, UINT64_MAX, 1ull << 63 };
+	uintptr_t pcs[3] = { 0x401000, 0x402000, 0x7fffdeadbeef };
+	uint8_t payload[TRACEBUF_MAX_PAYLOAD];
+	struct decoded *d;
+	uint32_t sid, kid;
+
+	KT_REQUIRE(t);
+	for (size_t i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)(i * 7);
+	KT_CHECK_EQ(tracebuf_name_type(t, 9, "query", "usk"), 0);
+	KT_CHECK_EQ(tracebuf_start(t), 0);
+	KT_CHECK_EQ(tracebuf_start(t), -EALREADY);
+	for (unsigned int n = 0; n <= 6; n++)
+		KT_CHECK_EQ(tracebuf_emit(t, 8 + n, args, n), 0);
+	KT_REQUIRE(tracebuf_begin(t, &ev) == 0);
+	sid = tracebuf_ev_string(&ev, "hello, trace");
+	kid = tracebuf_ev_stack(&ev, pcs, 3);
+	KT_CHECK(sid && kid);
+	KT_CHECK_EQ(tracebuf_ev_string(&ev, "hello, trace"), sid);
+	KT_CHECK_EQ(tracebuf_ev_emit(&ev, 9, (uint64_t[]){ 5, sid, kid }, 3),
+		    0);
+	KT_CHECK_EQ(tracebuf_ev_emit_bytes(&ev, 20, payload, 0), 0);
+	KT_CHECK_EQ(tracebuf_ev_emit_bytes(&ev, 21, payload, 1), 0);
+	KT_CHECK_EQ(tracebuf_ev_emit_bytes(&ev, 22, payload, sizeof(payload)),
+		    0);
+	tracebuf_end(&ev);
+	KT_CHECK_EQ(tracebuf_stop(t), 0);
+	read_to_eof(t, &s);
+	d = decode_all(&s);
+	KT_REQUIRE(d->nev == 11);
+	for (unsigned int n = 0; n <= 6; n++) {
+		KT_CHECK_EQ(d->ev[n].type, 8 + n);
+		KT_CHECK_EQ(d->ev[n].nargs, n);
+		KT_CHECK(!memcmp(d->ev[n].args, args, n * 8));
+		KT_CHECK_EQ(d->ev[n].gen, 1);
+		KT_CHECK_EQ(d->ev[n].level, 0);
+		KT_CHECK_EQ(d->ev[n].tid, syscall(SYS_gettid));
+		if (n)
+			KT_CHECK(d->ev[n].ticks >= d->ev[n - 1].ticks);
+	}
+	KT_CHECK(d->ev[7].type == 9 && d->ev[7].args[1] == sid &&
+		 d->ev[7].args[2] == kid);
+	KT_CHECK(d->ev[8].nbytes == 0 && d->ev[9].nbytes == 1 &&
+		 d->ev[9].bytes[0] == payload[0]);
+	KT_CHECK(d->ev[10].nbytes == sizeof(payload) &&
+		 !memcmp(d->ev[10].bytes, payload, sizeof(payload)));
+	KT_CHECK(d->strings == 1 && d->string_id[0] == sid &&
+		 !strcmp(d->string_text[0], "hello, trace"));
+	KT_CHECK(d->stacks == 1 && d->stack_id[0] == kid &&
+		 d->stack_n[0] == 3 && d->stack_pcs[0][2] == pcs[2]);
+	KT_CHECK(d->types == 1 && d->freqs == 1 && d->ends == 1);
+	KT_CHECK_EQ(d->lost_total, 0);
+	decoded_free(d);
+	free(s.p);
+	tracebuf_free(t);
+}
+
+static void emit_errors(void)
+{
+	struct tracebuf *t = new_tracer(1 << 20, 4096);
+	uint64_t a[7] = { 0 };
+
+	KT_REQUIRE(t);
+	KT_CHECK_EQ(tracebuf_emit(t, 8, a, 1), -EAGAIN); /* not started */
+	KT_CHECK_EQ(tracebuf_advance(t), -EINVAL);
+	KT_CHECK_EQ(tracebuf_stop(t), -EINVAL);
+	KT_CHECK_EQ(tracebuf_start(t), 0);
+	KT_CHECK_EQ(tracebuf_emit(t, 0, a, 1), -EINVAL);
+	KT_CHECK_EQ(tracebuf_emit(t, 32, a, 1), -EINVAL);
+	KT_CHECK_EQ(tracebuf_emit(t, 8, a, 7), -EINVAL);
+	KT_CHECK_EQ(tracebuf_emit(t, 8, NULL, 2), -EINVAL);
+	KT_CHECK_EQ(tracebuf_emit(NULL, 8, a, 1), -EINVAL);
+	KT_CHECK_EQ(tracebuf_name_type(t, 8, "x", "uq"), -EINVAL);
+	KT_CHECK_EQ(tracebuf_name_type(t, 0, "x", "u"), -EINVAL);
+	KT_CHECK_EQ(tracebuf_stop(t), 0);
+	KT_CHECK_EQ(tracebuf_emit(t, 8, a, 1), -EAGAIN); /* stopped */
+	KT_CHECK_EQ(tracebuf_start(t), -EINVAL);
+	tracebuf_free(t);
+	KT_CHECK(!tracebuf_new(&(struct tracebuf_opts){ .buf_size = 100 }));
+}
+
+/* ---- threads, advances, a concurrent reader ------------------------------ */
+
+#define NT 4
+
+struct emitter {
+	struct tracebuf *t;
+	uint32_t who;
+	uint64_t seq, ok, lost, tid;
+	pthread_t th;
+};
+
+static atomic_bool stop_emitting;
+
+static void emit_one(struct emitter *e)
+{
+	uint64_t args[2] = { e->who, e->seq++ };
+	int rc = tracebuf_emit(e->t, 8, args, 2);
+
+	if (rc == 0)
+		e->ok++;
+	else if (rc == -ENOSPC)
+		e->lost++;
+}
+
+static void *emitter_main(void *arg)
+{
+	struct emitter *e = arg;
+
+	e->tid = (uint64_t)syscall(SYS_gettid);
+	while (!atomic_load_explicit(&stop_emitting, memory_order_relaxed)) {
+		for (int i = 0; i < 64; i++)
+			emit_one(e);
+		usleep(100); /* ~0.5M events/s: a stream a test can hold */
+	}
+	return NULL;
+}
+
+struct reader {
+	struct tracebuf *t;
+	struct stream s;
+	bool slow;
+	pthread_t th;
+};
+
+static void *reader_main(void *arg)
+{
+	struct reader *r = arg;
+	struct tracebuf_chunk c;
+
+	while (!r->s.eof && tracebuf_read(r->t, PROFBUF_BLOCKING, &c) == 0) {
+		stream_add(&r->s, c.data, c.len);
+		r->s.eof = c.eof;
+		if (r->slow)
+			usleep(3000); /* the pool runs dry: losses */
+	}
+	return NULL;
+}
+
+/*
+ * Per emitter: the events decoded are exactly the ones accepted, in order
+ * within each generation, generations in order, each loss counted.
+ */
+static void check_emitters(struct decoded *d, struct emitter *e, int n)
+{
+	KT_CHECK_EQ(d->order_errors, 0);
+	for (int k = 0; k < n; k++) {
+		uint32_t w = e[k].who;
+
+		KT_CHECK_EQ(d->who_count[w], e[k].ok);
+		KT_CHECK_EQ(e[k].ok + e[k].lost, e[k].seq);
+		for (int lv = 0; lv < 2; lv++) {
+			uint64_t prev_max = 0;
+
+			for (int g = 1; g < MAX_GEN; g++) {
+				if (!d->who_max[w][lv][g])
+					continue;
+				KT_CHECK(d->who_min[w][lv][g] >= prev_max);
+				prev_max = d->who_max[w][lv][g];
+			}
+		}
+	}
+}
+
+static void threads_with_advance(size_t max_bytes, bool slow_reader)
+{
+	struct tracebuf *t = new_tracer(max_bytes, 4096);
+	struct emitter e[NT];
+	struct reader r = { 0 };
+	struct decoded *d;
+	int advances = 0;
+	uint64_t lost = 0;
+
+	KT_REQUIRE(t);
+	KT_CHECK_EQ(tracebuf_start(t), 0);
+	r.t = t;
+	r.slow = slow_reader;
+	pthread_create(&r.th, NULL, reader_main, &r);
+	atomic_store(&stop_emitting, false);
+	for (int k = 0; k < NT; k++) {
+		e[k] = (struct emitter){ .t = t, .who = (uint32_t)k };
+		pthread_create(&e[k].th, NULL, emitter_main, &e[k]);
+	}
+	for (uint64_t end = stress_now_ns() + 400000000u;
+	     stress_now_ns() < end; advances++) {
+		usleep(1000 + (unsigned int)(rand() % 5000));
+		KT_CHECK_EQ(tracebuf_advance(t), 0);
+	}
+	atomic_store(&stop_emitting, true);
+	for (int k = 0; k < NT; k++) {
+		pthread_join(e[k].th, NULL);
+		lost += e[k].lost;
+	}
+	KT_CHECK_EQ(tracebuf_stop(t), 0);
+	pthread_join(r.th, NULL);
+	d = decode_all(&r.s);
+	KT_CHECK_EQ(d->ends, advances + 1);
+	KT_CHECK_EQ(d->last_gen_end, advances + 1);
+	check_emitters(d, e, NT);
+	for (int k = 0; k < NT; k++)
+		KT_CHECK_EQ(lost_of(d, e[k].tid, 0), e[k].lost);
+	printf("  %llu events, %llu lost, %d advances, %zu bytes\n",
+	       (unsigned long long)(d->who_count[0] + d->who_count[1] +
+				    d->who_count[2] + d->who_count[3]),
+	       (unsigned long long)lost, advances, r.s.len);
+	decoded_free(d);
+	free(r.s.p);
+	tracebuf_free(t);
+}
+
+static void threads_advance_reader(void)
+{
+	threads_with_advance(1 << 22, false);
+}
+
+static void threads_tiny_memory(void)
+{
+	threads_with_advance(8 * 4096, true); /* constant losses */
+}
+
+/* ---- SIGPROF handlers writing nested events --------------------------------- */
+
+static _Thread_local struct emitter *tls_handler_emitter;
+
+static void on_sigprof(int sig)
+{
+	struct emitter *h = tls_handler_emitter;
+	int saved = errno;
+
+	(void)sig;
+	if (h)
+		emit_one(h);
+	errno = saved;
+}
+
+static void *signalled_main(void *arg)
+{
+	struct emitter *e = arg; /* e[0] the thread, e[1] its handler */
+	struct stress_timer timer;
+
+	e[0].tid = e[1].tid = (uint64_t)syscall(SYS_gettid);
+	tls_handler_emitter = &e[1];
+	stress_timer_start(&timer, SIGPROF, 5000, false);
+	while (!atomic_load_explicit(&stop_emitting, memory_order_relaxed)) {
+		struct tracebuf_ev ev;
+		uint64_t args[2] = { e[0].who, e[0].seq++ };
+		uint64_t until = stress_now_ns() + 5000;
+		int rc = tracebuf_begin(e[0].t, &ev);
+
+		if (!rc) {
+			rc = tracebuf_ev_emit(&ev, 8, args, 2);
+			while (stress_now_ns() < until)
+				; /* stay inside: handlers nest here */
+			tracebuf_end(&ev);
+		}
+		e[0].ok += rc == 0;
+		e[0].lost += rc == -ENOSPC;
+	}
+	stress_timer_stop(&timer);
+	tls_handler_emitter = NULL;
+	return NULL;
+}
+
+static void nested_sigprof(void)
+{
+	struct tracebuf *t = new_tracer(1 << 22, 4096);
+	struct emitter e[4];
+	struct reader r = { 0 };
+	struct sigaction sa = { .sa_handler = on_sigprof,
+				.sa_flags = SA_RESTART };
+	struct decoded *d;
+	uint64_t nested = 0;
+
+	KT_REQUIRE(t);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGPROF, &sa, NULL);
+	tracebuf_start(t);
+	r.t = t;
+	pthread_create(&r.th, NULL, reader_main, &r);
+	atomic_store(&stop_emitting, false);
+	for (int k = 0; k < 4; k++)
+		e[k] = (struct emitter){ .t = t, .who = (uint32_t)k };
+	pthread_create(&e[0].th, NULL, signalled_main, &e[0]);
+	pthread_create(&e[2].th, NULL, signalled_main, &e[2]);
+	for (int i = 0; i < 30; i++) {
+		usleep(10000);
+		tracebuf_advance(t);
+	}
+	atomic_store(&stop_emitting, true);
+	pthread_join(e[0].th, NULL);
+	pthread_join(e[2].th, NULL);
+	signal(SIGPROF, SIG_IGN);
+	tracebuf_stop(t);
+	pthread_join(r.th, NULL);
+	d = decode_all(&r.s);
+	nested = d->who_level[1][1] + d->who_level[3][1];
+	KT_CHECK(e[1].seq > 0 && e[3].seq > 0);
+	/* Lost counts are per thread and level: the thread's + its handler's. */
+	for (int k = 0; k < 4; k += 2)
+		KT_CHECK_EQ(lost_of(d, e[k].tid, 0) + lost_of(d, e[k].tid, 1),
+			    e[k].lost + e[k + 1].lost);
+	check_emitters(d, e, 4);
+	/* TSan delivers signals at its own safe points: no nesting there. */
+	if (!getenv("TSAN_OPTIONS"))
+		KT_CHECK(nested > 0);
+	printf("  %llu handler events, %llu of them nested in an event\n",
+	       (unsigned long long)(e[1].ok + e[3].ok),
+	       (unsigned long long)nested);
+	decoded_free(d);
+	free(r.s.p);
+	tracebuf_free(t);
+}
+
+/* ---- threads that exit, CPU samples ------------------------------------- */
+
+static void *short_lived(void *arg)
+{
+	struct emitter *e = arg;
+
+	e->tid = (uint64_t)syscall(SYS_gettid);
+	for (int i = 0; i < 1000; i++)
+		emit_one(e);
+	return NULL;
+}
+
+static void threads_exit_mid_trace(void)
+{
+	struct tracebuf *t = new_tracer(1 << 22, 4096);
+	struct emitter e[16];
+	struct stream s = { 0 };
+	struct decoded *d;
+
+	KT_REQUIRE(t);
+	tracebuf_start(t);
+	for (int round = 0; round < 4; round++) {
+		for (int k = 0; k < 4; k++) {
+			struct emitter *x = &e[round * 4 + k];
+
+			*x = (struct emitter){ .t = t,
+					       .who = (uint32_t)(round * 4 + k) };
+			pthread_create(&x->th, NULL, short_lived, x);
+		}
+		for (int k = 0; k < 4; k++)
+			pthread_join(e[round * 4 + k].th, NULL);
+		if (round == 1)
+			tracebuf_advance(t); /* some flushed mid-way */
+		read_ready(t, &s);
+	}
+	tracebuf_stop(t);
+	read_to_eof(t, &s);
+	d = decode_all(&s);
+	check_emitters(d, e, 16);
+	decoded_free(d);
+	free(s.p);
+	tracebuf_free(t);
+}
+
+static void cpu_samples(void)
+{
+	struct tracebuf *t = new_tracer(1 << 20, 4096);
+	struct profbuf *pb;
+	struct stream s = { 0 };
+	struct decoded *d;
+	uintptr_t pcs[2] = { 0x1234, 0x5678 };
+	uint64_t hdr[2] = { 4242, 1 }, samples = 0, lost = 0;
+	int accepted = 0, dropped = 0;
+
+	KT_REQUIRE(t);
+	pb = tracebuf_cpu_profbuf(t);
+	KT_REQUIRE(pb);
+	tracebuf_start(t);
+	/* More than the profbuf holds: some are lost and reported. */
+	for (int i = 0; i < 2000; i++) {
+		int rc = profbuf_write(pb, NULL, (int64_t)tracebuf_ticks(), hdr,
+				       2, pcs, 2);
+
+		accepted += rc == 0;
+		dropped += rc == -ENOSPC;
+	}
+	tracebuf_stop(t);
+	read_to_eof(t, &s);
+	d = decode_all(&s);
+	for (size_t i = 0; i < d->nev; i++) {
+		if (d->ev[i].type == TRACEBUF_EV_CPU_SAMPLE) {
+			KT_CHECK_EQ(d->ev[i].args[1], 4242);
+			KT_CHECK_EQ(d->ev[i].args[2], d->stack_id[0]);
+			KT_CHECK_EQ(d->ev[i].args[3], 1);
+			samples++;
+		} else if (d->ev[i].type == TRACEBUF_EV_LOST_SAMPLES) {
+			lost += d->ev[i].args[0];
+		}
+	}
+	KT_CHECK(dropped > 0);
+	KT_CHECK_EQ(samples, accepted);
+	KT_CHECK_EQ(lost, dropped);
+	KT_CHECK(d->stacks == 1 && d->stack_n[0] == 2 &&
+		 d->stack_pcs[0][1] == 0x5678);
+	decoded_free(d);
+	free(s.p);
+	tracebuf_free(t);
+}
+
+/* ---- the decoder on bad input ------------------------------------------- */
+
+static struct stream sample_stream(void)
+{
+	struct tracebuf *t = new_tracer(1 << 20, 4096);
+	struct stream s = { 0 };
+	struct tracebuf_ev ev;
+	uintptr_t pcs[2] = { 1, 2 };
+
+	tracebuf_name_type(t, 8, "x", "uk");
+	tracebuf_start(t);
+	for (int g = 0; g < 3; g++) {
+		for (uint64_t i = 0; i < 50; i++)
+			tracebuf_emit(t, 8, &i, 1);
+		if (tracebuf_begin(t, &ev) == 0) {
+			uint64_t a[2] = { tracebuf_ev_string(&ev, "s"),
+					  tracebuf_ev_stack(&ev, pcs, 2) };
+
+			tracebuf_ev_emit(&ev, 9, a, 2);
+			tracebuf_ev_emit_bytes(&ev, 10, "abc", 3);
+			tracebuf_end(&ev);
+		}
+		tracebuf_advance(t);
+	}
+	tracebuf_stop(t);
+	read_to_eof(t, &s);
+	tracebuf_free(t);
+	return s;
+}
+
+static void decoder_truncated(void)
+{
+	struct stream s = sample_stream();
+	struct tracedec_error err;
+	size_t ok = 0, bad = 0;
+
+	KT_REQUIRE(tracedec_decode(s.p, s.len, NULL, NULL, &err) == 0);
+	for (size_t cut = 0; cut < s.len; cut++) {
+		/* A copy of exactly @cut bytes: ASan sees any over-read. */
+		uint8_t *p = malloc(cut ? cut : 1);
+		int rc;
+
+		memcpy(p, s.p, cut);
+		err.offset = SIZE_MAX;
+		rc = tracedec_decode(p, cut, NULL, NULL, &err);
+		if (rc == 0) {
+			ok++;
+		} else {
+			KT_CHECK_EQ(rc, -EBADMSG);
+			KT_CHECK(err.offset <= cut && err.what);
+			bad++;
+		}
+		free(p);
+	}
+	/* Cuts at record boundaries decode; the rest are errors. */
+	KT_CHECK(ok > 3 && bad > ok);
+	free(s.p);
+}
+
+static void decoder_corrupted(void)
+{
+	struct stream s = sample_stream();
+	uint64_t rng = 99;
+	int errors = 0;
+
+	for (int i = 0; i < 20000; i++) {
+		uint8_t *p = malloc(s.len);
+		struct tracedec_error err;
+		int rc;
+
+		memcpy(p, s.p, s.len);
+		for (int k = 0; k < 1 + i % 4; k++)
+			p[stress_rand(&rng) % s.len] ^=
+				(uint8_t)(1 + stress_rand(&rng) % 255);
+		rc = tracedec_decode(p, s.len, NULL, NULL, &err);
+		if (rc) {
+			KT_CHECK_EQ(rc, -EBADMSG);
+			KT_CHECK(err.offset < s.len);
+			errors++;
+		}
+		free(p);
+	}
+	KT_CHECK(errors > 1000);
+	free(s.p);
+}
+
+int main(void)
+{
+	KT_RUN(roundtrip_every_form);
+	KT_RUN(emit_errors);
+	KT_RUN(threads_advance_reader);
+	KT_RUN(threads_tiny_memory);
+	KT_RUN(nested_sigprof);
+	KT_RUN(threads_exit_mid_trace);
+	KT_RUN(cpu_samples);
+	KT_RUN(decoder_truncated);
+	KT_RUN(decoder_corrupted);
+	return ktest_exit();
+}
