@@ -36,7 +36,7 @@ static void grace_once(void)
 			MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
 
-int ring_grace_init(struct ring_grace *g, uint32_t nslots)
+int ring_grace_init(struct ring_grace *g, uint32_t nslots, bool reclaim)
 {
 	uint32_t n = 1;
 
@@ -53,6 +53,7 @@ int ring_grace_init(struct ring_grace *g, uint32_t nslots)
 	}
 	g->nslots = n;
 	g->reader_fence = !have_membarrier;
+	g->reclaim = reclaim;
 	return 0;
 }
 
@@ -63,7 +64,7 @@ void ring_grace_destroy(struct ring_grace *g)
 	g->slots = NULL;
 }
 
-static bool thread_is_gone(pid_t tid)
+bool ring_grace_thread_gone(pid_t tid)
 {
 	int saved = errno;
 	bool gone = syscall(SYS_tgkill, getpid(), tid, 0) < 0 && errno == ESRCH;
@@ -80,15 +81,21 @@ static bool claim(struct ring_grace_slot *slot, pid_t tid, bool reclaim)
 
 	if (owner == tid)
 		return true;
-	if (owner && !(reclaim &&
-		       !(atomic_load_explicit(&slot->word,
-					      memory_order_relaxed) &
-			 RING_GRACE_DEPTH_MASK) &&
-		       thread_is_gone(owner)))
+	if (owner &&
+	    !(reclaim &&
+	      !(atomic_load_explicit(&slot->word, memory_order_relaxed) &
+		RING_GRACE_DEPTH_MASK) &&
+	      ring_grace_thread_gone(owner)))
 		return false;
+	/*
+	 * A failed CAS that finds our own tid: a signal handler on this
+	 * thread claimed the slot between our load and our CAS.  It is ours;
+	 * taking another would split the thread across two slots.
+	 */
 	return atomic_compare_exchange_strong_explicit(&slot->tid, &owner, tid,
 						       memory_order_relaxed,
-						       memory_order_relaxed);
+						       memory_order_relaxed) ||
+	       owner == tid;
 }
 
 struct ring_grace_slot *ring_grace_slot_slow(struct ring_grace *g)
@@ -105,7 +112,7 @@ struct ring_grace_slot *ring_grace_slot_slow(struct ring_grace *g)
 	}
 	start = ((uint32_t)tid * 0x9e3779b1u) & (g->nslots - 1);
 	/* First pass: our own or a free slot; second: a dead thread's. */
-	for (int reclaim = 0; reclaim < 2; reclaim++) {
+	for (int reclaim = 0; reclaim < 1 + g->reclaim; reclaim++) {
 		for (uint32_t i = 0; i < g->nslots; i++) {
 			struct ring_grace_slot *slot =
 				&g->slots[(start + i) & (g->nslots - 1)];
@@ -131,6 +138,20 @@ static void backoff(unsigned int *step)
 	nanosleep(&ts, NULL);
 }
 
+/*
+ * Has the section seen in @then ended by @now?  Depth 0 means no section;
+ * otherwise only the outermost exit moves the period.  A nested section
+ * (a signal handler) changes the depth but not the period, so it must not
+ * count: the section it interrupted is still going on.
+ */
+static bool section_over(uint64_t then, uint64_t now)
+{
+	return !(then & RING_GRACE_DEPTH_MASK) ||
+	       !(now & RING_GRACE_DEPTH_MASK) ||
+	       (now & ~RING_GRACE_DEPTH_MASK) !=
+		       (then & ~RING_GRACE_DEPTH_MASK);
+}
+
 void ring_grace_wait(struct ring_grace *g)
 {
 	/*
@@ -151,12 +172,19 @@ void ring_grace_wait(struct ring_grace *g)
 			continue;
 		/* Acquire: pairs with the release in ring_grace_exit(). */
 		w = atomic_load_explicit(&slot->word, memory_order_acquire);
-		if (!(w & RING_GRACE_DEPTH_MASK))
-			continue;
-		while (atomic_load_explicit(&slot->word, memory_order_acquire) ==
-		       w)
+		while (!section_over(
+			w, atomic_load_explicit(&slot->word,
+						memory_order_acquire)))
 			backoff(&step);
 	}
+}
+
+void ring_grace_release(struct ring_grace *g, uint32_t i)
+{
+	/* Relaxed: the owner is gone; a claimant's CAS takes it from here. */
+	atomic_store_explicit(&g->slots[i].word, 0, memory_order_relaxed);
+	atomic_store_explicit(&g->slots[i].count, 0, memory_order_relaxed);
+	atomic_store_explicit(&g->slots[i].tid, 0, memory_order_release);
 }
 
 uint64_t ring_grace_count_sum(const struct ring_grace *g)
@@ -164,7 +192,8 @@ uint64_t ring_grace_count_sum(const struct ring_grace *g)
 	uint64_t sum = 0;
 
 	for (uint32_t i = 0; i < g->nslots; i++)
-		if (atomic_load_explicit(&g->slots[i].tid, memory_order_relaxed))
+		if (atomic_load_explicit(&g->slots[i].tid,
+					 memory_order_relaxed))
 			sum += atomic_load_explicit(&g->slots[i].count,
 						    memory_order_relaxed);
 	return sum;

@@ -38,9 +38,11 @@
  *    depth and their loads of the structure.  Then, for each slot, it
  *    loads the word with acquire: depth 0 means that thread is outside
  *    (and will see the change when it enters); otherwise it waits until
- *    the word changes (acquire, pairing with the release store in
- *    ring_grace_exit(): the reader's accesses happen before the updater
- *    goes on).  Without membarrier (old kernels), readers issue a seq_cst
+ *    the depth is 0 or the period has moved (acquire, pairing with the
+ *    release store in ring_grace_exit(): the reader's accesses happen
+ *    before the updater goes on).  A change of depth alone proves
+ *    nothing: a handler's nested section changes it while the section it
+ *    interrupted goes on.  Without membarrier (old kernels), readers issue a seq_cst
  *    fence instead and so does the updater.
  *
  * What can block: only ring_grace_wait(), which waits for sections in
@@ -62,7 +64,7 @@
 
 struct ring_grace_slot {
 	ring_cacheline_aligned _Atomic pid_t tid; /* owner; 0 = free */
-	_Atomic uint64_t word;			  /* period | depth */
+	_Atomic uint64_t word; /* period | depth */
 	/* Owner-only event counter (stacktab: hits), summed by readers. */
 	_Atomic uint64_t count;
 };
@@ -71,6 +73,7 @@ struct ring_grace {
 	struct ring_grace_slot *slots;
 	uint32_t nslots; /* power of two */
 	bool reader_fence;
+	bool reclaim; /* take over dead threads' slots when probing */
 };
 
 /* A section in progress: where to store what on exit. */
@@ -79,8 +82,19 @@ struct ring_grace_section {
 	uint64_t saved;
 };
 
-/* 0 or -errno.  Not signal-safe. */
-int ring_grace_init(struct ring_grace *g, uint32_t nslots);
+/*
+ * 0 or -errno.  Not signal-safe.  With @reclaim, a thread that finds no
+ * free slot takes over one whose owner has exited; without, slots are
+ * freed only by ring_grace_release() (for users that keep per-thread data
+ * beside the slots and must flush it first).
+ */
+int ring_grace_init(struct ring_grace *g, uint32_t nslots, bool reclaim);
+
+/* True if thread @tid of this process has exited.  Async-signal-safe. */
+bool ring_grace_thread_gone(pid_t tid);
+
+/* Free slot @i, whose owner has exited (the caller checked).  */
+void ring_grace_release(struct ring_grace *g, uint32_t i);
 void ring_grace_destroy(struct ring_grace *g);
 
 /* The calling thread's slot (claimed on first use), or NULL if all taken. */
@@ -100,11 +114,11 @@ static inline struct ring_grace_slot *ring_grace_slot(struct ring_grace *g)
 	struct ring_grace_slot *slot = ring_grace_tls.slot;
 
 	/* Relaxed: the owner tid of our own slot only changes by us. */
-	if (ring_likely((uintptr_t)slot - (uintptr_t)g->slots <
-				(uintptr_t)g->nslots * sizeof(*slot) &&
-			atomic_load_explicit(&slot->tid,
-					     memory_order_relaxed) ==
-				ring_grace_tls.tid))
+	if (ring_likely(
+		    (uintptr_t)slot - (uintptr_t)g->slots <
+			    (uintptr_t)g->nslots * sizeof(*slot) &&
+		    atomic_load_explicit(&slot->tid, memory_order_relaxed) ==
+			    ring_grace_tls.tid))
 		return slot;
 	return ring_grace_slot_slow(g);
 }
