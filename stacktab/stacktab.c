@@ -416,7 +416,7 @@ RING_API struct stacktab *stacktab_new(size_t max_bytes, size_t expected_stacks)
 	t->nbuckets = (size_t)1 << bits;
 	t->bucket_shift = 64 - bits;
 	pthread_mutex_init(&t->reset_lock, NULL);
-	rc = ring_grace_init(&t->grace, STACKTAB_MAX_THREADS);
+	rc = ring_grace_init(&t->grace, STACKTAB_MAX_THREADS, true);
 	if (rc)
 		goto free_t;
 	for (int i = 0; i < 2; i++) {

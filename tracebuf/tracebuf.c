@@ -78,9 +78,9 @@ struct tb_chunk {
 
 struct tb_thread {
 	struct tb_chunk *buf[2][2]; /* [gen & 1][level] */
-	uint64_t seq[2][2];	    /* next batch number */
-	uint64_t seq_gen[2][2];	    /* generation seq[][] counts for */
-	_Atomic uint64_t lost[2];   /* per level */
+	uint64_t seq[2][2]; /* next batch number */
+	uint64_t seq_gen[2][2]; /* generation seq[][] counts for */
+	_Atomic uint64_t lost[2]; /* per level */
 };
 
 struct tracebuf {
@@ -115,8 +115,8 @@ struct tracebuf {
 static struct tb_chunk *pool_pop(struct tracebuf *t)
 {
 	/* Acquire: pairs with the release CAS in pool_push(). */
-	uint64_t head = atomic_load_explicit(&t->free_head,
-					     memory_order_acquire);
+	uint64_t head =
+		atomic_load_explicit(&t->free_head, memory_order_acquire);
 	uint32_t idx, next;
 
 	do {
@@ -135,8 +135,8 @@ static struct tb_chunk *pool_pop(struct tracebuf *t)
 
 static void pool_push(struct tracebuf *t, struct tb_chunk *c)
 {
-	uint64_t head = atomic_load_explicit(&t->free_head,
-					     memory_order_relaxed);
+	uint64_t head =
+		atomic_load_explicit(&t->free_head, memory_order_relaxed);
 
 	do
 		atomic_store_explicit(&t->free_next[c->idx], (uint32_t)head,
@@ -247,7 +247,7 @@ static uint8_t *put_event_head(struct tb_chunk *c, unsigned int type,
 }
 
 RING_API int tracebuf_ev_emit(struct tracebuf_ev *ev, unsigned int type,
-		     const uint64_t *args, unsigned int nargs)
+			      const uint64_t *args, unsigned int nargs)
 {
 	struct tb_chunk *c;
 	uint8_t *p;
@@ -266,7 +266,7 @@ RING_API int tracebuf_ev_emit(struct tracebuf_ev *ev, unsigned int type,
 }
 
 RING_API int tracebuf_ev_emit_bytes(struct tracebuf_ev *ev, unsigned int type,
-			   const void *data, size_t len)
+				    const void *data, size_t len)
 {
 	struct tb_chunk *c;
 	uint8_t *p;
@@ -285,8 +285,8 @@ RING_API int tracebuf_ev_emit_bytes(struct tracebuf_ev *ev, unsigned int type,
 	return 0;
 }
 
-RING_API uint32_t tracebuf_ev_stack(struct tracebuf_ev *ev, const uintptr_t *pcs,
-			   size_t n)
+RING_API uint32_t tracebuf_ev_stack(struct tracebuf_ev *ev,
+				    const uintptr_t *pcs, size_t n)
 {
 	return stacktab_put(ev->t->stacks[ev->gen & 1], pcs, n);
 }
@@ -303,8 +303,7 @@ RING_API uint32_t tracebuf_ev_string(struct tracebuf_ev *ev, const char *s)
 		len++;
 	w[0] = len;
 	memcpy(&w[1], s, len);
-	return stacktab_put(ev->t->strings[ev->gen & 1], w,
-			    1 + (len + 7) / 8);
+	return stacktab_put(ev->t->strings[ev->gen & 1], w, 1 + (len + 7) / 8);
 }
 
 RING_API int tracebuf_begin(struct tracebuf *t, struct tracebuf_ev *ev)
@@ -344,8 +343,8 @@ RING_API void tracebuf_end(struct tracebuf_ev *ev)
 	ring_grace_exit(&sec);
 }
 
-RING_API int tracebuf_emit(struct tracebuf *t, unsigned int type, const uint64_t *args,
-		  unsigned int nargs)
+RING_API int tracebuf_emit(struct tracebuf *t, unsigned int type,
+			   const uint64_t *args, unsigned int nargs)
 {
 	struct tracebuf_ev ev;
 	int rc = tracebuf_begin(t, &ev);
@@ -473,6 +472,36 @@ static void meta_types(struct tracebuf *t, struct tb_meta *m)
 	}
 }
 
+/*
+ * A thread that has exited keeps its slot (and its data) until advance
+ * has flushed everything it wrote: only then may another thread take the
+ * slot, so nothing of the dead thread is ever reported under a new one.
+ */
+static void release_if_gone(struct tracebuf *t, uint32_t i, pid_t tid)
+{
+	struct tb_thread *th = &t->threads[i];
+
+	/* First: only a dead thread's buffer pointers are ours to read. */
+	if (!ring_grace_thread_gone(tid))
+		return;
+	/*
+	 * Acquire: pairs with the release store of the dead thread's last
+	 * ring_grace_exit(), the last store to its word: all it wrote (its
+	 * buffer pointers too) is visible.  Seeing it dead is no ordering.
+	 */
+	atomic_load_explicit(&t->grace.slots[i].word, memory_order_acquire);
+	for (int p = 0; p < 2; p++)
+		for (int lv = 0; lv < 2; lv++)
+			if (th->buf[p][lv])
+				return;
+	if (atomic_load_explicit(&th->lost[0], memory_order_relaxed) ||
+	    atomic_load_explicit(&th->lost[1], memory_order_relaxed))
+		return;
+	memset(th->seq, 0, sizeof(th->seq));
+	memset(th->seq_gen, 0, sizeof(th->seq_gen));
+	ring_grace_release(&t->grace, i);
+}
+
 /* Take every thread's buffers and lost counts of generation @gen. */
 static void flush_threads(struct tracebuf *t, uint64_t gen, struct tb_meta *m)
 {
@@ -502,6 +531,7 @@ static void flush_threads(struct tracebuf *t, uint64_t gen, struct tb_meta *m)
 							  memory_order_relaxed);
 			}
 		}
+		release_if_gone(t, i, (pid_t)tid);
 	}
 }
 
@@ -567,7 +597,8 @@ static int close_gen(struct tracebuf *t, uint64_t next)
 	ring_grace_wait(&t->grace);
 
 	meta_open(&m, TB_KIND_LOST, old);
-	if (atomic_exchange_explicit(&t->lost_noslot, 0, memory_order_relaxed)) {
+	if (atomic_exchange_explicit(&t->lost_noslot, 0,
+				     memory_order_relaxed)) {
 		/* Threads beyond the slot limit: reported as thread 0. */
 		meta_varint(&m, 0);
 		meta_varint(&m, 0);
@@ -610,9 +641,9 @@ RING_API int tracebuf_advance(struct tracebuf *t)
 		return rc;
 	pthread_mutex_lock(&t->lock);
 	if (atomic_load_explicit(&t->gen, memory_order_relaxed))
-		rc = close_gen(t, atomic_load_explicit(&t->gen,
-						       memory_order_relaxed) +
-					  1);
+		rc = close_gen(
+			t, atomic_load_explicit(&t->gen, memory_order_relaxed) +
+				   1);
 	pthread_mutex_unlock(&t->lock);
 	return rc;
 }
@@ -652,8 +683,8 @@ RING_API int tracebuf_stop(struct tracebuf *t)
 	return rc < 0 && rc != -ENOMEM ? rc : 0;
 }
 
-RING_API int tracebuf_name_type(struct tracebuf *t, unsigned int type, const char *name,
-		       const char *spec)
+RING_API int tracebuf_name_type(struct tracebuf *t, unsigned int type,
+				const char *name, const char *spec)
 {
 	char *n, *s;
 
@@ -707,8 +738,7 @@ static void wait_for_chunk(struct tracebuf *t)
 	/* Pairs with the fence in publish(): see the protocol. */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (!ring_mpscq_empty(&t->q)) {
-		atomic_store_explicit(&t->rd_sleeping, 0,
-				      memory_order_relaxed);
+		atomic_store_explicit(&t->rd_sleeping, 0, memory_order_relaxed);
 		return;
 	}
 	ring_perturb();
@@ -716,7 +746,7 @@ static void wait_for_chunk(struct tracebuf *t)
 }
 
 RING_API int tracebuf_read(struct tracebuf *t, enum profbuf_mode mode,
-		  struct tracebuf_chunk *c)
+			   struct tracebuf_chunk *c)
 {
 	struct ring_mpscq_node *n;
 	struct tb_chunk *ch;
@@ -831,7 +861,7 @@ RING_API struct tracebuf *tracebuf_new(const struct tracebuf_opts *opts)
 	rc = -EINVAL;
 	if (o.buf_size && (o.buf_size < 4096 || o.buf_size > (16 << 20)))
 		goto free_t;
-	rc = ring_grace_init(&t->grace, TB_MAX_THREADS);
+	rc = ring_grace_init(&t->grace, TB_MAX_THREADS, false);
 	if (rc)
 		goto free_t;
 	t->threads = mmap(NULL, TB_MAX_THREADS * sizeof(*t->threads),
