@@ -19,6 +19,10 @@ scenarios() {
 		echo "--writers 4 --signals --close-early --mode timed --wrap --watermark 256"
 		echo "--writers 4 --bufwords 4194304 --tags 65536 --signals --cpu-clock"
 		;;
+	tracebuf_stress)
+		echo "--signals"
+		echo "--signals --memory 65536 --buf 4096"
+		;;
 	stacktab_stress)
 		echo "--signals --resets"
 		echo "--signals"
