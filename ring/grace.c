@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -24,8 +25,7 @@ static bool have_membarrier;
 /* The child of fork() has a new tid: forget the parent's slot. */
 static void forget_slot_in_child(void)
 {
-	ring_grace_tls.slot = NULL;
-	ring_grace_tls.tid = 0;
+	memset(&ring_grace_tls, 0, sizeof(ring_grace_tls));
 }
 
 static void grace_once(void)
@@ -119,8 +119,13 @@ struct ring_grace_slot *ring_grace_slot_slow(struct ring_grace *g)
 
 			if (!claim(slot, tid, reclaim))
 				continue;
-			/* One store: see ring_grace_slot(). */
-			ring_grace_tls.slot = slot;
+			/*
+			 * One pointer store: a handler that caches its own
+			 * slot meanwhile can at worst evict an entry, never
+			 * make one wrong (each is checked on use).
+			 */
+			ring_grace_tls.slot[ring_grace_tls.next++ %
+					    RING_GRACE_TLS_WAYS] = slot;
 			return slot;
 		}
 	}

@@ -17,7 +17,7 @@
  *    it.  A thread finds its slot through a one-entry initial-exec TLS
  *    cache (no allocation, no lock, no dynamic TLS), valid if the cached
  *    slot lies in this structure's array and is owned by the thread's
- *    tid: one pointer load, so a handler that re-points the cache between
+ *    tid, each entry checked on its own: one pointer load, so a handler that re-points the cache between
  *    our loads cannot hand us a wrong slot.  On a miss the thread probes
  *    the array from hash(tid) and claims a free slot with a CAS, or takes
  *    over the slot of a thread that has exited (tgkill(pid, tid, 0) says
@@ -100,26 +100,40 @@ void ring_grace_destroy(struct ring_grace *g);
 /* The calling thread's slot (claimed on first use), or NULL if all taken. */
 struct ring_grace_slot *ring_grace_slot_slow(struct ring_grace *g);
 
-/* The calling thread's tid and last slot (of any structure). */
+/*
+ * The calling thread's tid and its last slots (of any structures: a
+ * tracer's event uses the tracer's and two stack tables' slots).
+ */
+#define RING_GRACE_TLS_WAYS 4
+
 struct ring_grace_tls {
-	struct ring_grace_slot *slot;
+	struct ring_grace_slot *slot[RING_GRACE_TLS_WAYS];
+	unsigned int next; /* the way to replace on a miss */
 	pid_t tid;
 };
 
 extern _Thread_local struct ring_grace_tls ring_grace_tls
 	__attribute__((tls_model("initial-exec")));
 
+static inline bool ring_grace_slot_ours(struct ring_grace *g,
+					struct ring_grace_slot *slot)
+{
+	/* Relaxed: the owner tid of our own slot only changes by us. */
+	return (uintptr_t)slot - (uintptr_t)g->slots <
+		       (uintptr_t)g->nslots * sizeof(*slot) &&
+	       atomic_load_explicit(&slot->tid, memory_order_relaxed) ==
+		       ring_grace_tls.tid;
+}
+
 static inline struct ring_grace_slot *ring_grace_slot(struct ring_grace *g)
 {
-	struct ring_grace_slot *slot = ring_grace_tls.slot;
+	for (int i = 0; i < RING_GRACE_TLS_WAYS; i++) {
+		/* One load per way: see ring_grace_slot_slow(). */
+		struct ring_grace_slot *slot = ring_grace_tls.slot[i];
 
-	/* Relaxed: the owner tid of our own slot only changes by us. */
-	if (ring_likely(
-		    (uintptr_t)slot - (uintptr_t)g->slots <
-			    (uintptr_t)g->nslots * sizeof(*slot) &&
-		    atomic_load_explicit(&slot->tid, memory_order_relaxed) ==
-			    ring_grace_tls.tid))
-		return slot;
+		if (ring_likely(ring_grace_slot_ours(g, slot)))
+			return slot;
+	}
 	return ring_grace_slot_slow(g);
 }
 
