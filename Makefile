@@ -42,6 +42,8 @@ STRESS_SRCS := $(filter-out stress/harness.c,$(wildcard stress/*.c))
 STRESS := $(STRESS_SRCS:stress/%.c=$(BUILD)/stress/%)
 BENCH_SRCS := $(filter-out bench/harness.c,$(wildcard bench/*.c))
 BENCHES := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
+TOOL_SRCS := $(wildcard tools/*.c)
+TOOLS := $(TOOL_SRCS:tools/%.c=$(BUILD)/tools/%)
 FUZZ_SRCS := $(wildcard fuzz/*_fuzz.c)
 FUZZERS := $(FUZZ_SRCS:fuzz/%.c=$(BUILD)/fuzz/%)
 FUZZ_SECONDS ?= 60
@@ -51,7 +53,11 @@ HEADERS := $(wildcard include/profring/*.h ring/*.h $(addsuffix /*.h,$(COMPONENT
 .PHONY: all check run-tests tsan asan stress stress-perturb stress-tsan stress-asan stress-build run-stress bench \
 	demo install format clean fuzz fuzz-build fuzz-replay
 
-all: $(BUILD)/libprofring.a $(BUILD)/libprofring.so
+all: $(BUILD)/libprofring.a $(BUILD)/libprofring.so $(TOOLS)
+
+$(BUILD)/tools/%: tools/%.c $(BUILD)/libprofring.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LDFLAGS) $(BUILD)/libprofring.a $(LDLIBS)
 
 $(BUILD)/obj/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)
@@ -123,7 +129,7 @@ fuzz-replay:
 
 # Every test binary prints PASS/FAIL lines; the totals are the closing line.
 LABEL ?= check
-check: all $(TESTS) $(BUILD)/test/readme_example $(STRESS)
+check: all $(TESTS) $(BUILD)/test/readme_example $(STRESS) $(TOOLS)
 	@$(MAKE) --no-print-directory run-tests BUILD=$(BUILD) LABEL=$(LABEL)
 
 # Unit tests, the README example, then each stress program for a moment.
@@ -138,6 +144,10 @@ run-tests: $(TESTS) $(BUILD)/test/readme_example $(STRESS)
 	if out=$$($(BUILD)/test/readme_example 2>&1) && echo "$$out" | grep -q '^[1-9][0-9]* samples'; \
 	then echo "PASS readme_example ($$out)"; pass=$$((pass + 1)); \
 	else echo "$$out"; echo "FAIL readme_example"; fail=$$((fail + 1)); fi; \
+	out=$$(sh tools/tools_test.sh $(BUILD) 2>&1); \
+	echo "$$out" | grep -E '^(PASS|FAIL)'; \
+	pass=$$((pass + $$(echo "$$out" | grep -c '^PASS'))); \
+	fail=$$((fail + $$(echo "$$out" | grep -c '^FAIL'))); \
 	out=$$(stress/run.sh --quick 2 $(BUILD) 2>&1); \
 	echo "$$out" | grep -E '^(PASS|FAIL|[a-z_]+_stress:)'; \
 	pass=$$((pass + $$(echo "$$out" | grep -c '^PASS'))); \

@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: MIT
+/*
+ * trace_demo.c - write a small profring trace to a file.
+ *
+ *	trace_demo OUTFILE
+ *
+ * Starts a tracer with three named event types, runs four threads for
+ * about 0.3 s each emitting events (requests with a string and a stack,
+ * plain ticks, one byte payload per thread) while a reader thread writes
+ * the stream to OUTFILE and the main thread advances the generation a few
+ * times; then stops the tracer.  Prints one line to stdout:
+ *
+ *	trace_demo: accepted N lost M; thread TID accepted N lost M; ...
+ *
+ * where "accepted" counts the events the tracer took (they must all be in
+ * the file) and "lost" those it refused (counted in the stream instead).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <profring/tracebuf.h>
+
+#define NTHREADS 4
+#define RUN_NS 300000000ull
+#define NADVANCES 5
+
+enum demo_type {
+	EV_REQUEST = TRACEBUF_EV_USER, /* id, path string, stack */
+	EV_TICK,		       /* counter */
+	EV_BLOB,		       /* byte payload */
+};
+
+struct worker {
+	struct tracebuf *t;
+	pthread_t th;
+	unsigned int index;
+	long tid;
+	uint64_t accepted, lost;
+};
+
+struct reader {
+	struct tracebuf *t;
+	FILE *out;
+	pthread_t th;
+	int error;
+};
+
+static const char *const paths[] = {
+	"GET /index.html", "POST /api/v1/items", "GET /static/\"quoted\".css",
+	"PUT /caf\xc3\xa9",
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void count(struct worker *w, int rc)
+{
+	if (rc == 0)
+		w->accepted++;
+	else
+		w->lost++;
+}
+
+/* A request event: a number, an interned string and an interned stack. */
+static void emit_request(struct worker *w, uint64_t i)
+{
+	uintptr_t pcs[3] = { 0x401000 + w->index * 0x100,
+			     0x402000 + (i % 4) * 0x10, 0x403000 };
+	struct tracebuf_ev ev;
+	uint64_t args[3];
+	int rc;
+
+	rc = tracebuf_begin(w->t, &ev);
+	if (rc) {
+		count(w, rc);
+		return;
+	}
+	args[0] = i;
+	args[1] = tracebuf_ev_string(&ev, paths[i % 4]);
+	args[2] = tracebuf_ev_stack(&ev, pcs, 1 + (i / 3) % 3);
+	count(w, tracebuf_ev_emit(&ev, EV_REQUEST, args, 3));
+	tracebuf_end(&ev);
+}
+
+/* One event with a byte payload. */
+static void emit_blob(struct worker *w)
+{
+	uint8_t data[16];
+	struct tracebuf_ev ev;
+	int rc;
+
+	for (unsigned int i = 0; i < sizeof(data); i++)
+		data[i] = (uint8_t)(w->index * 16 + i);
+	rc = tracebuf_begin(w->t, &ev);
+	if (rc) {
+		count(w, rc);
+		return;
+	}
+	count(w, tracebuf_ev_emit_bytes(&ev, EV_BLOB, data, sizeof(data)));
+	tracebuf_end(&ev);
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	uint64_t end = now_ns() + RUN_NS;
+
+	w->tid = syscall(SYS_gettid);
+	emit_blob(w);
+	for (uint64_t i = 0; now_ns() < end; i++) {
+		if (i % 3 == 0) {
+			emit_request(w, i);
+		} else {
+			uint64_t arg0 = i;
+
+			count(w, tracebuf_emit(w->t, EV_TICK, &arg0, 1));
+		}
+		if (i % 16 == 15)
+			usleep(200);
+	}
+	return NULL;
+}
+
+/* Write every chunk of the stream to the file, until EOF. */
+static void *reader_main(void *arg)
+{
+	struct reader *r = arg;
+	struct tracebuf_chunk c = { 0 };
+
+	while (!c.eof) {
+		if (tracebuf_read(r->t, PROFBUF_BLOCKING, &c)) {
+			r->error = EINVAL;
+			break;
+		}
+		if (c.len && fwrite(c.data, 1, c.len, r->out) != c.len) {
+			r->error = errno ? errno : EIO;
+			break;
+		}
+	}
+	return NULL;
+}
+
+static int start_workers(struct tracebuf *t, struct worker *w)
+{
+	for (unsigned int i = 0; i < NTHREADS; i++) {
+		w[i] = (struct worker){ .t = t, .index = i };
+		if (pthread_create(&w[i].th, NULL, worker_main, &w[i])) {
+			fprintf(stderr, "trace_demo: pthread_create failed\n");
+			while (i--)
+				pthread_join(w[i].th, NULL);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void print_summary(const struct worker *w)
+{
+	uint64_t accepted = 0, lost = 0;
+
+	for (int i = 0; i < NTHREADS; i++) {
+		accepted += w[i].accepted;
+		lost += w[i].lost;
+	}
+	printf("trace_demo: accepted %llu lost %llu",
+	       (unsigned long long)accepted, (unsigned long long)lost);
+	for (int i = 0; i < NTHREADS; i++)
+		printf("; thread %ld accepted %llu lost %llu", w[i].tid,
+		       (unsigned long long)w[i].accepted,
+		       (unsigned long long)w[i].lost);
+	printf("\n");
+}
+
+static int name_types(struct tracebuf *t)
+{
+	if (tracebuf_name_type(t, EV_REQUEST, "request", "usk") ||
+	    tracebuf_name_type(t, EV_TICK, "tick", "u") ||
+	    tracebuf_name_type(t, EV_BLOB, "blob", "b")) {
+		fprintf(stderr, "trace_demo: tracebuf_name_type failed\n");
+		return -1;
+	}
+	return 0;
+}
+
+/**
+ * run() - trace the workers into @r->out with @r->t, advancing meanwhile.
+ *
+ * Return: 0, or -1 with a message on stderr.
+ */
+static int run(struct reader *r, struct worker *w)
+{
+	int rc = -1;
+
+	if (name_types(r->t) || tracebuf_start(r->t)) {
+		fprintf(stderr, "trace_demo: cannot start the tracer\n");
+		return -1;
+	}
+	if (pthread_create(&r->th, NULL, reader_main, r)) {
+		fprintf(stderr, "trace_demo: pthread_create failed\n");
+		tracebuf_stop(r->t);
+		return -1;
+	}
+	if (start_workers(r->t, w))
+		goto stop;
+	for (int i = 0; i < NADVANCES; i++) {
+		usleep(RUN_NS / 1000 / (NADVANCES + 1));
+		if (tracebuf_advance(r->t))
+			fprintf(stderr, "trace_demo: tracebuf_advance failed\n");
+	}
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_join(w[i].th, NULL);
+	rc = 0;
+stop:
+	tracebuf_stop(r->t);
+	pthread_join(r->th, NULL);
+	if (r->error) {
+		fprintf(stderr, "trace_demo: writing the trace: %s\n",
+			strerror(r->error));
+		rc = -1;
+	}
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct worker w[NTHREADS];
+	struct reader r = { 0 };
+	int rc = 1;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: trace_demo OUTFILE\n");
+		return 2;
+	}
+	r.out = fopen(argv[1], "wb");
+	if (!r.out) {
+		fprintf(stderr, "trace_demo: %s: %s\n", argv[1],
+			strerror(errno));
+		return 1;
+	}
+	r.t = tracebuf_new(NULL);
+	if (!r.t) {
+		fprintf(stderr, "trace_demo: tracebuf_new: %s\n",
+			strerror(errno));
+		goto close;
+	}
+	if (run(&r, w) == 0) {
+		print_summary(w);
+		rc = 0;
+	}
+	tracebuf_free(r.t);
+close:
+	if (fclose(r.out) && rc == 0) {
+		fprintf(stderr, "trace_demo: %s: %s\n", argv[1],
+			strerror(errno));
+		rc = 1;
+	}
+	return rc;
+}
