@@ -152,20 +152,19 @@ static void model_read(struct model *m, struct profbuf_read *r)
 		return;
 	}
 	pos = m->n_data % m->dlen;
-	end = m->w_data - m->n_data < m->dlen - pos ?
-		      pos + (m->w_data - m->n_data) :
-		      m->dlen;
+	end = m->w_data - m->n_data < m->dlen - pos
+		      ? pos + (m->w_data - m->n_data)
+		      : m->dlen;
 	if (m->data[pos] == 0) { /* rewind marker */
 		m->n_data += m->dlen - pos;
 		pos = 0;
-		end = m->w_data - m->n_data < m->dlen ?
-			      m->w_data - m->n_data :
-			      m->dlen;
+		end = m->w_data - m->n_data < m->dlen ? m->w_data - m->n_data
+						      : m->dlen;
 	}
 	tpos = m->n_tag % m->tlen;
-	tend = m->w_tag - m->n_tag < m->tlen - tpos ?
-		       tpos + (m->w_tag - m->n_tag) :
-		       m->tlen;
+	tend = m->w_tag - m->n_tag < m->tlen - tpos
+		       ? tpos + (m->w_tag - m->n_tag)
+		       : m->tlen;
 	for (di = pos, ti = tpos; di < end && m->data[di] && ti < tend; ti++)
 		di += m->data[di];
 	r->data = m->data + pos;
@@ -241,15 +240,14 @@ static void do_close(struct profbuf *b, struct model *m)
 		fail("close result", got, want);
 }
 
-static void setup(struct model *m, struct input *in, uint32_t *d0,
-		  uint32_t *t0)
+static void setup(struct model *m, struct input *in, uint32_t *d0, uint32_t *t0)
 {
 	uint8_t a = next_byte(in), c = next_byte(in);
 
 	memset(m, 0, sizeof(*m));
 	m->hdrsize = 1 + a % 4;
-	m->dlen = (size_t)8 << (a >> 2 & 3);		     /* 8 ... 64 */
-	m->tlen = (size_t)1 << (c & 3);			     /* 1 ... 8 */
+	m->dlen = (size_t)8 << (a >> 2 & 3); /* 8 ... 64 */
+	m->tlen = (size_t)1 << (c & 3); /* 1 ... 8 */
 	/* Near the 2^32 wrap, at any position in the ring. */
 	*d0 = (c & 4) ? 0u - (uint32_t)m->dlen * (c >> 4) - (a >> 4) : 0;
 	*t0 = (c & 8) ? (1u << 30) - (uint32_t)(c >> 4) - 1 : 0;

@@ -62,8 +62,7 @@ static inline void ring_mpscq_push(struct ring_mpscq *q,
 static inline bool ring_mpscq_empty(struct ring_mpscq *q)
 {
 	return q->head == &q->stub &&
-	       atomic_load_explicit(&q->tail, memory_order_acquire) ==
-		       &q->stub;
+	       atomic_load_explicit(&q->tail, memory_order_acquire) == &q->stub;
 }
 
 /*
@@ -79,8 +78,8 @@ static inline struct ring_mpscq_node *ring_mpscq_pop(struct ring_mpscq *q)
 		next = atomic_load_explicit(&head->next, memory_order_acquire);
 		if (head == &q->stub) {
 			if (!next) {
-				if (atomic_load_explicit(&q->tail,
-							 memory_order_acquire) ==
+				if (atomic_load_explicit(
+					    &q->tail, memory_order_acquire) ==
 				    head)
 					return NULL;
 				sched_yield(); /* an enqueue is half done */

@@ -29,8 +29,7 @@ static inline size_t ring_varint_put(uint8_t *p, uint64_t v)
  * Return: bytes used, or 0 if it is truncated, longer than 10 bytes, or
  * overflows 64 bits.
  */
-static inline size_t ring_varint_get(const uint8_t *p, size_t left,
-				     uint64_t *v)
+static inline size_t ring_varint_get(const uint8_t *p, size_t left, uint64_t *v)
 {
 	uint64_t x = 0;
 

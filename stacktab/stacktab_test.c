@@ -217,8 +217,7 @@ static void foreach_once_each(void)
 	stacktab_free(t);
 }
 
-static int stop_at_third(void *arg, uint32_t id, const uintptr_t *pcs,
-			 size_t n)
+static int stop_at_third(void *arg, uint32_t id, const uintptr_t *pcs, size_t n)
 {
 	int *calls = arg;
 
@@ -302,8 +301,7 @@ static void on_sigprof(int sig)
 		atomic_fetch_add_explicit(&nested_puts, 1,
 					  memory_order_relaxed);
 	i = (int)(stress_rand(&p->rng) % POOL);
-	record_id(p, p->handler_ids, i,
-		  stacktab_put(p->t, pool[i], pool_n[i]));
+	record_id(p, p->handler_ids, i, stacktab_put(p->t, pool[i], pool_n[i]));
 	p->handler_puts++;
 	errno = saved;
 }
@@ -437,8 +435,8 @@ static void resets_under_load(void)
 
 	KT_REQUIRE(t && p);
 	start_putters(p, NT, t);
-	for (uint64_t end = stress_now_ns() + 400000000u;
-	     stress_now_ns() < end; resets++) {
+	for (uint64_t end = stress_now_ns() + 400000000u; stress_now_ns() < end;
+	     resets++) {
 		memset(&d, 0, sizeof(d));
 		stacktab_reset(t, check_dump, &d);
 		bad += d.bad;

@@ -37,8 +37,12 @@ static struct {
 	long seconds, writers, seed, stacks, arena, hz;
 	bool signals, resets;
 } opt = {
-	.seconds = 5, .writers = 4, .seed = 1, .stacks = 4096,
-	.arena = 64 << 20, .hz = 10000,
+	.seconds = 5,
+	.writers = 4,
+	.seed = 1,
+	.stacks = 4096,
+	.arena = 64 << 20,
+	.hz = 10000,
 };
 
 static const struct stress_flag flags[] = {
@@ -49,8 +53,7 @@ static const struct stress_flag flags[] = {
 	  &opt.stacks },
 	{ "arena", "arena bytes per generation (default 64 MiB)", STRESS_INT,
 	  &opt.arena },
-	{ "signals", "SIGPROF handlers intern too", STRESS_BOOL,
-	  &opt.signals },
+	{ "signals", "SIGPROF handlers intern too", STRESS_BOOL, &opt.signals },
 	{ "hz", "signals per second per thread (default 10000)", STRESS_INT,
 	  &opt.hz },
 	{ "resets", "reset at random intervals under load", STRESS_BOOL,
@@ -104,7 +107,8 @@ static void make_pool(void)
 		pool[i].n = n;
 		pool[i].pcs = malloc(n * sizeof(uintptr_t));
 		for (size_t k = 0; k < n; k++)
-			pool[i].pcs[k] = 0x400000 + (stress_rand(&rng) % 256) * 8;
+			pool[i].pcs[k] =
+				0x400000 + (stress_rand(&rng) % 256) * 8;
 		/* A unique frame within the first STACKTAB_MAX_DEPTH. */
 		pool[i].pcs[effective_n(n) - 1] = 0x7f0000000000 + (uintptr_t)i;
 	}
@@ -177,8 +181,7 @@ static long find_stack(const uintptr_t *pcs, size_t n)
 	return i;
 }
 
-static int check_dumped(void *arg, uint32_t id, const uintptr_t *pcs,
-			size_t n)
+static int check_dumped(void *arg, uint32_t id, const uintptr_t *pcs, size_t n)
 {
 	struct dump_state *d = arg;
 	long i = n ? find_stack(pcs, n) : -1;
@@ -310,7 +313,8 @@ int main(int argc, char **argv)
 	if (zeros != st.losses)
 		violation("puts returning 0 != losses counted", zeros,
 			  st.losses);
-	if (!opt.signals && puts != st.hits + st.inserts + st.wasted + st.losses)
+	if (!opt.signals &&
+	    puts != st.hits + st.inserts + st.wasted + st.losses)
 		violation("puts != hits + inserts + wasted + losses", puts,
 			  st.hits + st.inserts + st.wasted + st.losses);
 	if (!opt.resets)
@@ -321,8 +325,7 @@ int main(int argc, char **argv)
 		 "seconds=%.1f ops=%llu verified=%llu lost=%llu nested=%llu "
 		 "inserts=%llu wasted=%llu rate=%.2fM/s",
 		 opt.writers, opt.signals, (unsigned long long)resets,
-		 opt.stacks, opt.arena,
-		 (double)(stress_now_ns() - start) / 1e9,
+		 opt.stacks, opt.arena, (double)(stress_now_ns() - start) / 1e9,
 		 (unsigned long long)puts,
 		 (unsigned long long)(opt.resets ? dumped : st.stacks),
 		 (unsigned long long)st.losses, (unsigned long long)nested,

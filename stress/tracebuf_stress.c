@@ -46,8 +46,12 @@ static struct {
 	long seconds, writers, seed, hz, memory, buf;
 	bool signals;
 } opt = {
-	.seconds = 5, .writers = 4, .seed = 1, .hz = 5000,
-	.memory = 4 << 20, .buf = 16384,
+	.seconds = 5,
+	.writers = 4,
+	.seed = 1,
+	.hz = 5000,
+	.memory = 4 << 20,
+	.buf = 16384,
 };
 
 static const struct stress_flag flags[] = {
@@ -267,7 +271,9 @@ static int on_lost(void *arg, uint64_t gen, uint64_t tid, unsigned int level,
 }
 
 static const struct tracedec_visitor visitor = {
-	.event = on_event, .string = on_string, .stack = on_stack,
+	.event = on_event,
+	.string = on_string,
+	.stack = on_stack,
 	.lost = on_lost,
 };
 
@@ -368,8 +374,10 @@ static void check_writers(struct check *c, uint32_t nwriters, uint64_t *ok,
 			violation("events decoded != accepted", s->seen, s->ok);
 		for (int lv = 0; lv < 2; lv++)
 			for (int i = 1; i < s->nruns[lv]; i++)
-				if (s->runs[lv][i].gen > s->runs[lv][i - 1].gen &&
-				    s->runs[lv][i].min <= s->runs[lv][i - 1].max)
+				if (s->runs[lv][i].gen >
+					    s->runs[lv][i - 1].gen &&
+				    s->runs[lv][i].min <=
+					    s->runs[lv][i - 1].max)
 					violation("generations overlap", w, i);
 		lost_by_tid[s->tid & 0xffff] += s->lost;
 		*ok += s->ok;
@@ -443,9 +451,9 @@ int main(int argc, char **argv)
 		 opt.writers, opt.signals, nwriters / 2,
 		 (unsigned long long)c->last_end,
 		 (double)(stress_now_ns() - start) / 1e9,
-		 (unsigned long long)(ok + lost),
-		 (unsigned long long)c->events, (unsigned long long)lost,
-		 (unsigned long long)c->records, (unsigned long long)c->bytes,
+		 (unsigned long long)(ok + lost), (unsigned long long)c->events,
+		 (unsigned long long)lost, (unsigned long long)c->records,
+		 (unsigned long long)c->bytes,
 		 (double)c->events * 1e3 / (double)(stress_now_ns() - start));
 	tracebuf_free(tracer);
 	free(lanes);

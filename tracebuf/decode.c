@@ -61,8 +61,8 @@ static int get_varint(struct dec *d, struct cur *c, uint64_t *v,
 }
 
 /* A varint no larger than @max. */
-static int get_bounded(struct dec *d, struct cur *c, uint64_t *v,
-		       uint64_t max, const char *what)
+static int get_bounded(struct dec *d, struct cur *c, uint64_t *v, uint64_t max,
+		       const char *what)
 {
 	const uint8_t *at = c->p;
 	int rc = get_varint(d, c, v, what);
@@ -205,15 +205,18 @@ static int rec_types(struct dec *d, struct cur *c, uint64_t gen)
 		if (!rc)
 			rc = get_bounded(d, c, &nlen, 255, "bad type name");
 		if (!rc)
-			rc = get_bytes(d, c, nlen, &name, "type name truncated");
+			rc = get_bytes(d, c, nlen, &name,
+				       "type name truncated");
 		if (!rc)
 			rc = get_bounded(d, c, &slen, TRACEBUF_MAX_ARGS,
 					 "bad type spec");
 		if (!rc)
-			rc = get_bytes(d, c, slen, &spec, "type spec truncated");
+			rc = get_bytes(d, c, slen, &spec,
+				       "type spec truncated");
 		for (uint64_t i = 0; i < slen && !rc; i++)
 			if (!memchr("usktb", spec[i], 5))
-				rc = bad(d, spec + i, "bad letter in type spec");
+				rc = bad(d, spec + i,
+					 "bad letter in type spec");
 		if (!rc && d->v->type)
 			rc = d->v->type(d->arg, gen, (unsigned int)type,
 					(const char *)name, nlen,
@@ -284,14 +287,15 @@ static int rec_end(struct dec *d, struct cur *c, uint64_t gen, int slot)
 		return bad(d, c->p, "batch count does not match");
 	for (int i = 0; i < DEC_OPEN_GENS; i++)
 		if (d->open[i].gen && d->open[i].gen < gen)
-			return bad(d, c->p, "an earlier generation never ended");
+			return bad(d, c->p,
+				   "an earlier generation never ended");
 	d->open[slot].gen = 0;
 	d->last_end = gen;
 	return d->v->gen_end ? d->v->gen_end(d->arg, gen, batches, flags) : 0;
 }
 
-static int record(struct dec *d, const uint8_t *at, uint8_t kind,
-		  uint8_t level, struct cur *c)
+static int record(struct dec *d, const uint8_t *at, uint8_t kind, uint8_t level,
+		  struct cur *c)
 {
 	uint64_t gen;
 	int slot;
@@ -333,8 +337,9 @@ RING_API int tracedec_decode(const uint8_t *buf, size_t len,
 			     struct tracedec_error *err)
 {
 	static const struct tracedec_visitor none;
-	struct dec d = { .buf = buf, .v = v ? v : &none, .arg = arg,
-			 .err = err };
+	struct dec d = {
+		.buf = buf, .v = v ? v : &none, .arg = arg, .err = err
+	};
 	size_t off = TB_STREAM_HDR;
 	int rc = 0;
 

@@ -151,9 +151,8 @@ static int on_stack(void *arg, uint64_t gen, uint64_t id, const uint64_t *pcs,
 	return 0;
 }
 
-static int on_type(void *arg, uint64_t gen, unsigned int type,
-		   const char *name, size_t nlen, const char *spec,
-		   size_t slen)
+static int on_type(void *arg, uint64_t gen, unsigned int type, const char *name,
+		   size_t nlen, const char *spec, size_t slen)
 {
 	struct decoded *d = arg;
 
@@ -432,8 +431,8 @@ static void threads_with_advance(size_t max_bytes, bool slow_reader)
 		e[k] = (struct emitter){ .t = t, .who = (uint32_t)k };
 		pthread_create(&e[k].th, NULL, emitter_main, &e[k]);
 	}
-	for (uint64_t end = stress_now_ns() + 400000000u;
-	     stress_now_ns() < end; advances++) {
+	for (uint64_t end = stress_now_ns() + 400000000u; stress_now_ns() < end;
+	     advances++) {
 		usleep(1000 + (unsigned int)(rand() % 5000));
 		KT_CHECK_EQ(tracebuf_advance(t), 0);
 	}
@@ -587,8 +586,9 @@ static void threads_exit_mid_trace(void)
 		for (int k = 0; k < 4; k++) {
 			struct emitter *x = &e[round * 4 + k];
 
-			*x = (struct emitter){ .t = t,
-					       .who = (uint32_t)(round * 4 + k) };
+			*x = (struct emitter){
+				.t = t, .who = (uint32_t)(round * 4 + k)
+			};
 			pthread_create(&x->th, NULL, short_lived, x);
 		}
 		for (int k = 0; k < 4; k++)

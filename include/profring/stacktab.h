@@ -56,14 +56,14 @@ extern "C" {
 struct stacktab;
 
 struct stacktab_stats {
-	uint64_t stacks;  /* in the current generation */
-	uint64_t bytes;	  /* arena bytes used by the current generation */
-	uint64_t hits;	  /* puts that found their stack (all generations;
+	uint64_t stacks; /* in the current generation */
+	uint64_t bytes; /* arena bytes used by the current generation */
+	uint64_t hits; /* puts that found their stack (all generations;
 			   * a handler's put that interrupts another put's
 			   * count may go uncounted) */
 	uint64_t inserts; /* stacks added (all generations) */
-	uint64_t losses;  /* puts that returned 0 for lack of memory */
-	uint64_t wasted;  /* inserts that lost a race to the same stack */
+	uint64_t losses; /* puts that returned 0 for lack of memory */
+	uint64_t wasted; /* inserts that lost a race to the same stack */
 	uint64_t resets;
 };
 

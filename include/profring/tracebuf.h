@@ -74,11 +74,11 @@ enum tracebuf_event_type {
 struct tracebuf;
 
 struct tracebuf_opts {
-	size_t buf_size;	/* per-thread buffer bytes (64 KiB) */
-	size_t max_bytes;	/* bound on all buffers (16 MiB) */
-	size_t stack_bytes;	/* stack table arena per generation (8 MiB) */
+	size_t buf_size; /* per-thread buffer bytes (64 KiB) */
+	size_t max_bytes; /* bound on all buffers (16 MiB) */
+	size_t stack_bytes; /* stack table arena per generation (8 MiB) */
 	size_t expected_stacks; /* per generation (4096) */
-	size_t cpu_words;	/* CPU sample profbuf words; 0: none (1 MiB) */
+	size_t cpu_words; /* CPU sample profbuf words; 0: none (1 MiB) */
 };
 
 /* A begin/end pair in progress (see above). */
@@ -101,8 +101,8 @@ struct tracebuf_chunk {
 struct tracebuf_stats {
 	uint64_t generation;
 	uint64_t batches; /* buffers handed to the reader */
-	uint64_t bytes;	  /* stream bytes handed to the reader */
-	uint64_t lost;	  /* events lost so far (all threads) */
+	uint64_t bytes; /* stream bytes handed to the reader */
+	uint64_t lost; /* events lost so far (all threads) */
 	uint64_t buffers_free;
 };
 

@@ -52,7 +52,7 @@ struct tracedec_visitor {
 };
 
 struct tracedec_error {
-	size_t offset;	  /* byte offset of the problem in the stream */
+	size_t offset; /* byte offset of the problem in the stream */
 	const char *what; /* a static message */
 };
 
