@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+/*
+ * trace_decode_fuzz.c - arbitrary bytes into the trace decoder.
+ *
+ * The decoder must return 0 or -EBADMSG with an offset inside the input,
+ * never crash, hang, read out of bounds (ASan: the input is an exact-size
+ * copy) or allocate.  Half the inputs get a valid stream header in front,
+ * so that the fuzzer spends its time on records rather than on the magic.
+ * A visitor touches every field it is handed.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <profring/tracedec.h>
+
+#include "../tracebuf/tracebuf_format.h"
+
+static uint64_t sink;
+
+static int on_event(void *arg, const struct tracedec_event *ev)
+{
+	(void)arg;
+	sink += ev->gen + ev->tid + ev->ticks + ev->type + ev->nargs;
+	for (unsigned int i = 0; i < ev->nargs; i++)
+		sink += ev->args[i];
+	for (size_t i = 0; i < ev->nbytes; i++)
+		sink += ev->bytes[i];
+	return 0;
+}
+
+static int on_stack(void *arg, uint64_t gen, uint64_t id, const uint64_t *pcs,
+		    size_t n)
+{
+	(void)arg;
+	for (size_t i = 0; i < n; i++)
+		sink += pcs[i];
+	sink += gen + id;
+	return 0;
+}
+
+static int on_string(void *arg, uint64_t gen, uint64_t id, const char *s,
+		     size_t len)
+{
+	(void)arg;
+	for (size_t i = 0; i < len; i++)
+		sink += (uint8_t)s[i];
+	sink += gen + id;
+	return 0;
+}
+
+static const struct tracedec_visitor visitor = {
+	.event = on_event, .stack = on_stack, .string = on_string,
+};
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	bool framed = size && (data[0] & 1);
+	size_t len = size + (framed ? TB_STREAM_HDR - 1 : 0);
+	uint8_t *buf = malloc(len ? len : 1);
+	struct tracedec_error err = { .offset = SIZE_MAX };
+	int rc;
+
+	if (framed) {
+		tb_put_stream_hdr(buf);
+		memcpy(buf + TB_STREAM_HDR, data + 1, size - 1);
+	} else if (size) {
+		memcpy(buf, data, size);
+	}
+	rc = tracedec_decode(buf, len, &visitor, NULL, &err);
+	if (rc && (rc != -EBADMSG || err.offset > len || !err.what)) {
+		fprintf(stderr, "trace_decode_fuzz: rc %d offset %zu\n", rc,
+			err.offset);
+		abort();
+	}
+	free(buf);
+	return 0;
+}
