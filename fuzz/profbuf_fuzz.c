@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define FUZZ_NAME "profbuf_fuzz"
+#include "fuzz_input.h"
 #include <profring/profbuf.h>
 
 #include "../profbuf/profbuf_testing.h"
@@ -36,25 +38,6 @@ struct model {
 	uint64_t ovf_time, ovf_rec[3 + 8];
 	bool closed, eof;
 };
-
-struct input {
-	const uint8_t *p;
-	size_t left;
-};
-
-static uint8_t next_byte(struct input *in)
-{
-	if (!in->left)
-		return 0;
-	in->left--;
-	return *in->p++;
-}
-
-static void fail(const char *what, long long a, long long b)
-{
-	fprintf(stderr, "profbuf_fuzz: %s (%lld, %lld)\n", what, a, b);
-	abort();
-}
 
 /* ---- the model: Go's algorithm, one writer, no atomics ---------------- */
 
@@ -181,28 +164,30 @@ static void compare_reads(const struct profbuf_read *got,
 			  const struct profbuf_read *want)
 {
 	if (got->eof != want->eof)
-		fail("eof", got->eof, want->eof);
+		fuzz_fail("eof", got->eof, want->eof);
 	if (got->ndata != want->ndata)
-		fail("ndata", (long long)got->ndata, (long long)want->ndata);
+		fuzz_fail("ndata", (long long)got->ndata,
+			  (long long)want->ndata);
 	if (got->ntags != want->ntags)
-		fail("ntags", (long long)got->ntags, (long long)want->ntags);
+		fuzz_fail("ntags", (long long)got->ntags,
+			  (long long)want->ntags);
 	for (size_t i = 0; i < got->ndata; i++)
 		if (got->data[i] != want->data[i])
-			fail("data word", (long long)i,
-			     (long long)got->data[i]);
+			fuzz_fail("data word", (long long)i,
+				  (long long)got->data[i]);
 	for (size_t i = 0; i < got->ntags; i++)
 		if (got->tags[i] != (want->tags ? want->tags[i] : NULL))
-			fail("tag", (long long)i, 0);
+			fuzz_fail("tag", (long long)i, 0);
 }
 
-static void do_write(struct profbuf *b, struct model *m, struct input *in,
+static void do_write(struct profbuf *b, struct model *m, struct fuzz_input *in,
 		     uint64_t now)
 {
 	uint64_t hdr[8], stk[MAX_WORDS + 8];
-	uint8_t shape = next_byte(in);
+	uint8_t shape = fuzz_byte(in);
 	size_t nhdr = shape % (m->hdrsize + 2);
-	size_t nstk = next_byte(in);
-	const void *tag = (const void *)(uintptr_t)(next_byte(in) % 8);
+	size_t nstk = fuzz_byte(in);
+	const void *tag = (const void *)(uintptr_t)(fuzz_byte(in) % 8);
 	int got, want;
 
 	if (shape & 0x80) /* now and then, longer than the ring */
@@ -210,14 +195,14 @@ static void do_write(struct profbuf *b, struct model *m, struct input *in,
 	else
 		nstk %= m->dlen / 2 + 1;
 	for (size_t i = 0; i < nhdr && i < 8; i++)
-		hdr[i] = (shape & 0x40) ? 0 : next_byte(in) + (i == 0);
+		hdr[i] = (shape & 0x40) ? 0 : fuzz_byte(in) + (i == 0);
 	for (size_t i = 0; i < nstk; i++)
 		stk[i] = now * 1000 + i;
 	got = profbuf_write(b, tag, (int64_t)now, hdr, nhdr,
 			    (const uintptr_t *)stk, nstk);
 	want = model_write(m, tag, now, hdr, nhdr, stk, nstk);
 	if (got != want)
-		fail("write result", got, want);
+		fuzz_fail("write result", got, want);
 }
 
 static void do_read(struct profbuf *b, struct model *m)
@@ -226,7 +211,7 @@ static void do_read(struct profbuf *b, struct model *m)
 	int rc = profbuf_read(b, PROFBUF_NONBLOCKING, &got);
 
 	if (rc)
-		fail("read result", rc, 0);
+		fuzz_fail("read result", rc, 0);
 	model_read(m, &want);
 	compare_reads(&got, &want);
 }
@@ -237,12 +222,13 @@ static void do_close(struct profbuf *b, struct model *m)
 
 	m->closed = true;
 	if (got != want)
-		fail("close result", got, want);
+		fuzz_fail("close result", got, want);
 }
 
-static void setup(struct model *m, struct input *in, uint32_t *d0, uint32_t *t0)
+static void setup(struct model *m, struct fuzz_input *in, uint32_t *d0,
+		  uint32_t *t0)
 {
-	uint8_t a = next_byte(in), c = next_byte(in);
+	uint8_t a = fuzz_byte(in), c = fuzz_byte(in);
 
 	memset(m, 0, sizeof(*m));
 	m->hdrsize = 1 + a % 4;
@@ -262,7 +248,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct input in = { data, size };
+	struct fuzz_input in = { data, size };
 	struct model *m = malloc(sizeof(*m));
 	struct profbuf *b;
 	uint32_t d0, t0;
@@ -271,15 +257,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	setup(m, &in, &d0, &t0);
 	b = profbuf_new_at(m->hdrsize, m->dlen, m->tlen, d0, t0);
 	if (!b)
-		fail("profbuf_new_at", errno, 0);
+		fuzz_fail("profbuf_new_at", errno, 0);
 	while (in.left) {
-		uint8_t op = next_byte(&in) % 8;
+		uint8_t op = fuzz_byte(&in) % 8;
 
 		if (op < 5)
 			do_write(b, m, &in, now++);
 		else if (op < 7)
 			do_read(b, m);
-		else if (next_byte(&in) < 16)
+		else if (fuzz_byte(&in) < 16)
 			do_close(b, m);
 	}
 	/* Drain: everything the model holds comes out, then EOF. */
@@ -287,7 +273,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (int i = 0; i < 4 * MAX_TAGS && !m->eof; i++)
 		do_read(b, m);
 	if (!m->eof)
-		fail("no eof after draining", 0, 0);
+		fuzz_fail("no eof after draining", 0, 0);
 	do_read(b, m);
 	profbuf_free(b);
 	free(m);

@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define FUZZ_NAME "stacktab_fuzz"
+#include "fuzz_input.h"
 #include <profring/stacktab.h>
 
 #define MAX_STACKS 4096
@@ -30,25 +32,6 @@ struct model {
 	uint32_t n[MAX_STACKS];
 	uintptr_t *pcs[MAX_STACKS];
 };
-
-struct input {
-	const uint8_t *p;
-	size_t left;
-};
-
-static uint8_t next_byte(struct input *in)
-{
-	if (!in->left)
-		return 0;
-	in->left--;
-	return *in->p++;
-}
-
-static void fail(const char *what, long long a, long long b)
-{
-	fprintf(stderr, "stacktab_fuzz: %s (%lld, %lld)\n", what, a, b);
-	abort();
-}
 
 static uint32_t model_find(struct model *m, const uintptr_t *pcs, size_t n)
 {
@@ -101,10 +84,10 @@ static int check_stack(void *arg, uint32_t id, const uintptr_t *pcs, size_t n)
 	struct walk *w = arg;
 
 	if (id != ++w->next || id > w->m->nstacks)
-		fail("walk id", id, w->next);
+		fuzz_fail("walk id", id, w->next);
 	if (n != w->m->n[id - 1] ||
 	    memcmp(pcs, w->m->pcs[id - 1], n * sizeof(*pcs)))
-		fail("walk stack", id, (long long)n);
+		fuzz_fail("walk stack", id, (long long)n);
 	return 0;
 }
 
@@ -117,61 +100,61 @@ static void check_walk(struct stacktab *t, struct model *m, bool reset)
 	else
 		stacktab_foreach(t, check_stack, &w);
 	if (w.next != m->nstacks)
-		fail("walk missed stacks", w.next, (long long)m->nstacks);
+		fuzz_fail("walk missed stacks", w.next, (long long)m->nstacks);
 	if (reset)
 		model_clear(m);
 }
 
-static void do_put(struct stacktab *t, struct model *m, struct input *in)
+static void do_put(struct stacktab *t, struct model *m, struct fuzz_input *in)
 {
 	uintptr_t pcs[STACKTAB_MAX_DEPTH + 16];
-	uint8_t len = next_byte(in), alpha = 1 + next_byte(in) % 8;
+	uint8_t len = fuzz_byte(in), alpha = 1 + fuzz_byte(in) % 8;
 	size_t n = len % 24;
 	uint32_t got, want;
 
 	if (len >= 250)
 		n = STACKTAB_MAX_DEPTH + (len - 250) * 3; /* truncated */
 	for (size_t i = 0; i < n; i++)
-		pcs[i] = 0x1000 + 8 * (uintptr_t)((next_byte(in) % alpha));
+		pcs[i] = 0x1000 + 8 * (uintptr_t)((fuzz_byte(in) % alpha));
 	got = stacktab_put(t, pcs, n);
 	want = model_put(m, pcs, n);
 	if (got != want)
-		fail("put id", got, want);
+		fuzz_fail("put id", got, want);
 }
 
-static void do_get(struct stacktab *t, struct model *m, struct input *in)
+static void do_get(struct stacktab *t, struct model *m, struct fuzz_input *in)
 {
 	uintptr_t out[STACKTAB_MAX_DEPTH];
-	uint32_t id = next_byte(in);
+	uint32_t id = fuzz_byte(in);
 	size_t got = stacktab_get(t, id, out, STACKTAB_MAX_DEPTH);
 
 	if (!id || id > m->nstacks) {
 		if (got)
-			fail("get of a missing id", id, (long long)got);
+			fuzz_fail("get of a missing id", id, (long long)got);
 		return;
 	}
 	if (got != m->n[id - 1] ||
 	    memcmp(out, m->pcs[id - 1], got * sizeof(*out)))
-		fail("get", id, (long long)got);
+		fuzz_fail("get", id, (long long)got);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct input in = { data, size };
+	struct fuzz_input in = { data, size };
 	struct model *m = calloc(1, sizeof(*m));
 	struct stacktab_stats st;
 	struct stacktab *t;
 
 	/* 4 KiB ... 64 KiB: the arena is page-rounded, offset 0 reserved. */
-	m->arena = (size_t)4096 << (next_byte(&in) % 5);
-	t = stacktab_new(m->arena, 1 + next_byte(&in));
+	m->arena = (size_t)4096 << (fuzz_byte(&in) % 5);
+	t = stacktab_new(m->arena, 1 + fuzz_byte(&in));
 	if (!t)
-		fail("stacktab_new", 0, 0);
+		fuzz_fail("stacktab_new", 0, 0);
 	m->used = 8;
 	while (in.left) {
-		uint8_t op = next_byte(&in) % 16;
+		uint8_t op = fuzz_byte(&in) % 16;
 
 		if (op < 10)
 			do_put(t, m, &in);
@@ -184,7 +167,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	stacktab_stats(t, &st);
 	if (st.stacks != m->nstacks || st.losses != m->losses)
-		fail("stats", (long long)st.stacks, (long long)m->nstacks);
+		fuzz_fail("stats", (long long)st.stacks, (long long)m->nstacks);
 	check_walk(t, m, true);
 	stacktab_free(t);
 	model_clear(m);

@@ -53,7 +53,9 @@ static int on_string(void *arg, uint64_t gen, uint64_t id, const char *s,
 }
 
 static const struct tracedec_visitor visitor = {
-	.event = on_event, .stack = on_stack, .string = on_string,
+	.event = on_event,
+	.stack = on_stack,
+	.string = on_string,
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

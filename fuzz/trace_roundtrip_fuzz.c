@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define FUZZ_NAME "trace_roundtrip_fuzz"
+#include "fuzz_input.h"
 #include <profring/tracebuf.h>
 #include <profring/tracedec.h>
 
@@ -50,39 +52,20 @@ struct run {
 	uint64_t gen;
 };
 
-static void fail(const char *what, long long a, long long b)
-{
-	fprintf(stderr, "trace_roundtrip_fuzz: %s (%lld, %lld)\n", what, a, b);
-	abort();
-}
-
-struct input {
-	const uint8_t *p;
-	size_t left;
-};
-
-static uint8_t byte(struct input *in)
-{
-	if (!in->left)
-		return 0;
-	in->left--;
-	return *in->p++;
-}
-
-static uint64_t value(struct input *in)
+static uint64_t value(struct fuzz_input *in)
 {
 	uint64_t v = 0;
-	unsigned int n = byte(in) % 9;
+	unsigned int n = fuzz_byte(in) % 9;
 
 	for (unsigned int i = 0; i < n; i++)
-		v = v << 8 | byte(in);
+		v = v << 8 | fuzz_byte(in);
 	return v;
 }
 
 /* Decode the next operation; false at an advance (returns the op unset). */
-static bool parse_op(struct input *in, struct op *o)
+static bool parse_op(struct fuzz_input *in, struct op *o)
 {
-	uint8_t k = byte(in);
+	uint8_t k = fuzz_byte(in);
 
 	memset(o, 0, sizeof(*o));
 	o->type = 1 + k % TRACEBUF_MAX_TYPE;
@@ -90,7 +73,7 @@ static bool parse_op(struct input *in, struct op *o)
 	case 0:
 		return false; /* advance */
 	case 1:
-		o->nbytes = byte(in) * 4;
+		o->nbytes = fuzz_byte(in) * 4;
 		if (o->nbytes > TRACEBUF_MAX_PAYLOAD)
 			o->nbytes = TRACEBUF_MAX_PAYLOAD;
 		for (size_t i = 0; i < o->nbytes; i++)
@@ -100,14 +83,14 @@ static bool parse_op(struct input *in, struct op *o)
 		return true;
 	case 2:
 		o->interned = true;
-		snprintf(o->str, sizeof(o->str), "s%u", byte(in) % 16);
-		o->nstack = 1 + byte(in) % 8;
+		snprintf(o->str, sizeof(o->str), "s%u", fuzz_byte(in) % 16);
+		o->nstack = 1 + fuzz_byte(in) % 8;
 		for (size_t i = 0; i < o->nstack; i++)
-			o->stack[i] = 0x1000 + (byte(in) % 4) * 8;
+			o->stack[i] = 0x1000 + (fuzz_byte(in) % 4) * 8;
 		o->nargs = 2;
 		return true;
 	default:
-		o->nargs = byte(in) % (TRACEBUF_MAX_ARGS + 1);
+		o->nargs = fuzz_byte(in) % (TRACEBUF_MAX_ARGS + 1);
 		for (unsigned int i = 0; i < o->nargs; i++)
 			o->args[i] = value(in);
 		return true;
@@ -126,7 +109,8 @@ static int write_op(struct tracebuf *t, struct op *o)
 	} else {
 		if (o->interned) {
 			o->args[0] = tracebuf_ev_string(&ev, o->str);
-			o->args[1] = tracebuf_ev_stack(&ev, o->stack, o->nstack);
+			o->args[1] =
+				tracebuf_ev_stack(&ev, o->stack, o->nstack);
 		}
 		rc = tracebuf_ev_emit(&ev, o->type, o->args, o->nargs);
 	}
@@ -143,20 +127,20 @@ static int on_event(void *arg, const struct tracedec_event *ev)
 	struct op *o;
 
 	if (r->next >= r->nops)
-		fail("more events than written", (long long)r->next, 0);
+		fuzz_fail("more events than written", (long long)r->next, 0);
 	o = &r->ops[r->next++];
 	if (ev->type != o->type || ev->gen != o->gen || ev->level)
-		fail("event type, generation or level", ev->type, o->type);
+		fuzz_fail("event type, generation or level", ev->type, o->type);
 	if (o->nstack == SIZE_MAX) {
 		if (ev->nargs || ev->nbytes != o->nbytes ||
 		    (o->nbytes && memcmp(ev->bytes, o->bytes, o->nbytes)))
-			fail("payload", (long long)ev->nbytes,
-			     (long long)o->nbytes);
+			fuzz_fail("payload", (long long)ev->nbytes,
+				  (long long)o->nbytes);
 		return 0;
 	}
 	if (ev->nargs != o->nargs || ev->nbytes ||
 	    memcmp(ev->args, o->args, o->nargs * sizeof(uint64_t)))
-		fail("arguments", ev->nargs, o->nargs);
+		fuzz_fail("arguments", ev->nargs, o->nargs);
 	return 0;
 }
 
@@ -167,7 +151,7 @@ static int on_string(void *arg, uint64_t gen, uint64_t id, const char *s,
 	struct table_ent *e;
 
 	if (r->nstrings == MAX_TABLE || len >= sizeof(e->s))
-		fail("string table", (long long)len, 0);
+		fuzz_fail("string table", (long long)len, 0);
 	e = &r->strings[r->nstrings++];
 	e->gen = gen;
 	e->id = id;
@@ -183,7 +167,7 @@ static int on_stack(void *arg, uint64_t gen, uint64_t id, const uint64_t *pcs,
 	struct table_ent *e;
 
 	if (r->nstacks == MAX_TABLE || n > 8)
-		fail("stack table", (long long)n, 0);
+		fuzz_fail("stack table", (long long)n, 0);
 	e = &r->stacks[r->nstacks++];
 	e->gen = gen;
 	e->id = id;
@@ -213,14 +197,15 @@ static void check_ids(struct run *r)
 		s = find(r->strings, r->nstrings, o->gen, o->args[0]);
 		k = find(r->stacks, r->nstacks, o->gen, o->args[1]);
 		if (!s || strcmp(s->s, o->str))
-			fail("string id does not resolve", (long long)i,
-			     (long long)o->args[0]);
+			fuzz_fail("string id does not resolve", (long long)i,
+				  (long long)o->args[0]);
 		if (!k || k->n != o->nstack)
-			fail("stack id does not resolve", (long long)i,
-			     (long long)o->args[1]);
+			fuzz_fail("stack id does not resolve", (long long)i,
+				  (long long)o->args[1]);
 		for (size_t f = 0; f < o->nstack; f++)
 			if (k->w[f] != o->stack[f])
-				fail("stack frames", (long long)i, (long long)f);
+				fuzz_fail("stack frames", (long long)i,
+					  (long long)f);
 	}
 }
 
@@ -246,10 +231,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct tracebuf_opts opts = { .buf_size = 4096, .max_bytes = 4 << 20,
+	struct tracebuf_opts opts = { .buf_size = 4096,
+				      .max_bytes = 4 << 20,
 				      .stack_bytes = 1 << 16,
-				      .expected_stacks = 16, .cpu_words = 0 };
-	struct input in = { data, size };
+				      .expected_stacks = 16,
+				      .cpu_words = 0 };
+	struct fuzz_input in = { data, size };
 	struct run r = { 0 };
 	struct tracedec_error err;
 	struct tracebuf *t = tracebuf_new(&opts);
@@ -258,7 +245,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int rc;
 
 	if (!t)
-		fail("tracebuf_new", errno, 0);
+		fuzz_fail("tracebuf_new", errno, 0);
 	r.ops = calloc(MAX_OPS, sizeof(*r.ops));
 	r.strings = calloc(MAX_TABLE, sizeof(*r.strings));
 	r.stacks = calloc(MAX_TABLE, sizeof(*r.stacks));
@@ -270,7 +257,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		rc = write_op(t, &r.ops[r.nops]);
 		if (rc)
-			fail("write", rc, (long long)r.nops);
+			fuzz_fail("write", rc, (long long)r.nops);
 		r.nops++;
 	}
 	tracebuf_stop(t);
@@ -281,9 +268,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 							 .stack = on_stack },
 			     &r, &err);
 	if (rc)
-		fail(err.what ? err.what : "decode", rc, (long long)err.offset);
+		fuzz_fail(err.what ? err.what : "decode", rc,
+			  (long long)err.offset);
 	if (r.next != r.nops)
-		fail("events missing", (long long)r.next, (long long)r.nops);
+		fuzz_fail("events missing", (long long)r.next,
+			  (long long)r.nops);
 	check_ids(&r);
 	free(stream);
 	free(r.ops);

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "grace.h"
+#include "region.h"
 
 _Thread_local struct ring_grace_tls ring_grace_tls
 	__attribute__((tls_model("initial-exec")));
@@ -44,13 +45,9 @@ int ring_grace_init(struct ring_grace *g, uint32_t nslots, bool reclaim)
 		n <<= 1;
 	pthread_once(&atfork_once, grace_once);
 	/* Lazily committed: only the pages of claimed slots are touched. */
-	g->slots = mmap(NULL, (size_t)n * sizeof(*g->slots),
-			PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (g->slots == MAP_FAILED) {
-		g->slots = NULL;
+	g->slots = ring_map_zeroed((size_t)n * sizeof(*g->slots));
+	if (!g->slots)
 		return -errno;
-	}
 	g->nslots = n;
 	g->reader_fence = !have_membarrier;
 	g->reclaim = reclaim;

@@ -9,6 +9,14 @@
 
 #include "region.h"
 
+void *ring_map_zeroed(size_t bytes)
+{
+	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
 int ring_region_init(struct ring_region *r, size_t size)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
@@ -16,12 +24,9 @@ int ring_region_init(struct ring_region *r, size_t size)
 	size = (size + page - 1) & ~(page - 1);
 	if (!size)
 		return -EINVAL;
-	r->base = mmap(NULL, size, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (r->base == MAP_FAILED) {
-		r->base = NULL;
+	r->base = ring_map_zeroed(size);
+	if (!r->base)
 		return -errno;
-	}
 	r->size = size;
 	atomic_init(&r->used, 0);
 	return 0;

@@ -23,6 +23,13 @@ struct ring_region {
 	_Atomic size_t used;
 };
 
+/*
+ * ring_map_zeroed() - @bytes of zeroed, lazily committed anonymous memory
+ * (pages cost nothing until touched), or NULL with errno set; release
+ * with munmap().  Not signal-safe.
+ */
+void *ring_map_zeroed(size_t bytes);
+
 /* Reserve @size bytes (rounded up to pages).  0 or -errno.  Not signal-safe. */
 int ring_region_init(struct ring_region *r, size_t size);
 

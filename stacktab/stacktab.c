@@ -363,14 +363,6 @@ RING_API void stacktab_stats(struct stacktab *t, struct stacktab_stats *s)
 
 /* ---- life cycle ------------------------------------------------------ */
 
-static void *map_zeroed(size_t bytes)
-{
-	void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-
-	return p == MAP_FAILED ? NULL : p;
-}
-
 static int gen_init(struct stacktab *t, struct st_gen *g, size_t max_bytes)
 {
 	int rc = ring_region_init(&g->arena, max_bytes);
@@ -378,8 +370,8 @@ static int gen_init(struct stacktab *t, struct st_gen *g, size_t max_bytes)
 	if (rc)
 		return rc;
 	g->max_ids = (uint32_t)(g->arena.size / ST_MIN_NODE + 1);
-	g->buckets = map_zeroed(t->nbuckets * sizeof(*g->buckets));
-	g->ids = map_zeroed((size_t)g->max_ids * sizeof(*g->ids));
+	g->buckets = ring_map_zeroed(t->nbuckets * sizeof(*g->buckets));
+	g->ids = ring_map_zeroed((size_t)g->max_ids * sizeof(*g->ids));
 	if (!g->buckets || !g->ids)
 		return -ENOMEM;
 	ring_region_alloc(&g->arena, ST_WORD, ST_WORD);

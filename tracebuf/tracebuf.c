@@ -56,6 +56,7 @@
 #include "../ring/grace.h"
 #include "../ring/mpscq.h"
 #include "../ring/perturb.h"
+#include "../ring/region.h"
 #include "../ring/varint.h"
 #include "tracebuf_format.h"
 
@@ -826,11 +827,7 @@ static int pool_init(struct tracebuf *t, size_t max_bytes)
 		return -EINVAL;
 	t->chunks = calloc(t->nbufs, sizeof(*t->chunks));
 	t->free_next = calloc(t->nbufs, sizeof(*t->free_next));
-	t->mem = mmap(NULL, (size_t)t->nbufs * t->buf_size,
-		      PROT_READ | PROT_WRITE,
-		      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (t->mem == MAP_FAILED)
-		t->mem = NULL;
+	t->mem = ring_map_zeroed((size_t)t->nbufs * t->buf_size);
 	if (!t->chunks || !t->free_next || !t->mem)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < t->nbufs; i++) {
@@ -864,11 +861,8 @@ RING_API struct tracebuf *tracebuf_new(const struct tracebuf_opts *opts)
 	rc = ring_grace_init(&t->grace, TB_MAX_THREADS, false);
 	if (rc)
 		goto free_t;
-	t->threads = mmap(NULL, TB_MAX_THREADS * sizeof(*t->threads),
-			  PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-	if (t->threads == MAP_FAILED) {
-		t->threads = NULL;
+	t->threads = ring_map_zeroed(TB_MAX_THREADS * sizeof(*t->threads));
+	if (!t->threads) {
 		rc = -ENOMEM;
 		goto free_t;
 	}
