@@ -8,6 +8,7 @@
 #   make stress-perturb   the same with schedule perturbation compiled in
 #   make stress-tsan / stress-asan   the same under the sanitizers
 #   make bench      the benchmarks against their anchors
+#   make bench-plot the scaling and record-size curves (gnuplot)
 #   make demo       the main job: a short profbuf stress run
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make format     clang-format every C file
@@ -51,7 +52,7 @@ CHECK_FUZZ_SECONDS ?= 5
 HEADERS := $(wildcard include/profring/*.h ring/*.h $(addsuffix /*.h,$(COMPONENTS)))
 
 .PHONY: all check run-tests tsan asan stress stress-perturb stress-tsan stress-asan stress-build run-stress bench \
-	demo install format clean fuzz fuzz-build fuzz-replay
+	demo install format clean fuzz fuzz-build fuzz-replay bench-plot
 
 all: $(BUILD)/libprofring.a $(BUILD)/libprofring.so $(TOOLS)
 
@@ -206,6 +207,11 @@ bench: $(BENCHES)
 
 demo: $(BUILD)/stress/profbuf_stress
 	$(BUILD)/stress/profbuf_stress --seconds 5 --writers 4 --signals
+
+# Curves from bench/results/latest.csv (gnuplot-nox): writer scaling and
+# record size, ours against the anchors, as PNG in bench/results/.
+bench-plot:
+	sh bench/plot.sh bench/results/latest.csv bench/results
 
 install: all
 	install -d $(DESTDIR)$(INCLUDEDIR)/profring $(DESTDIR)$(LIBDIR)/pkgconfig
