@@ -13,11 +13,9 @@
  *    back exactly the batch; anything else aborts the benchmark, since a
  *    benchmark that times failures measures nothing.
  *
- * 2. Two writers and one reader for --seconds, 34-word records, writers
- *    as fast as they can: records delivered to the reader per second, and
- *    the fraction of writes lost to a full ring.  profbuf's reader uses
- *    blocking reads; profbuf's books must balance (records read + overflow
- *    counts = writes accepted + writes refused with -ENOSPC).
+ * 2. Writers racing each other and a reader: bench/scaling_bench.c
+ *    (1 ... 2 x nproc writers against ck_ring MPMC, a mutex ring, a
+ *    pipe and liburcu's wfcqueue).
  *
  * Why the anchors are fair.
  *
@@ -35,13 +33,6 @@
  *    from the same separate header and stack arrays, commit).  ck_ring
  *    SPSC is single-writer only and needs no atomic read-modify-write;
  *    profbuf pays for being multi-writer and signal-safe.  Goal <= 1.0.
- *  - ck_mpmc / ck_mpsc (concurrent case): the same typed ring with the
- *    multi-producer enqueue (identical for both), one reader dequeueing
- *    by value; a failed enqueue counts as lost.  The rings hold the same
- *    bytes (2^16 words vs 2048 slots of 34 words).  The ck reader yields
- *    the CPU when the ring is empty; profbuf's sleeps on a futex.  With
- *    --pin the reader has the last CPU to itself and the writers share
- *    the others; unpinned, the scheduler places all three.
  *
  * Caveats, so that the numbers are read right.
  *
@@ -52,10 +43,6 @@
  *    as "rep movsq", which has a large start-up cost on some CPUs (clang
  *    calls memcpy()).  ck_spsc_resv has neither and is the like-for-like
  *    measure of an SPSC ring's cost.
- *  - With fewer than 3 CPUs the concurrent case is oversubscribed: a
- *    writer preempted between reserving and committing holds up the
- *    reader (both rings) and, in ck_ring, the other writer too.  The
- *    result then mostly measures the scheduler.
  *
  * All implementations use the same batch size, ring footprint, record and
  * time stamps, and run interleaved repetition by repetition (harness.c).
@@ -64,8 +51,6 @@
  * library and is not corrected for.
  */
 #include <errno.h>
-#include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,7 +65,6 @@
 #define HDRSIZE 2
 #define MAX_STACK 62
 #define REP_RECORDS (1u << 20) /* records per single-writer repetition */
-#define MT_WRITERS 2
 #define MT_WORDS 34
 #define MT_RING_WORDS (1u << 16)
 #define MT_SLOTS (MT_RING_WORDS / 32)
@@ -512,433 +496,6 @@ out:
 	return rc;
 }
 
-/* ---- concurrent: common -------------------------------------------------- */
-
-struct mt_run;
-
-/*
- * struct mt_writer - one writer thread.
- * @m:    the run
- * @id:   0 ... MT_WRITERS - 1
- * @ok:   writes accepted
- * @lost: writes refused for want of room
- * @err:  any other error, which stops it
- */
-struct mt_writer {
-	struct mt_run *m;
-	unsigned int id;
-	uint64_t ok;
-	uint64_t lost;
-	int err;
-	pthread_t thread;
-};
-
-/*
- * struct mt_ops - one implementation under the concurrent workload.
- * @open:   create the ring
- * @writer: writer thread body
- * @reader: reader thread body
- * @finish: the writers have been joined: let the reader end
- * @close:  free the ring
- * @counts_losses: the reader learns of refused writes (overflow records)
- */
-struct mt_ops {
-	int (*open)(struct mt_run *m);
-	void *(*writer)(void *arg);
-	void *(*reader)(void *arg);
-	void (*finish)(struct mt_run *m);
-	void (*close)(struct mt_run *m);
-	bool counts_losses;
-};
-
-/*
- * struct mt_run - one concurrent case.
- * @ops, @o, @src:  implementation, options, record
- * @start:          all threads and the timer start together
- * @stop:           writers stop
- * @done:           writers joined (for readers that do not get EOF)
- * @pb:             profbuf
- * @ck, @ck_buf:    the ck_ring and its slots
- * @delivered:      ordinary records the reader got
- * @ovf:            sum of the overflow records' counts (profbuf)
- * @err:            the reader's error
- */
-struct mt_run {
-	const struct mt_ops *ops;
-	const struct bench_opts *o;
-	const struct rec_src *src;
-	pthread_barrier_t start;
-	atomic_bool stop;
-	atomic_bool done;
-	struct profbuf *pb;
-	struct ck_ring ck;
-	struct rec34 *ck_buf;
-	struct mt_writer w[MT_WRITERS];
-	pthread_t reader;
-	uint64_t delivered;
-	uint64_t ovf;
-	int err;
-};
-
-static void die(const char *what, int err)
-{
-	fprintf(stderr, "profbuf_bench: %s: %s\n", what, strerror(err));
-	exit(1);
-}
-
-/*
- * mt_thread_start() - thread prologue: pin, then wait for the start.
- * @m:   the run
- * @idx: writer id, or MT_WRITERS for the reader
- *
- * With --pin the reader gets the last CPU to itself, as a profiler's
- * collector thread would, and the writers share the others (on 2 CPUs:
- * both writers on CPU 0, so they preempt each other mid-write).
- */
-static void mt_thread_start(struct mt_run *m, int idx)
-{
-	int ncpus = bench_ncpus();
-	int writer_cpus = ncpus > 1 ? ncpus - 1 : 1;
-	int cpu = idx == MT_WRITERS ? ncpus - 1 : idx % writer_cpus;
-
-	if (m->o->pin && bench_pin_cpu(cpu))
-		fprintf(stderr, "profbuf_bench: cannot pin thread %d\n", idx);
-	pthread_barrier_wait(&m->start);
-}
-
-static void mt_spawn(struct mt_run *m)
-{
-	int rc;
-
-	for (unsigned int i = 0; i < MT_WRITERS; i++) {
-		m->w[i] = (struct mt_writer){ .m = m, .id = i };
-		rc = pthread_create(&m->w[i].thread, NULL, m->ops->writer,
-				    &m->w[i]);
-		if (rc)
-			die("pthread_create", rc);
-	}
-	rc = pthread_create(&m->reader, NULL, m->ops->reader, m);
-	if (rc)
-		die("pthread_create", rc);
-}
-
-static void sleep_seconds(double s)
-{
-	struct timespec ts = { .tv_sec = (time_t)s };
-
-	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
-	while (nanosleep(&ts, &ts) && errno == EINTR)
-		;
-}
-
-/* Writers' totals into @s; -1 if a writer failed. */
-static int mt_collect(struct mt_run *m, uint64_t *ok, uint64_t *lost)
-{
-	*ok = *lost = 0;
-	for (unsigned int i = 0; i < MT_WRITERS; i++) {
-		pthread_join(m->w[i].thread, NULL);
-		if (m->w[i].err)
-			return write_failed("concurrent write", m->w[i].err);
-		*ok += m->w[i].ok;
-		*lost += m->w[i].lost;
-	}
-	return 0;
-}
-
-/*
- * mt_case_run() - one repetition: start the threads, let the writers run
- * for --seconds, stop them, let the reader drain, check the books.  The
- * timed region runs from the common start to the end of the drain.
- */
-static int mt_case_run(void *arg, struct bench_sample *s)
-{
-	struct mt_run *m = arg;
-	struct bench_timer t;
-	uint64_t ok, lost;
-	int rc;
-
-	atomic_store(&m->stop, false);
-	atomic_store(&m->done, false);
-	m->delivered = m->ovf = 0;
-	m->err = 0;
-	if (m->ops->open(m))
-		return -1;
-	pthread_barrier_init(&m->start, NULL, MT_WRITERS + 2);
-	mt_spawn(m);
-	pthread_barrier_wait(&m->start);
-	bench_timer_start(&t);
-	sleep_seconds(m->o->seconds);
-	atomic_store(&m->stop, true);
-	rc = mt_collect(m, &ok, &lost);
-	m->ops->finish(m);
-	pthread_join(m->reader, NULL);
-	bench_timer_stop(&t, s, m->delivered);
-	s->lost += lost;
-	pthread_barrier_destroy(&m->start);
-	if (!rc && m->err)
-		rc = write_failed("concurrent read", m->err);
-	if (!rc && m->delivered != ok) {
-		fprintf(stderr, "profbuf_bench: %s: %llu accepted, %llu read\n",
-			"concurrent", (unsigned long long)ok,
-			(unsigned long long)m->delivered);
-		rc = -1;
-	}
-	if (!rc && m->ops->counts_losses && m->ovf != lost) {
-		fprintf(stderr,
-			"profbuf_bench: %llu refused, %llu in overflow records\n",
-			(unsigned long long)lost, (unsigned long long)m->ovf);
-		rc = -1;
-	}
-	m->ops->close(m);
-	return rc;
-}
-
-/* ---- concurrent: profbuf ------------------------------------------------- */
-
-static int pb_mt_open(struct mt_run *m)
-{
-	m->pb = profbuf_new(HDRSIZE, MT_RING_WORDS, MT_SLOTS);
-	return m->pb ? 0 : write_failed("profbuf_new", errno);
-}
-
-static void *pb_writer(void *arg)
-{
-	struct mt_writer *w = arg;
-	struct mt_run *m = w->m;
-	const struct rec_src *r = m->src;
-	uint64_t now = 0, ok = 0, lost = 0;
-	int rc;
-
-	mt_thread_start(m, (int)w->id);
-	while (!atomic_load_explicit(&m->stop, memory_order_relaxed)) {
-		rc = profbuf_write(m->pb, w, (int64_t)now++, r->hdr, HDRSIZE,
-				   r->stk, r->nstk);
-		if (rc == 0) {
-			ok++;
-		} else if (rc == -ENOSPC) {
-			lost++;
-		} else {
-			w->err = rc;
-			break;
-		}
-	}
-	w->ok = ok;
-	w->lost = lost;
-	return NULL;
-}
-
-/* Account one read: ordinary records checked, overflow counts summed. */
-static int pb_mt_account(struct mt_run *m, const struct profbuf_read *rd)
-{
-	size_t off = 0, len;
-
-	for (size_t i = 0; i < rd->ntags; i++) {
-		len = rd->data[off];
-		if (len < 3 || off + len > rd->ndata)
-			return -EIO;
-		if (!rd->tags[i])
-			m->ovf += rd->data[off + len - 1];
-		else if (rec_ok(rd->data + off, m->src))
-			m->delivered++;
-		else
-			return -EIO;
-		off += len;
-	}
-	return 0;
-}
-
-static void *pb_reader(void *arg)
-{
-	struct mt_run *m = arg;
-	struct profbuf_read rd;
-
-	mt_thread_start(m, MT_WRITERS);
-	do {
-		m->err = profbuf_read(m->pb, PROFBUF_BLOCKING, &rd);
-		if (!m->err)
-			m->err = pb_mt_account(m, &rd);
-	} while (!m->err && !rd.eof);
-	return NULL;
-}
-
-static void pb_mt_finish(struct mt_run *m)
-{
-	profbuf_close(m->pb);
-}
-
-static void pb_mt_close(struct mt_run *m)
-{
-	profbuf_free(m->pb);
-	m->pb = NULL;
-}
-
-/* Every refused write must reach the reader in an overflow record. */
-static const struct mt_ops pb_mt_ops = {
-	pb_mt_open, pb_writer, pb_reader, pb_mt_finish, pb_mt_close, true,
-};
-
-/* ---- concurrent: ck_ring MPMC / MPSC ------------------------------------- */
-
-static int ck_mt_open(struct mt_run *m)
-{
-	ck_ring_init(&m->ck, MT_SLOTS);
-	m->ck_buf = calloc(MT_SLOTS, sizeof(*m->ck_buf));
-	return m->ck_buf ? 0 : write_failed("calloc", -ENOMEM);
-}
-
-/*
- * ck_writer() - the multi-producer enqueue of a caller-held record.
- * ck_ring_enqueue_mpsc_rec34 is the same function (_ck_ring_enqueue_mp).
- */
-static void *ck_writer(void *arg)
-{
-	struct mt_writer *w = arg;
-	struct mt_run *m = w->m;
-	uint64_t now = 0, ok = 0, lost = 0;
-	struct rec34 rec;
-
-	rec_fill(rec.w, m->src, 0);
-	mt_thread_start(m, (int)w->id);
-	while (!atomic_load_explicit(&m->stop, memory_order_relaxed)) {
-		rec.w[1] = now++;
-		if (ck_ring_enqueue_mpmc_rec34(&m->ck, m->ck_buf, &rec))
-			ok++;
-		else
-			lost++;
-	}
-	w->ok = ok;
-	w->lost = lost;
-	return NULL;
-}
-
-/*
- * ck_read_loop() - dequeue until the writers are done and the ring is
- * empty; yield when it is empty before that.
- * @mpsc: single-consumer dequeue (else the multi-consumer one)
- */
-static inline void ck_read_loop(struct mt_run *m, bool mpsc)
-{
-	struct rec34 out;
-	bool done, got;
-
-	mt_thread_start(m, MT_WRITERS);
-	for (;;) {
-		/* Acquire: pairs with ck_mt_finish(); all enqueues visible. */
-		done = atomic_load_explicit(&m->done, memory_order_acquire);
-		got = mpsc ? ck_ring_dequeue_mpsc_rec34(&m->ck, m->ck_buf, &out)
-			   : ck_ring_dequeue_mpmc_rec34(&m->ck, m->ck_buf,
-							&out);
-		if (got && !rec_ok(out.w, m->src)) {
-			m->err = -EIO;
-			return;
-		}
-		if (got)
-			m->delivered++;
-		else if (done)
-			return;
-		else
-			sched_yield();
-	}
-}
-
-static void *ck_mpmc_reader(void *arg)
-{
-	ck_read_loop(arg, false);
-	return NULL;
-}
-
-static void *ck_mpsc_reader(void *arg)
-{
-	ck_read_loop(arg, true);
-	return NULL;
-}
-
-static void ck_mt_finish(struct mt_run *m)
-{
-	atomic_store_explicit(&m->done, true, memory_order_release);
-}
-
-static void ck_mt_close(struct mt_run *m)
-{
-	free(m->ck_buf);
-	m->ck_buf = NULL;
-}
-
-/* ck_ring keeps no loss count: the writers' is the only one. */
-static const struct mt_ops ck_mpmc_ops = {
-	ck_mt_open, ck_writer, ck_mpmc_reader, ck_mt_finish, ck_mt_close, false,
-};
-
-static const struct mt_ops ck_mpsc_ops = {
-	ck_mt_open, ck_writer, ck_mpsc_reader, ck_mt_finish, ck_mt_close, false,
-};
-
-/* ---- concurrent: the comparison ------------------------------------------ */
-
-enum { MT_PB, MT_CK_MPMC, MT_CK_MPSC, MT_N };
-
-static const char *const mt_names[MT_N] = { "profbuf", "ck_mpmc", "ck_mpsc" };
-static const struct mt_ops *const mt_impls[MT_N] = { &pb_mt_ops, &ck_mpmc_ops,
-						     &ck_mpsc_ops };
-
-static double lost_pct(const struct bench_stats *st)
-{
-	uint64_t all = st->ops + st->lost;
-
-	return all ? 100.0 * (double)st->lost / (double)all : 0;
-}
-
-static void mt_report(const struct bench_stats *st)
-{
-	struct bench_row row = {
-		.name = "2w+1r 34w",
-		.unit = BENCH_MOPS,
-		.ours = &st[MT_PB],
-		.ours_name = mt_names[MT_PB],
-		.goal_ratio = 1.0,
-		.goal_le = false,
-	};
-	char note[96];
-
-	for (int i = MT_CK_MPMC; i < MT_N; i++) {
-		snprintf(note, sizeof(note), "lost %.1f%% vs %.1f%%",
-			 lost_pct(&st[MT_PB]), lost_pct(&st[i]));
-		row.anchor = &st[i];
-		row.anchor_name = mt_names[i];
-		row.note = note;
-		bench_report_row(&row);
-	}
-}
-
-/**
- * concurrent() - measure and report the two-writer, one-reader case.
- * @o: options; each repetition runs the writers for @o->seconds
- *
- * Return: 0, or -1 if anything failed.
- */
-static int concurrent(const struct bench_opts *o)
-{
-	struct bench_opts mo = *o;
-	struct mt_run m[MT_N];
-	struct bench_case bc[MT_N];
-	struct bench_stats st[MT_N];
-	struct rec_src src;
-	int rc;
-
-	rec_src_init(&src, MT_WORDS);
-	mo.warmup = 0; /* every repetition starts fresh threads and rings */
-	for (int i = 0; i < MT_N; i++) {
-		m[i] = (struct mt_run){ .ops = mt_impls[i],
-					.o = o,
-					.src = &src };
-		bc[i] = (struct bench_case){ mt_names[i], mt_case_run, &m[i] };
-	}
-	rc = bench_run_cases(bc, MT_N, &mo, st);
-	if (!rc)
-		mt_report(st);
-	return rc;
-}
-
 int main(int argc, char **argv)
 {
 	struct bench_opts o;
@@ -950,17 +507,12 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < ARRAY_SIZE(st_sizes); i++)
 		if (single_writer(&o, &st_sizes[i]))
 			return 1;
-	if (concurrent(&o))
-		return 1;
 	bench_report_note("Single writer: ns per record, batches of %u into "
 			  "an empty ring, drained untimed; %u records per "
 			  "repetition.",
 			  o.batch, REP_RECORDS);
-	bench_report_note("Concurrent: %d writers + 1 reader, %g s per "
-			  "repetition, %d CPUs; Mop/s = records delivered to "
-			  "the reader per second; lost = writes refused / "
-			  "writes attempted.",
-			  MT_WRITERS, o.seconds, bench_ncpus());
+	bench_report_note("Writers racing each other and a reader: see "
+			  "scaling_bench.");
 	bench_report_end();
 	return 0;
 }

@@ -283,8 +283,7 @@ static const struct str_ent *find_string(const struct gen_info *g, uint64_t id)
 	return bsearch(&key, g->strs, g->nstrs, sizeof(key), cmp_str);
 }
 
-static const struct stack_ent *find_stack(const struct gen_info *g,
-					  uint64_t id)
+static const struct stack_ent *find_stack(const struct gen_info *g, uint64_t id)
 {
 	struct stack_ent key = { .id = id };
 
@@ -535,8 +534,8 @@ static int decode(struct trace *t, const struct tracedec_visitor *v)
 	int rc = tracedec_decode(t->buf, t->len, v, t, &err);
 
 	if (rc == -EBADMSG) {
-		fprintf(stderr, "profring-trace: %s: offset %zu: %s\n",
-			t->path, err.offset, err.what ? err.what : "bad stream");
+		fprintf(stderr, "profring-trace: %s: offset %zu: %s\n", t->path,
+			err.offset, err.what ? err.what : "bad stream");
 		return -1;
 	}
 	if (rc) {
@@ -630,7 +629,8 @@ static void dump_arg(struct trace *t, const struct gen_info *g, char kind,
 	} else if (kind == 'k' && (k = find_stack(g, v))) {
 		putc('[', t->out);
 		for (size_t i = 0; i < k->n; i++)
-			fprintf(t->out, "%s0x%" PRIx64, i ? " " : "", k->pcs[i]);
+			fprintf(t->out, "%s0x%" PRIx64, i ? " " : "",
+				k->pcs[i]);
 		putc(']', t->out);
 	} else if (kind == 's' || kind == 'k') {
 		fprintf(t->out, "%s#%" PRIu64 "(%s)",
@@ -679,8 +679,8 @@ static int dump_string(void *arg, uint64_t gen, uint64_t id, const char *s,
 	return 0;
 }
 
-static int dump_stack(void *arg, uint64_t gen, uint64_t id,
-		      const uint64_t *pcs, size_t n)
+static int dump_stack(void *arg, uint64_t gen, uint64_t id, const uint64_t *pcs,
+		      size_t n)
 {
 	struct trace *t = arg;
 
@@ -724,8 +724,8 @@ static int dump_lost(void *arg, uint64_t gen, uint64_t tid, unsigned int level,
 
 	t->in_batch = false;
 	fprintf(t->out,
-		"lost gen=%" PRIu64 " thread=%" PRIu64 " level=%u count=%" PRIu64
-		"\n",
+		"lost gen=%" PRIu64 " thread=%" PRIu64
+		" level=%u count=%" PRIu64 "\n",
 		gen, tid, level, count);
 	return 0;
 }
@@ -736,7 +736,8 @@ static int dump_end(void *arg, uint64_t gen, uint64_t batches, uint64_t flags)
 
 	t->in_batch = false;
 	fprintf(t->out,
-		"end gen=%" PRIu64 " batches=%" PRIu64 " flags=%#" PRIx64 "%s\n",
+		"end gen=%" PRIu64 " batches=%" PRIu64 " flags=%#" PRIx64
+		"%s\n",
 		gen, batches, flags,
 		flags & 1 ? " (tables incomplete: out of memory)" : "");
 	return 0;
@@ -755,10 +756,12 @@ static const struct tracedec_visitor dump_visitor = {
 static int cmd_dump(struct trace *t)
 {
 	fprintf(t->out,
-		"# %s: %zu bytes, %" PRIu64 " events; t= ns since the first event\n",
+		"# %s: %zu bytes, %" PRIu64
+		" events; t= ns since the first event\n",
 		t->path, t->len, t->events);
 	if (t->hz_guessed)
-		fprintf(t->out, "# some generations have no frequency record\n");
+		fprintf(t->out,
+			"# some generations have no frequency record\n");
 	return decode(t, &dump_visitor);
 }
 
@@ -786,9 +789,10 @@ static void summary_threads(struct trace *t)
 		const struct thread_info *th = &t->threads[i];
 
 		fprintf(t->out,
-			"thread %" PRIu64 " events %" PRIu64 " (level 0 %" PRIu64
-			", level 1 %" PRIu64 ") lost %" PRIu64
-			" (level 0 %" PRIu64 ", level 1 %" PRIu64 ")\n",
+			"thread %" PRIu64 " events %" PRIu64
+			" (level 0 %" PRIu64 ", level 1 %" PRIu64
+			") lost %" PRIu64 " (level 0 %" PRIu64
+			", level 1 %" PRIu64 ")\n",
 			th->tid, th->events[0] + th->events[1], th->events[0],
 			th->events[1], th->lost[0] + th->lost[1], th->lost[0],
 			th->lost[1]);
@@ -802,14 +806,14 @@ static int cmd_summary(struct trace *t)
 
 	fprintf(t->out, "file %s\n", t->path);
 	fprintf(t->out, "bytes %zu\n", t->len);
-	fprintf(t->out, "generations %zu (%" PRIu64 "-%" PRIu64 ")\n",
-		t->ngens, first, last);
+	fprintf(t->out, "generations %zu (%" PRIu64 "-%" PRIu64 ")\n", t->ngens,
+		first, last);
 	fprintf(t->out, "batches %" PRIu64 "\n", t->batches);
 	fprintf(t->out, "events %" PRIu64 "\n", t->events);
 	fprintf(t->out, "payload_events %" PRIu64 "\n", t->payload_events);
 	fprintf(t->out, "lost %" PRIu64 "\n", t->lost);
-	fprintf(t->out, "strings %" PRIu64 "\nstacks %" PRIu64 "\n",
-		t->strings, t->stacks);
+	fprintf(t->out, "strings %" PRIu64 "\nstacks %" PRIu64 "\n", t->strings,
+		t->stacks);
 	fprintf(t->out, "duration_ns %" PRIu64 "%s\n", t->end_ns - t->base_ns,
 		t->hz_guessed ? " (frequency missing: ticks taken as ns)" : "");
 	if (t->table_failures)
@@ -834,8 +838,7 @@ static void json_u64(FILE *out, uint64_t v)
 		fprintf(out, "%" PRIu64, v);
 }
 
-static void json_arg(FILE *out, const struct gen_info *g, char kind,
-		     uint64_t v)
+static void json_arg(FILE *out, const struct gen_info *g, char kind, uint64_t v)
 {
 	const struct str_ent *s;
 	const struct stack_ent *k;
@@ -933,7 +936,7 @@ static int load(struct trace *t)
 int main(int argc, char **argv)
 {
 	struct trace t = { .out = stdout };
-	int (*cmd)(struct trace *t);
+	int (*cmd)(struct trace * t);
 	int rc = 1;
 
 	if (argc != 3)

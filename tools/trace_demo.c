@@ -33,8 +33,8 @@
 
 enum demo_type {
 	EV_REQUEST = TRACEBUF_EV_USER, /* id, path string, stack */
-	EV_TICK,		       /* counter */
-	EV_BLOB,		       /* byte payload */
+	EV_TICK, /* counter */
+	EV_BLOB, /* byte payload */
 };
 
 struct worker {
@@ -53,7 +53,9 @@ struct reader {
 };
 
 static const char *const paths[] = {
-	"GET /index.html", "POST /api/v1/items", "GET /static/\"quoted\".css",
+	"GET /index.html",
+	"POST /api/v1/items",
+	"GET /static/\"quoted\".css",
 	"PUT /caf\xc3\xa9",
 };
 
@@ -217,7 +219,8 @@ static int run(struct reader *r, struct worker *w)
 	for (int i = 0; i < NADVANCES; i++) {
 		usleep(RUN_NS / 1000 / (NADVANCES + 1));
 		if (tracebuf_advance(r->t))
-			fprintf(stderr, "trace_demo: tracebuf_advance failed\n");
+			fprintf(stderr,
+				"trace_demo: tracebuf_advance failed\n");
 	}
 	for (int i = 0; i < NTHREADS; i++)
 		pthread_join(w[i].th, NULL);
