@@ -645,6 +645,8 @@ static bool take_overflow(struct profbuf *b, struct profbuf_read *out)
 		/*
 		 * The generation makes the CAS fail if the count went to 0
 		 * and back (a new run, a new time) since we loaded it.
+		 * Acquire (also on failure, which reloads o): pairs with
+		 * ovf_release_busy() as the load above does.
 		 */
 	} while (!atomic_compare_exchange_weak_explicit(
 		&b->ovf, &o, ovf_next_gen(o), memory_order_acquire,

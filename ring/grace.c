@@ -89,8 +89,9 @@ static bool claim(struct ring_grace_slot *slot, pid_t tid, bool reclaim)
 	 * thread claimed the slot between our load and our CAS.  It is ours;
 	 * taking another would split the thread across two slots.
 	 */
+	/* Acquire: pairs with the release store in ring_grace_release(). */
 	return atomic_compare_exchange_strong_explicit(&slot->tid, &owner, tid,
-						       memory_order_relaxed,
+						       memory_order_acquire,
 						       memory_order_relaxed) ||
 	       owner == tid;
 }
@@ -183,9 +184,13 @@ void ring_grace_wait(struct ring_grace *g)
 
 void ring_grace_release(struct ring_grace *g, uint32_t i)
 {
-	/* Relaxed: the owner is gone; a claimant's CAS takes it from here. */
+	/* Relaxed: published by the release store of tid below. */
 	atomic_store_explicit(&g->slots[i].word, 0, memory_order_relaxed);
 	atomic_store_explicit(&g->slots[i].count, 0, memory_order_relaxed);
+	/*
+	 * Release: pairs with the acquire CAS in claim(): the next owner
+	 * starts from the reset word and count.
+	 */
 	atomic_store_explicit(&g->slots[i].tid, 0, memory_order_release);
 }
 

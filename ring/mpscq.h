@@ -61,6 +61,7 @@ static inline void ring_mpscq_push(struct ring_mpscq *q,
 /* True if nothing is queued (consumer only). */
 static inline bool ring_mpscq_empty(struct ring_mpscq *q)
 {
+	/* Acquire: pairs with the acq_rel exchange of tail in push. */
 	return q->head == &q->stub &&
 	       atomic_load_explicit(&q->tail, memory_order_acquire) == &q->stub;
 }
@@ -92,6 +93,7 @@ static inline struct ring_mpscq_node *ring_mpscq_pop(struct ring_mpscq *q)
 			q->head = next;
 			return head;
 		}
+		/* Acquire: pairs with the acq_rel exchange of tail in push. */
 		if (atomic_load_explicit(&q->tail, memory_order_acquire) !=
 		    head) {
 			sched_yield(); /* an enqueue is half done */

@@ -346,6 +346,7 @@ RING_API void stacktab_stats(struct stacktab *t, struct stacktab_stats *s)
 	memset(s, 0, sizeof(*s));
 	if (!t)
 		return;
+	/* Acquire: pairs with the release store of cur in reset(). */
 	g = &t->gen[atomic_load_explicit(&t->cur, memory_order_acquire)];
 	s->inserts = atomic_load_explicit(&t->inserts, memory_order_relaxed);
 	s->losses = atomic_load_explicit(&t->losses, memory_order_relaxed);

@@ -127,6 +127,7 @@ static struct tb_chunk *pool_pop(struct tracebuf *t)
 		/* A stale next only makes the CAS fail (the tag moved). */
 		next = atomic_load_explicit(&t->free_next[idx - 1],
 					    memory_order_relaxed);
+		/* Acquire: pairs with the release CAS in pool_push(). */
 	} while (!atomic_compare_exchange_weak_explicit(
 		&t->free_head, &head, ((head >> 32) + 1) << 32 | next,
 		memory_order_acquire, memory_order_acquire));
@@ -661,6 +662,7 @@ RING_API int tracebuf_start(struct tracebuf *t)
 	} else if (atomic_load_explicit(&t->gen, memory_order_relaxed)) {
 		rc = -EALREADY;
 	} else {
+		/* Release: pairs with the acquire load in tracebuf_begin(). */
 		atomic_store_explicit(&t->gen, 1, memory_order_release);
 		rc = 0;
 	}
