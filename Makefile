@@ -37,7 +37,8 @@ COMPONENTS := profbuf stacktab tracebuf
 LIB_SRCS := $(filter-out %_test.c,$(wildcard ring/*.c) \
 	$(foreach c,$(COMPONENTS),$(wildcard $(c)/*.c)))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
-TEST_SRCS := $(foreach c,$(COMPONENTS),$(wildcard $(c)/*_test.c))
+TEST_SRCS := $(wildcard ring/*_test.c) \
+	$(foreach c,$(COMPONENTS),$(wildcard $(c)/*_test.c))
 TESTS := $(TEST_SRCS:%.c=$(BUILD)/test/%)
 STRESS_SRCS := $(filter-out stress/harness.c,$(wildcard stress/*.c))
 STRESS := $(STRESS_SRCS:stress/%.c=$(BUILD)/stress/%)

@@ -70,64 +70,116 @@ bool ring_grace_thread_gone(pid_t tid)
 	return gone;
 }
 
-/* Claim @slot for @tid if it is free or its owner has exited. */
-static bool claim(struct ring_grace_slot *slot, pid_t tid, bool reclaim)
-{
-	/* Relaxed: the slot's word is ours alone once the CAS succeeds. */
-	pid_t owner = atomic_load_explicit(&slot->tid, memory_order_relaxed);
+static _Atomic uint32_t next_nonce;
 
-	if (owner == tid)
-		return true;
-	if (owner &&
-	    !(reclaim &&
-	      !(atomic_load_explicit(&slot->word, memory_order_relaxed) &
-		RING_GRACE_DEPTH_MASK) &&
-	      ring_grace_thread_gone(owner)))
-		return false;
+/*
+ * The calling thread's owner token, made on first use.  A signal handler
+ * may interrupt the making: whichever CAS lands first gives the thread its
+ * token, the other adopts it, so a thread and its handlers are one owner.
+ */
+static uint64_t my_token(void)
+{
+	uint64_t token = atomic_load_explicit(&ring_grace_tls.token,
+					      memory_order_relaxed);
+	uint64_t none = 0;
+	uint32_t nonce;
+	int saved;
+
+	if (ring_likely(token))
+		return token;
+	saved = errno;
+	/* Relaxed: a nonce only needs to differ between threads. */
+	nonce = atomic_fetch_add_explicit(&next_nonce, 1,
+					  memory_order_relaxed) +
+		1;
+	token = (uint64_t)(nonce ? nonce : 1) << 32 |
+		(uint32_t)syscall(SYS_gettid);
+	errno = saved;
+	/* Relaxed: our own TLS word; the CAS only settles a handler race. */
+	if (atomic_compare_exchange_strong_explicit(
+		    &ring_grace_tls.token, &none, token, memory_order_relaxed,
+		    memory_order_relaxed))
+		return token;
+	return none;
+}
+
+static struct ring_grace_slot *cache(struct ring_grace_slot *slot)
+{
 	/*
-	 * A failed CAS that finds our own tid: a signal handler on this
-	 * thread claimed the slot between our load and our CAS.  It is ours;
-	 * taking another would split the thread across two slots.
+	 * One pointer store: a handler that caches its own slot meanwhile
+	 * can at worst evict an entry, never make one wrong (each is
+	 * checked on use).
 	 */
-	/* Acquire: pairs with the release store in ring_grace_release(). */
-	return atomic_compare_exchange_strong_explicit(&slot->tid, &owner, tid,
-						       memory_order_acquire,
-						       memory_order_relaxed) ||
-	       owner == tid;
+	ring_grace_tls.slot[ring_grace_tls.next++ % RING_GRACE_TLS_WAYS] = slot;
+	return slot;
+}
+
+/*
+ * Claim @slot, seen holding @seen (0, a tombstone or a dead owner), for
+ * @token.  A failed CAS that finds @token: a signal handler on this thread
+ * claimed it between our load and our CAS; it is ours all the same.
+ */
+static bool claim(struct ring_grace_slot *slot, uint64_t seen, uint64_t token)
+{
+	/* Acquire: pairs with the release CAS in ring_grace_release(). */
+	return atomic_compare_exchange_strong_explicit(
+		       &slot->owner, &seen, token, memory_order_acquire,
+		       memory_order_relaxed) ||
+	       seen == token;
+}
+
+/* Take over the slot of a thread that has exited (with @g->reclaim). */
+static struct ring_grace_slot *reclaim_dead(struct ring_grace *g,
+					    uint64_t token)
+{
+	for (uint32_t i = 0; i < g->nslots; i++) {
+		struct ring_grace_slot *slot = &g->slots[i];
+		/* Relaxed: the CAS in claim() decides. */
+		uint64_t o = atomic_load_explicit(&slot->owner,
+						  memory_order_relaxed);
+
+		if (ring_grace_owned(o) &&
+		    !(atomic_load_explicit(&slot->word, memory_order_relaxed) &
+		      RING_GRACE_DEPTH_MASK) &&
+		    ring_grace_thread_gone(ring_grace_owner_tid(o)) &&
+		    claim(slot, o, token))
+			return cache(slot);
+	}
+	return NULL;
 }
 
 struct ring_grace_slot *ring_grace_slot_slow(struct ring_grace *g)
 {
-	pid_t tid = ring_grace_tls.tid;
-	uint32_t start;
+	uint64_t token = my_token();
+	uint32_t start = ((uint32_t)token * 0x9e3779b1u) & (g->nslots - 1);
 
-	if (!tid) {
-		int saved = errno;
+	for (;;) {
+		struct ring_grace_slot *free_slot = NULL;
+		uint64_t free_seen = 0;
 
-		tid = (pid_t)syscall(SYS_gettid);
-		errno = saved;
-		ring_grace_tls.tid = tid;
-	}
-	start = ((uint32_t)tid * 0x9e3779b1u) & (g->nslots - 1);
-	/* First pass: our own or a free slot; second: a dead thread's. */
-	for (int reclaim = 0; reclaim < 1 + g->reclaim; reclaim++) {
+		/* Our slot, if any, lies before the first never-used one. */
 		for (uint32_t i = 0; i < g->nslots; i++) {
 			struct ring_grace_slot *slot =
 				&g->slots[(start + i) & (g->nslots - 1)];
+			/* Relaxed: claim() acquires. */
+			uint64_t o = atomic_load_explicit(&slot->owner,
+							  memory_order_relaxed);
 
-			if (!claim(slot, tid, reclaim))
-				continue;
-			/*
-			 * One pointer store: a handler that caches its own
-			 * slot meanwhile can at worst evict an entry, never
-			 * make one wrong (each is checked on use).
-			 */
-			ring_grace_tls.slot[ring_grace_tls.next++ %
-					    RING_GRACE_TLS_WAYS] = slot;
-			return slot;
+			if (o == token)
+				return cache(slot);
+			if (!ring_grace_owned(o) && !free_slot) {
+				free_slot = slot;
+				free_seen = o;
+			}
+			if (!o)
+				break;
 		}
+		if (!free_slot)
+			return g->reclaim ? reclaim_dead(g, token) : NULL;
+		if (claim(free_slot, free_seen, token))
+			return cache(free_slot);
+		/* Another thread took it first: look again. */
 	}
-	return NULL;
 }
 
 static void backoff(unsigned int *step)
@@ -163,7 +215,9 @@ void ring_grace_wait(struct ring_grace *g)
 	 * depth after we look at it also loads what we changed before.
 	 */
 	if (g->reader_fence ||
-	    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0))
+	    (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) &&
+	     /* Registered at init, refused now (a seccomp filter?). */
+	     syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0)))
 		atomic_thread_fence(memory_order_seq_cst);
 
 	for (uint32_t i = 0; i < g->nslots; i++) {
@@ -171,7 +225,9 @@ void ring_grace_wait(struct ring_grace *g)
 		unsigned int step = 0;
 		uint64_t w;
 
-		if (!atomic_load_explicit(&slot->tid, memory_order_relaxed))
+		/* Relaxed: a slot claimed after this is in a later section. */
+		if (!ring_grace_owned(atomic_load_explicit(
+			    &slot->owner, memory_order_relaxed)))
 			continue;
 		/* Acquire: pairs with the release in ring_grace_exit(). */
 		w = atomic_load_explicit(&slot->word, memory_order_acquire);
@@ -182,25 +238,33 @@ void ring_grace_wait(struct ring_grace *g)
 	}
 }
 
-void ring_grace_release(struct ring_grace *g, uint32_t i)
+bool ring_grace_release(struct ring_grace *g, uint32_t i, uint64_t owner)
 {
-	/* Relaxed: published by the release store of tid below. */
-	atomic_store_explicit(&g->slots[i].word, 0, memory_order_relaxed);
-	atomic_store_explicit(&g->slots[i].count, 0, memory_order_relaxed);
+	struct ring_grace_slot *slot = &g->slots[i];
+
+	/*
+	 * Relaxed: nobody uses the slot while a dead owner's token is on it;
+	 * the release CAS below publishes the reset.
+	 */
+	atomic_store_explicit(&slot->word, 0, memory_order_relaxed);
+	atomic_store_explicit(&slot->count, 0, memory_order_relaxed);
 	/*
 	 * Release: pairs with the acquire CAS in claim(): the next owner
 	 * starts from the reset word and count.
 	 */
-	atomic_store_explicit(&g->slots[i].tid, 0, memory_order_release);
+	return atomic_compare_exchange_strong_explicit(
+		&slot->owner, &owner, RING_GRACE_TOMB, memory_order_release,
+		memory_order_relaxed);
 }
 
 uint64_t ring_grace_count_sum(const struct ring_grace *g)
 {
 	uint64_t sum = 0;
 
+	/* Relaxed: statistics, read while owners count. */
 	for (uint32_t i = 0; i < g->nslots; i++)
-		if (atomic_load_explicit(&g->slots[i].tid,
-					 memory_order_relaxed))
+		if (ring_grace_owned(atomic_load_explicit(
+			    &g->slots[i].owner, memory_order_relaxed)))
 			sum += atomic_load_explicit(&g->slots[i].count,
 						    memory_order_relaxed);
 	return sum;

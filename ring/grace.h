@@ -14,14 +14,20 @@
  * thread the profiler never saw.  So:
  *
  *  - Each structure owns an array of slots, one per thread that ever read
- *    it.  A thread finds its slot through a one-entry initial-exec TLS
+ *    it, owned by a token: the tid and a nonce taken once per thread, so
+ *    that a new thread that gets a dead thread's tid is a different owner.  A thread finds its slot through a one-entry initial-exec TLS
  *    cache (no allocation, no lock, no dynamic TLS), valid if the cached
  *    slot lies in this structure's array and is owned by the thread's
  *    tid, each entry checked on its own: one pointer load, so a handler that re-points the cache between
  *    our loads cannot hand us a wrong slot.  On a miss the thread probes
- *    the array from hash(tid) and claims a free slot with a CAS, or takes
+ *    the array from hash(tid) - open addressing: a released slot becomes a
+ *    tombstone, never free again, so a thread's own slot always lies
+ *    before the first never-used slot of its probe sequence and is found
+ *    before any free one - and claims the first tombstone or never-used
+ *    slot it passed with a CAS (a failed CAS that finds its own token
+ *    means a signal handler on the thread claimed it first), or takes
  *    over the slot of a thread that has exited (tgkill(pid, tid, 0) says
- *    ESRCH).  All async-signal-safe.
+ *    ESRCH) by a CAS on the dead owner's token.  All async-signal-safe.
  *  - A slot's word holds a nesting depth (low 8 bits) and a period count
  *    (the rest).  ring_grace_enter() loads the word and stores it with
  *    depth + 1; ring_grace_exit() stores, with release, the word it saw at
@@ -62,8 +68,11 @@
 #define RING_GRACE_DEPTH_MASK ((uint64_t)0xff)
 #define RING_GRACE_PERIOD ((uint64_t)0x100)
 
+/* Owner tokens: nonce << 32 | tid; 0 never used; RING_GRACE_TOMB released. */
+#define RING_GRACE_TOMB UINT64_MAX
+
 struct ring_grace_slot {
-	ring_cacheline_aligned _Atomic pid_t tid; /* owner; 0 = free */
+	ring_cacheline_aligned _Atomic uint64_t owner;
 	_Atomic uint64_t word; /* period | depth */
 	/* Owner-only event counter (stacktab: hits), summed by readers. */
 	_Atomic uint64_t count;
@@ -93,23 +102,38 @@ int ring_grace_init(struct ring_grace *g, uint32_t nslots, bool reclaim);
 /* True if thread @tid of this process has exited.  Async-signal-safe. */
 bool ring_grace_thread_gone(pid_t tid);
 
-/* Free slot @i, whose owner has exited (the caller checked).  */
-void ring_grace_release(struct ring_grace *g, uint32_t i);
+/* A live owner token (not 0, not a tombstone)? */
+static inline bool ring_grace_owned(uint64_t owner)
+{
+	return owner && owner != RING_GRACE_TOMB;
+}
+
+/* The tid in an owner token. */
+static inline pid_t ring_grace_owner_tid(uint64_t owner)
+{
+	return (pid_t)(uint32_t)owner;
+}
+
+/*
+ * Free slot @i, owned by @owner, a thread that has exited (the caller
+ * checked): it becomes a tombstone.  False if @owner no longer owns it.
+ */
+bool ring_grace_release(struct ring_grace *g, uint32_t i, uint64_t owner);
 void ring_grace_destroy(struct ring_grace *g);
 
 /* The calling thread's slot (claimed on first use), or NULL if all taken. */
 struct ring_grace_slot *ring_grace_slot_slow(struct ring_grace *g);
 
 /*
- * The calling thread's tid and its last slots (of any structures: a
- * tracer's event uses the tracer's and two stack tables' slots).
+ * The calling thread's owner token and its last slots (of any structures:
+ * a tracer's event uses the tracer's and four tables' slots).
  */
-#define RING_GRACE_TLS_WAYS 4
+#define RING_GRACE_TLS_WAYS 8
 
 struct ring_grace_tls {
 	struct ring_grace_slot *slot[RING_GRACE_TLS_WAYS];
 	unsigned int next; /* the way to replace on a miss */
-	pid_t tid;
+	_Atomic uint64_t token; /* 0 until first use; set by CAS */
 };
 
 extern _Thread_local struct ring_grace_tls ring_grace_tls
@@ -118,11 +142,12 @@ extern _Thread_local struct ring_grace_tls ring_grace_tls
 static inline bool ring_grace_slot_ours(struct ring_grace *g,
 					struct ring_grace_slot *slot)
 {
-	/* Relaxed: the owner tid of our own slot only changes by us. */
+	/* Relaxed: our own slot's owner only changes by us. */
 	return (uintptr_t)slot - (uintptr_t)g->slots <
 		       (uintptr_t)g->nslots * sizeof(*slot) &&
-	       atomic_load_explicit(&slot->tid, memory_order_relaxed) ==
-		       ring_grace_tls.tid;
+	       atomic_load_explicit(&slot->owner, memory_order_relaxed) ==
+		       atomic_load_explicit(&ring_grace_tls.token,
+					    memory_order_relaxed);
 }
 
 static inline struct ring_grace_slot *ring_grace_slot(struct ring_grace *g)
@@ -153,7 +178,12 @@ static inline bool ring_grace_enter(struct ring_grace *g,
 		return false;
 	/* Relaxed: only this thread (and its handlers) store the word. */
 	w = atomic_load_explicit(&slot->word, memory_order_relaxed);
-	atomic_store_explicit(&slot->word, w + 1, memory_order_relaxed);
+	/*
+	 * Release (a plain store on x86): an updater that sees this store
+	 * has the previous section's accesses ordered before it without
+	 * relying on C11's same-thread release sequences.
+	 */
+	atomic_store_explicit(&slot->word, w + 1, memory_order_release);
 	/*
 	 * The store above must be visible before our loads of the protected
 	 * structure: membarrier() in ring_grace_wait() orders them; without

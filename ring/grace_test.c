@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+/*
+ * grace_test.c - regression tests for ring/grace: each case is a bug that
+ * a stress run or a review found.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+#include "grace.h"
+#include "ktest.h"
+
+struct waiter {
+	struct ring_grace *g;
+	atomic_bool done;
+};
+
+static void *wait_main(void *arg)
+{
+	struct waiter *w = arg;
+
+	ring_grace_wait(w->g);
+	atomic_store(&w->done, true);
+	return NULL;
+}
+
+/* A nested section (a handler's) must not end the one it interrupted. */
+static void nested_section_keeps_outer(void)
+{
+	struct ring_grace g;
+	struct ring_grace_section outer, inner;
+	struct waiter w = { .g = &g };
+	pthread_t th;
+
+	KT_REQUIRE(ring_grace_init(&g, 16, false) == 0);
+	KT_REQUIRE(ring_grace_enter(&g, &outer));
+	pthread_create(&th, NULL, wait_main, &w);
+	usleep(20000);
+	KT_CHECK(!atomic_load(&w.done));
+	KT_REQUIRE(ring_grace_enter(&g, &inner)); /* as a handler would */
+	ring_grace_exit(&inner);
+	usleep(50000);
+	KT_CHECK(!atomic_load(&w.done)); /* the outer section goes on */
+	ring_grace_exit(&outer);
+	pthread_join(th, NULL);
+	KT_CHECK(atomic_load(&w.done));
+	ring_grace_destroy(&g);
+}
+
+struct claimer {
+	struct ring_grace *g;
+	struct ring_grace_slot *slot;
+	uint64_t token;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int step;
+};
+
+static void *first_main(void *arg)
+{
+	struct claimer *c = arg;
+
+	c->slot = ring_grace_slot(c->g);
+	c->token = atomic_load(&ring_grace_tls.token);
+	return NULL; /* exits: its slot may be released */
+}
+
+/*
+ * Two slots, two threads: A claims one, B the other; A exits and its slot
+ * becomes a tombstone.  B, looking its slot up again (a cache miss), must
+ * find its own - not claim A's, even if A's comes first in B's probe
+ * order.  Repeated so that B's probe starts at A's slot in some rounds.
+ */
+static void one_slot_per_thread(void)
+{
+	for (int round = 0; round < 24; round++) {
+		struct ring_grace g;
+		struct claimer a = { .g = &g };
+		struct ring_grace_slot *mine, *again;
+		pthread_t th;
+
+		KT_REQUIRE(ring_grace_init(&g, 2, false) == 0);
+		pthread_create(&th, NULL, first_main, &a);
+		pthread_join(th, NULL);
+		KT_REQUIRE(a.slot);
+		/* This thread takes the other slot (A's is still held). */
+		mine = ring_grace_slot_slow(&g);
+		KT_REQUIRE(mine && mine != a.slot);
+		KT_CHECK(ring_grace_release(&g, (uint32_t)(a.slot - g.slots),
+					    a.token));
+		again = ring_grace_slot_slow(&g);
+		KT_CHECK(again == mine);
+		ring_grace_destroy(&g);
+	}
+}
+
+struct token_probe {
+	struct ring_grace *g;
+	uint64_t token;
+};
+
+static void *token_main(void *arg)
+{
+	struct token_probe *p = arg;
+
+	ring_grace_slot_slow(p->g);
+	p->token = atomic_load(&ring_grace_tls.token);
+	return NULL;
+}
+
+/* Every thread is a new owner, even one that reuses a dead thread's tid. */
+static void tokens_are_per_thread(void)
+{
+	struct ring_grace g;
+	uint64_t seen[64];
+
+	KT_REQUIRE(ring_grace_init(&g, 128, false) == 0);
+	for (int i = 0; i < 64; i++) {
+		struct token_probe p = { .g = &g };
+		pthread_t th;
+
+		pthread_create(&th, NULL, token_main, &p);
+		pthread_join(th, NULL);
+		seen[i] = p.token;
+		KT_CHECK(ring_grace_owned(seen[i]));
+		for (int k = 0; k < i; k++)
+			KT_CHECK(seen[k] != seen[i]);
+	}
+	ring_grace_destroy(&g);
+}
+
+int main(void)
+{
+	KT_RUN(nested_section_keeps_outer);
+	KT_RUN(one_slot_per_thread);
+	KT_RUN(tokens_are_per_thread);
+	return ktest_exit();
+}
