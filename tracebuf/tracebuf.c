@@ -81,7 +81,7 @@ struct tb_thread {
 	struct tb_chunk *buf[2][2]; /* [gen & 1][level] */
 	uint64_t seq[2][2]; /* next batch number */
 	uint64_t seq_gen[2][2]; /* generation seq[][] counts for */
-	_Atomic uint64_t lost[2]; /* per level */
+	_Atomic uint64_t lost[2][2]; /* [gen & 1][level] */
 };
 
 struct tracebuf {
@@ -211,8 +211,10 @@ static struct tb_chunk *refill(struct tracebuf_ev *ev)
 	c->pos = TB_BATCH_HDR;
 	tb_put_rec_hdr(c->data, TB_KIND_BATCH, (uint8_t)lv, 0);
 	tb_put_u64(c->data + 8, ev->gen);
-	tb_put_u64(c->data + 16, (uint64_t)atomic_load_explicit(
-					 &slot->tid, memory_order_relaxed));
+	/* Relaxed: our own slot's owner only changes by us. */
+	tb_put_u64(c->data + 16,
+		   (uint64_t)ring_grace_owner_tid(atomic_load_explicit(
+			   &slot->owner, memory_order_relaxed)));
 	tb_put_u64(c->data + 24, th->seq[p][lv]++);
 	tb_put_u64(c->data + 32, c->last);
 	th->buf[p][lv] = c;
@@ -229,7 +231,7 @@ static struct tb_chunk *room_for(struct tracebuf_ev *ev, size_t need)
 		return c;
 	c = refill(ev);
 	if (!c)
-		atomic_fetch_add_explicit(&th->lost[ev->level], 1,
+		atomic_fetch_add_explicit(&th->lost[ev->gen & 1][ev->level], 1,
 					  memory_order_relaxed);
 	return c;
 }
@@ -308,7 +310,8 @@ RING_API uint32_t tracebuf_ev_string(struct tracebuf_ev *ev, const char *s)
 	return stacktab_put(ev->t->strings[ev->gen & 1], w, 1 + (len + 7) / 8);
 }
 
-RING_API int tracebuf_begin(struct tracebuf *t, struct tracebuf_ev *ev)
+/* tracebuf_begin(); @will_emit: a refusal loses an event (count it). */
+static int begin(struct tracebuf *t, struct tracebuf_ev *ev, bool will_emit)
 {
 	struct ring_grace_section sec;
 	struct tb_thread *th;
@@ -316,8 +319,9 @@ RING_API int tracebuf_begin(struct tracebuf *t, struct tracebuf_ev *ev)
 	if (ring_unlikely(!t || !ev))
 		return -EINVAL;
 	if (ring_unlikely(!ring_grace_enter(&t->grace, &sec))) {
-		atomic_fetch_add_explicit(&t->lost_noslot, 1,
-					  memory_order_relaxed);
+		if (will_emit)
+			atomic_fetch_add_explicit(&t->lost_noslot, 1,
+						  memory_order_relaxed);
 		return -ENOSPC;
 	}
 	ev->t = t;
@@ -330,12 +334,17 @@ RING_API int tracebuf_begin(struct tracebuf *t, struct tracebuf_ev *ev)
 	ev->thread = th;
 	if (ring_unlikely(!ev->gen || ev->level > 1)) {
 		if (ev->gen)
-			atomic_fetch_add_explicit(&th->lost[1], 1,
+			atomic_fetch_add_explicit(&th->lost[ev->gen & 1][1], 1,
 						  memory_order_relaxed);
 		ring_grace_exit(&sec);
 		return ev->gen ? -ENOSPC : -EAGAIN;
 	}
 	return 0;
+}
+
+RING_API int tracebuf_begin(struct tracebuf *t, struct tracebuf_ev *ev)
+{
+	return begin(t, ev, true);
 }
 
 RING_API void tracebuf_end(struct tracebuf_ev *ev)
@@ -479,12 +488,12 @@ static void meta_types(struct tracebuf *t, struct tb_meta *m)
  * has flushed everything it wrote: only then may another thread take the
  * slot, so nothing of the dead thread is ever reported under a new one.
  */
-static void release_if_gone(struct tracebuf *t, uint32_t i, pid_t tid)
+static void release_if_gone(struct tracebuf *t, uint32_t i, uint64_t owner)
 {
 	struct tb_thread *th = &t->threads[i];
 
 	/* First: only a dead thread's buffer pointers are ours to read. */
-	if (!ring_grace_thread_gone(tid))
+	if (!ring_grace_thread_gone(ring_grace_owner_tid(owner)))
 		return;
 	/*
 	 * Acquire: pairs with the release store of the dead thread's last
@@ -496,12 +505,15 @@ static void release_if_gone(struct tracebuf *t, uint32_t i, pid_t tid)
 		for (int lv = 0; lv < 2; lv++)
 			if (th->buf[p][lv])
 				return;
-	if (atomic_load_explicit(&th->lost[0], memory_order_relaxed) ||
-	    atomic_load_explicit(&th->lost[1], memory_order_relaxed))
-		return;
+	for (int p = 0; p < 2; p++)
+		for (int lv = 0; lv < 2; lv++)
+			if (atomic_load_explicit(&th->lost[p][lv],
+						 memory_order_relaxed))
+				return;
 	memset(th->seq, 0, sizeof(th->seq));
 	memset(th->seq_gen, 0, sizeof(th->seq_gen));
-	ring_grace_release(&t->grace, i);
+	/* A tombstone now: a new owner finds it, nobody inherits it. */
+	ring_grace_release(&t->grace, i, owner);
 }
 
 /* Take every thread's buffers and lost counts of generation @gen. */
@@ -511,15 +523,17 @@ static void flush_threads(struct tracebuf *t, uint64_t gen, struct tb_meta *m)
 
 	for (uint32_t i = 0; i < t->grace.nslots; i++) {
 		struct tb_thread *th = &t->threads[i];
-		uint64_t tid = (uint64_t)atomic_load_explicit(
-			&t->grace.slots[i].tid, memory_order_relaxed);
+		/* Relaxed: its data is ordered by the grace period. */
+		uint64_t owner = atomic_load_explicit(&t->grace.slots[i].owner,
+						      memory_order_relaxed);
+		uint64_t tid = (uint64_t)ring_grace_owner_tid(owner);
 
-		if (!tid)
+		if (!ring_grace_owned(owner))
 			continue;
 		for (unsigned int lv = 0; lv < 2; lv++) {
 			struct tb_chunk *c = th->buf[p][lv];
 			uint64_t lost = atomic_exchange_explicit(
-				&th->lost[lv], 0, memory_order_relaxed);
+				&th->lost[p][lv], 0, memory_order_relaxed);
 
 			if (c) {
 				th->buf[p][lv] = NULL;
@@ -533,7 +547,7 @@ static void flush_threads(struct tracebuf *t, uint64_t gen, struct tb_meta *m)
 							  memory_order_relaxed);
 			}
 		}
-		release_if_gone(t, i, (pid_t)tid);
+		release_if_gone(t, i, owner);
 	}
 }
 
@@ -558,7 +572,8 @@ static void drain_cpu(struct tracebuf *t)
 	struct profbuf_read r;
 	struct tracebuf_ev ev;
 
-	if (!t->cpu || tracebuf_begin(t, &ev))
+	/* No slot for this thread: the samples wait in the profbuf. */
+	if (!t->cpu || begin(t, &ev, false))
 		return;
 	while (profbuf_read(t->cpu, PROFBUF_NONBLOCKING, &r) == 0 && r.ndata) {
 		for (size_t i = 0; i < r.ndata; i += r.data[i]) {
@@ -590,7 +605,7 @@ static int close_gen(struct tracebuf *t, uint64_t next)
 {
 	uint64_t old = atomic_load_explicit(&t->gen, memory_order_relaxed);
 	struct tb_meta m = { 0 };
-	uint64_t flags = 0;
+	uint64_t flags = 0, noslot;
 	unsigned int p = old & 1;
 
 	drain_cpu(t);
@@ -599,12 +614,15 @@ static int close_gen(struct tracebuf *t, uint64_t next)
 	ring_grace_wait(&t->grace);
 
 	meta_open(&m, TB_KIND_LOST, old);
-	if (atomic_exchange_explicit(&t->lost_noslot, 0,
-				     memory_order_relaxed)) {
+	noslot = atomic_exchange_explicit(&t->lost_noslot, 0,
+					  memory_order_relaxed);
+	if (noslot) {
 		/* Threads beyond the slot limit: reported as thread 0. */
 		meta_varint(&m, 0);
 		meta_varint(&m, 0);
-		meta_varint(&m, 1);
+		meta_varint(&m, noslot);
+		atomic_fetch_add_explicit(&t->lost, noslot,
+					  memory_order_relaxed);
 	}
 	flush_threads(t, old, &m);
 	meta_close(&m);

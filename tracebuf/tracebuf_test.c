@@ -606,6 +606,54 @@ static void threads_exit_mid_trace(void)
 	tracebuf_free(t);
 }
 
+static atomic_int refused_noslot;
+
+static void *emit_once(void *arg)
+{
+	uint64_t a = 1;
+	int rc = tracebuf_emit(arg, 8, &a, 1);
+
+	if (rc == -ENOSPC)
+		atomic_fetch_add(&refused_noslot, 1);
+	return NULL;
+}
+
+/*
+ * More threads than thread slots, none released (no advance in between):
+ * the ones without a slot are refused, and every refusal is counted in
+ * the stream (thread 0) and in the stats - with its real count.
+ */
+static void thread_slots_exhausted(void)
+{
+	/* A buffer for every thread: dead threads hold theirs until advance. */
+	struct tracebuf *t = new_tracer((size_t)(4096 + 256) * 4096, 4096);
+	struct stream s = { 0 };
+	struct tracebuf_stats st;
+	struct decoded *d;
+
+	KT_REQUIRE(t);
+	atomic_store(&refused_noslot, 0);
+	tracebuf_start(t);
+	for (int i = 0; i < 4096 + 150; i++) {
+		pthread_t th;
+
+		pthread_create(&th, NULL, emit_once, t);
+		pthread_join(th, NULL);
+		if (i % 512 == 0)
+			read_ready(t, &s);
+	}
+	tracebuf_stop(t);
+	read_to_eof(t, &s);
+	d = decode_all(&s);
+	tracebuf_stats(t, &st);
+	KT_CHECK(atomic_load(&refused_noslot) >= 150);
+	KT_CHECK_EQ(lost_of(d, 0, 0), atomic_load(&refused_noslot));
+	KT_CHECK_EQ(st.lost, atomic_load(&refused_noslot));
+	decoded_free(d);
+	free(s.p);
+	tracebuf_free(t);
+}
+
 static void cpu_samples(void)
 {
 	struct tracebuf *t = new_tracer(1 << 20, 4096);
@@ -745,6 +793,7 @@ int main(void)
 	KT_RUN(threads_tiny_memory);
 	KT_RUN(nested_sigprof);
 	KT_RUN(threads_exit_mid_trace);
+	KT_RUN(thread_slots_exhausted);
 	KT_RUN(cpu_samples);
 	KT_RUN(decoder_truncated);
 	KT_RUN(decoder_corrupted);
