@@ -81,7 +81,10 @@ struct tracebuf_opts {
 	size_t cpu_words; /* CPU sample profbuf words; 0: none (1 MiB) */
 };
 
-/* A begin/end pair in progress (see above). */
+/*
+ * A begin/end pair in progress (see above).  Declared here so that it can
+ * live on the caller's stack; its fields are the library's.
+ */
 struct tracebuf_ev {
 	struct tracebuf *t;
 	void *thread;
