@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "grace.h"
+#include "perturb.h"
 #include "region.h"
 
 _Thread_local struct ring_grace_tls ring_grace_tls
@@ -176,6 +177,7 @@ struct ring_grace_slot *ring_grace_slot_slow(struct ring_grace *g)
 		}
 		if (!free_slot)
 			return g->reclaim ? reclaim_dead(g, token) : NULL;
+		ring_perturb(); /* a handler may claim it first */
 		if (claim(free_slot, free_seen, token))
 			return cache(free_slot);
 		/* Another thread took it first: look again. */

@@ -64,6 +64,7 @@
 #include <sys/types.h>
 
 #include "compiler.h"
+#include "perturb.h"
 
 #define RING_GRACE_DEPTH_MASK ((uint64_t)0xff)
 #define RING_GRACE_PERIOD ((uint64_t)0x100)
@@ -178,6 +179,7 @@ static inline bool ring_grace_enter(struct ring_grace *g,
 		return false;
 	/* Relaxed: only this thread (and its handlers) store the word. */
 	w = atomic_load_explicit(&slot->word, memory_order_relaxed);
+	ring_perturb(); /* a handler's whole section may land here */
 	/*
 	 * Release (a plain store on x86): an updater that sees this store
 	 * has the previous section's accesses ordered before it without

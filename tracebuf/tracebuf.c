@@ -155,6 +155,7 @@ static void pool_push(struct tracebuf *t, struct tb_chunk *c)
 static void publish(struct tracebuf *t, struct tb_chunk *c)
 {
 	ring_mpscq_push(&t->q, &c->node);
+	ring_perturb();
 	/* Pairs with the fence in wait_for_chunk(): see the protocol. */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (atomic_load_explicit(&t->rd_sleeping, memory_order_relaxed) &&
@@ -199,6 +200,7 @@ static struct tb_chunk *refill(struct tracebuf_ev *ev)
 		th->buf[p][lv] = NULL;
 		flush_buf(t, c);
 	}
+	ring_perturb();
 	c = pool_pop(t);
 	if (!c)
 		return NULL;
@@ -611,6 +613,7 @@ static int close_gen(struct tracebuf *t, uint64_t next)
 	drain_cpu(t);
 	/* Release: pairs with the acquire load in tracebuf_begin(). */
 	atomic_store_explicit(&t->gen, next, memory_order_release);
+	ring_perturb();
 	ring_grace_wait(&t->grace);
 
 	meta_open(&m, TB_KIND_LOST, old);
