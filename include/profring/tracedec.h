@@ -52,7 +52,11 @@ struct tracedec_visitor {
 };
 
 struct tracedec_error {
-	size_t offset; /* byte offset of the problem in the stream */
+	/*
+	 * Byte offset of the problem in the stream; the stream's length when
+	 * it ends where more was due (a truncated record).
+	 */
+	size_t offset;
 	const char *what; /* a static message */
 };
 
