@@ -1,0 +1,771 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pprof.c - the profile as gzip'd pprof profile.proto, and as folded
+ * stacks.
+ *
+ * THE ENCODING (github.com/google/pprof, proto/profile.proto)
+ *
+ * One Profile message, gzip'd (zlib deflate, gzip header):
+ *	1  sample_type	("samples", "count"), ("cpu", "nanoseconds")
+ *	2  sample	location_id (1, packed, leaf first), value (2, packed:
+ *			[samples, periods * period_ns]), label (3: key "tid",
+ *			num = tid; only when tid != 0)
+ *	3  mapping	every mapping of the symbolizer: id, memory_start,
+ *			memory_limit, file_offset, filename, build_id (when
+ *			known), has_functions
+ *	4  location	id, mapping_id (when known), address, one line: the
+ *			function, line 0
+ *	5  function	id, name, system_name (the same string)
+ *	9, 10		time_nanos, duration_nanos
+ *	11, 12		period_type ("cpu", "nanoseconds"), period
+ *	13		comment (packed string indices)
+ *	14		default_sample_type: "cpu"
+ *	6  string_table	last, string 0 being ""
+ * Every string is referenced by a field written before the table, so any
+ * strict prefix of the encoding lacks a referenced string: a truncated
+ * profile never decodes as a smaller valid one.
+ *
+ * DEDUPLICATION
+ *
+ * Strings: one table entry per distinct string.  Functions: one per
+ * distinct name.  Locations: one per adjusted address (pcs[0] as is,
+ * pcs[i] - 1 for i > 0: the call instruction, see profile.h), keyed by
+ * that address; a special sample gets one location per special name,
+ * address 0 and no mapping, whose function is that name.  Ids are 1, 2,
+ * ... in order of first use.  A name comes from the symbolizer, else
+ * "<basename of the mapping's file>+0x<file offset>", else "0x<address>".
+ *
+ * The folded writer names frames the same way (through the same tables),
+ * joins them root first with ';', sorts the paths and adds up the samples
+ * of equal paths.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "../../ring/hash.h"
+#include "pprof.h"
+#include "proto.h"
+
+/* Profile fields. */
+enum {
+	PF_SAMPLE_TYPE = 1,
+	PF_SAMPLE = 2,
+	PF_MAPPING = 3,
+	PF_LOCATION = 4,
+	PF_FUNCTION = 5,
+	PF_STRING_TABLE = 6,
+	PF_TIME_NANOS = 9,
+	PF_DURATION_NANOS = 10,
+	PF_PERIOD_TYPE = 11,
+	PF_PERIOD = 12,
+	PF_COMMENT = 13,
+	PF_DEFAULT_SAMPLE_TYPE = 14,
+};
+
+#define NAME_MAX_LEN 4352 /* a synthesized name: a basename and an offset */
+
+/* Open addressing: slots hold an id (1-based), 0 is empty. */
+struct htab {
+	uint32_t *slot;
+	uint64_t *hash;
+	size_t cap, n;
+};
+
+struct loc {
+	uint64_t addr;
+	uint32_t mapping_id;
+	uint32_t func; /* function id */
+	uint32_t special; /* function id of the special name, else 0 */
+};
+
+struct builder {
+	struct prof_symbolizer *sym;
+	const struct prof_mapping *maps;
+	size_t nmaps;
+	char **strs; /* string table */
+	size_t nstrs, cap_strs;
+	struct htab str_h;
+	uint32_t *func_of_str; /* string index -> function id, 0: none */
+	size_t cap_fos;
+	uint32_t *func_str; /* function id - 1 -> string index */
+	size_t nfuncs, cap_funcs;
+	struct loc *locs;
+	size_t nlocs, cap_locs;
+	struct htab loc_h;
+	int err;
+};
+
+/*
+ * @arr (@*cap elements of @size bytes) grown to hold @need, the new room
+ * zeroed; or NULL, @arr untouched.
+ */
+static void *grow(void *arr, size_t *cap, size_t need, size_t size)
+{
+	size_t ncap = *cap ? *cap : 16;
+	char *q;
+
+	if (need <= *cap)
+		return arr;
+	while (ncap < need)
+		ncap *= 2;
+	if (ncap > SIZE_MAX / size)
+		return NULL;
+	q = realloc(arr, ncap * size);
+	if (!q)
+		return NULL;
+	memset(q + *cap * size, 0, (ncap - *cap) * size);
+	*cap = ncap;
+	return q;
+}
+
+static int htab_init(struct htab *h)
+{
+	h->cap = 256;
+	h->n = 0;
+	h->slot = calloc(h->cap, sizeof(*h->slot));
+	h->hash = calloc(h->cap, sizeof(*h->hash));
+	return h->slot && h->hash ? 0 : -ENOMEM;
+}
+
+static void htab_free(struct htab *h)
+{
+	free(h->slot);
+	free(h->hash);
+}
+
+/*
+ * The slot of the entry with @hash for which @eq holds, or the empty slot
+ * where it goes.
+ */
+static uint32_t *htab_find(const struct htab *h, uint64_t hash,
+			   bool (*eq)(const struct builder *, uint32_t,
+				      const void *),
+			   const struct builder *b, const void *key)
+{
+	size_t mask = h->cap - 1;
+
+	for (size_t i = hash & mask;; i = (i + 1) & mask)
+		if (!h->slot[i] ||
+		    (h->hash[i] == hash && eq(b, h->slot[i], key)))
+			return &h->slot[i];
+}
+
+static int htab_grow(struct htab *h)
+{
+	struct htab n = { .cap = 2 * h->cap, .n = h->n };
+	size_t mask = n.cap - 1, j;
+
+	n.slot = calloc(n.cap, sizeof(*n.slot));
+	n.hash = calloc(n.cap, sizeof(*n.hash));
+	if (!n.slot || !n.hash) {
+		htab_free(&n);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < h->cap; i++) {
+		if (!h->slot[i])
+			continue;
+		for (j = h->hash[i] & mask; n.slot[j]; j = (j + 1) & mask)
+			;
+		n.slot[j] = h->slot[i];
+		n.hash[j] = h->hash[i];
+	}
+	htab_free(h);
+	*h = n;
+	return 0;
+}
+
+/* Fill @slot (from htab_find) with @id; grow at half full. */
+static int htab_add(struct htab *h, uint32_t *slot, uint64_t hash, uint32_t id)
+{
+	*slot = id;
+	h->hash[slot - h->slot] = hash;
+	h->n++;
+	return 2 * h->n > h->cap ? htab_grow(h) : 0;
+}
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	uintptr_t w;
+
+	while (*s) {
+		h ^= (unsigned char)*s++;
+		h *= 0x100000001b3ull;
+	}
+	w = (uintptr_t)(h ^ h >> 32);
+	return ring_hash_words(&w, 1);
+}
+
+static bool str_eq(const struct builder *b, uint32_t id, const void *key)
+{
+	return !strcmp(b->strs[id - 1], key);
+}
+
+/* Index of @s in the string table (0 after an error: b->err is set). */
+static uint32_t str_intern(struct builder *b, const char *s)
+{
+	uint64_t h = hash_str(s);
+	uint32_t *slot = htab_find(&b->str_h, h, str_eq, b, s);
+	char *copy, **strs;
+
+	if (*slot || b->err)
+		return *slot ? *slot - 1 : 0;
+	if (b->nstrs >= UINT32_MAX - 1)
+		goto nomem;
+	strs = grow(b->strs, &b->cap_strs, b->nstrs + 1, sizeof(*strs));
+	if (!strs)
+		goto nomem;
+	b->strs = strs;
+	copy = strdup(s);
+	if (!copy)
+		goto nomem;
+	b->strs[b->nstrs++] = copy;
+	if (htab_add(&b->str_h, slot, h, (uint32_t)b->nstrs))
+		goto nomem;
+	return (uint32_t)b->nstrs - 1;
+nomem:
+	b->err = -ENOMEM;
+	return 0;
+}
+
+/* Id of the function named @name (0 after an error). */
+static uint32_t func_intern(struct builder *b, const char *name)
+{
+	uint32_t si = str_intern(b, name), *p;
+
+	if (b->err)
+		return 0;
+	p = grow(b->func_of_str, &b->cap_fos, (size_t)si + 1, sizeof(*p));
+	if (!p)
+		goto nomem;
+	b->func_of_str = p;
+	if (p[si])
+		return p[si];
+	p = grow(b->func_str, &b->cap_funcs, b->nfuncs + 1, sizeof(*p));
+	if (!p)
+		goto nomem;
+	b->func_str = p;
+	b->func_str[b->nfuncs++] = si;
+	b->func_of_str[si] = (uint32_t)b->nfuncs;
+	return (uint32_t)b->nfuncs;
+nomem:
+	b->err = -ENOMEM;
+	return 0;
+}
+
+static const char *func_name(const struct builder *b, uint32_t func)
+{
+	return b->strs[b->func_str[func - 1]];
+}
+
+static const char *base_name(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+
+	return slash ? slash + 1 : path;
+}
+
+/* The function at @addr: symbolized, or named after its place. */
+static uint32_t addr_func(struct builder *b, uint64_t addr,
+			  uint32_t *mapping_id)
+{
+	unsigned int mid = 0;
+	const char *name = prof_symbolize(b->sym, (uintptr_t)addr, &mid);
+	const struct prof_mapping *m;
+	char buf[NAME_MAX_LEN];
+
+	*mapping_id = mid <= b->nmaps ? mid : 0;
+	if (name)
+		return func_intern(b, name);
+	if (*mapping_id) {
+		m = &b->maps[*mapping_id - 1];
+		snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, base_name(m->path),
+			 addr - m->start + m->offset);
+	} else {
+		snprintf(buf, sizeof(buf), "0x%" PRIx64, addr);
+	}
+	return func_intern(b, buf);
+}
+
+static uint64_t loc_hash(uint64_t addr, uint32_t special)
+{
+	uintptr_t w[2] = { (uintptr_t)addr, special };
+
+	return ring_hash_words(w, 2);
+}
+
+static bool loc_eq(const struct builder *b, uint32_t id, const void *key)
+{
+	const struct loc *k = key, *l = &b->locs[id - 1];
+
+	return l->addr == k->addr && l->special == k->special;
+}
+
+/* Id of the location of adjusted address @addr, or of @special. */
+static uint32_t loc_intern(struct builder *b, uint64_t addr,
+			   const char *special)
+{
+	struct loc k = { .addr = special ? 0 : addr }, *locs;
+	uint64_t h;
+	uint32_t *slot;
+
+	if (special)
+		k.special = k.func = func_intern(b, special);
+	h = loc_hash(k.addr, k.special);
+	slot = htab_find(&b->loc_h, h, loc_eq, b, &k);
+	if (*slot || b->err)
+		return *slot;
+	if (!special)
+		k.func = addr_func(b, addr, &k.mapping_id);
+	if (b->err || b->nlocs >= UINT32_MAX - 1)
+		goto nomem;
+	locs = grow(b->locs, &b->cap_locs, b->nlocs + 1, sizeof(*locs));
+	if (!locs)
+		goto nomem;
+	b->locs = locs;
+	b->locs[b->nlocs++] = k;
+	/* addr_func() changed other tables only: @slot is still valid. */
+	if (htab_add(&b->loc_h, slot, h, (uint32_t)b->nlocs))
+		goto nomem;
+	return (uint32_t)b->nlocs;
+nomem:
+	if (!b->err)
+		b->err = -ENOMEM;
+	return 0;
+}
+
+/* The address pprof stores for frame @i of @pcs. */
+static uint64_t frame_addr(const uintptr_t *pcs, size_t i)
+{
+	return i ? (uint64_t)pcs[i] - 1 : (uint64_t)pcs[0];
+}
+
+static int builder_init(struct builder *b, struct prof_symbolizer *s)
+{
+	memset(b, 0, sizeof(*b));
+	b->sym = s;
+	b->nmaps = prof_symbolizer_mappings(s, &b->maps);
+	if (htab_init(&b->str_h) || htab_init(&b->loc_h))
+		return -ENOMEM;
+	str_intern(b, "");
+	return b->err;
+}
+
+static void builder_free(struct builder *b)
+{
+	for (size_t i = 0; i < b->nstrs; i++)
+		free(b->strs[i]);
+	free(b->strs);
+	htab_free(&b->str_h);
+	htab_free(&b->loc_h);
+	free(b->func_of_str);
+	free(b->func_str);
+	free(b->locs);
+}
+
+static int check_profile(const struct prof_profile *p, const char *path)
+{
+	if (!p || !path || (p->nsamples && !p->samples) ||
+	    (p->ncomments && !p->comments))
+		return -EINVAL;
+	for (size_t i = 0; i < p->nsamples; i++)
+		if (p->samples[i].npcs && !p->samples[i].pcs &&
+		    !p->samples[i].special)
+			return -EINVAL;
+	for (size_t i = 0; i < p->ncomments; i++)
+		if (!p->comments[i])
+			return -EINVAL;
+	return 0;
+}
+
+static int write_file(const char *path, const void *data, size_t len)
+{
+	const char *p = data;
+	int fd, err = 0;
+	ssize_t n;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		return -errno;
+	while (len) {
+		n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			err = n < 0 ? -errno : -EIO;
+			break;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	if (close(fd) && !err)
+		err = -errno;
+	return err;
+}
+
+/* Scratch buffers for the nested messages, two levels deep. */
+struct enc {
+	struct builder b;
+	struct proto_buf out, msg, sub;
+	uint32_t samples_s, count_s, cpu_s, ns_s;
+	uint32_t tid_s; /* interned at its first use: every string is used */
+};
+
+static void put_value_type(struct enc *e, uint32_t field, uint32_t type,
+			   uint32_t unit)
+{
+	proto_buf_reset(&e->msg);
+	proto_put_int64(&e->msg, 1, type);
+	proto_put_int64(&e->msg, 2, unit);
+	proto_put_message(&e->out, field, &e->msg);
+}
+
+static int64_t sat_i64(uint64_t v)
+{
+	return v > INT64_MAX ? INT64_MAX : (int64_t)v;
+}
+
+static void put_sample(struct enc *e, const struct prof_sample *ps,
+		       uint64_t period_ns, uint64_t *ids, size_t nids)
+{
+	uint64_t vals[2], cpu;
+
+	if (__builtin_mul_overflow(ps->periods, period_ns, &cpu))
+		cpu = UINT64_MAX;
+	vals[0] = (uint64_t)sat_i64(ps->samples);
+	vals[1] = (uint64_t)sat_i64(cpu);
+	proto_buf_reset(&e->msg);
+	proto_put_packed(&e->msg, 1, ids, nids);
+	proto_put_packed(&e->msg, 2, vals, 2);
+	if (ps->tid) {
+		if (!e->tid_s)
+			e->tid_s = str_intern(&e->b, "tid");
+		proto_buf_reset(&e->sub);
+		proto_put_int64(&e->sub, 1, e->tid_s);
+		proto_put_int64(&e->sub, 3, ps->tid);
+		proto_put_message(&e->msg, 3, &e->sub);
+	}
+	proto_put_message(&e->out, PF_SAMPLE, &e->msg);
+}
+
+/* The location ids of @ps into @ids (room for npcs or 1). */
+static size_t sample_locs(struct builder *b, const struct prof_sample *ps,
+			  uint64_t *ids)
+{
+	if (ps->special) {
+		ids[0] = loc_intern(b, 0, ps->special);
+		return 1;
+	}
+	for (size_t i = 0; i < ps->npcs; i++)
+		ids[i] = loc_intern(b, frame_addr(ps->pcs, i), NULL);
+	return ps->npcs;
+}
+
+static int put_samples(struct enc *e, const struct prof_profile *p)
+{
+	uint64_t *ids = NULL, *q;
+	size_t cap = 0, n;
+
+	for (size_t i = 0; i < p->nsamples && !e->b.err; i++) {
+		const struct prof_sample *ps = &p->samples[i];
+
+		q = grow(ids, &cap, ps->npcs + 1, sizeof(*ids));
+		if (!q) {
+			e->b.err = -ENOMEM;
+			break;
+		}
+		ids = q;
+		n = sample_locs(&e->b, ps, ids);
+		put_sample(e, ps, p->period_ns, ids, n);
+	}
+	free(ids);
+	return e->b.err;
+}
+
+static void put_mappings(struct enc *e)
+{
+	for (size_t i = 0; i < e->b.nmaps; i++) {
+		const struct prof_mapping *m = &e->b.maps[i];
+		struct proto_buf *b = &e->msg;
+
+		proto_buf_reset(b);
+		proto_put_uint64(b, 1, m->id);
+		proto_put_uint64(b, 2, m->start);
+		proto_put_uint64(b, 3, m->limit);
+		proto_put_uint64(b, 4, m->offset);
+		proto_put_int64(b, 5, str_intern(&e->b, m->path));
+		if (m->build_id[0])
+			proto_put_int64(b, 6, str_intern(&e->b, m->build_id));
+		if (m->has_functions)
+			proto_put_bool(b, 7, true);
+		proto_put_message(&e->out, PF_MAPPING, b);
+	}
+}
+
+static void put_locations(struct enc *e)
+{
+	for (size_t i = 0; i < e->b.nlocs; i++) {
+		const struct loc *l = &e->b.locs[i];
+
+		proto_buf_reset(&e->sub);
+		proto_put_uint64(&e->sub, 1, l->func);
+		proto_buf_reset(&e->msg);
+		proto_put_uint64(&e->msg, 1, i + 1);
+		if (l->mapping_id)
+			proto_put_uint64(&e->msg, 2, l->mapping_id);
+		if (l->addr)
+			proto_put_uint64(&e->msg, 3, l->addr);
+		proto_put_message(&e->msg, 4, &e->sub);
+		proto_put_message(&e->out, PF_LOCATION, &e->msg);
+	}
+}
+
+static void put_functions(struct enc *e)
+{
+	for (size_t i = 0; i < e->b.nfuncs; i++) {
+		proto_buf_reset(&e->msg);
+		proto_put_uint64(&e->msg, 1, i + 1);
+		proto_put_int64(&e->msg, 2, e->b.func_str[i]);
+		proto_put_int64(&e->msg, 3, e->b.func_str[i]);
+		proto_put_message(&e->out, PF_FUNCTION, &e->msg);
+	}
+}
+
+static int put_comments(struct enc *e, const struct prof_profile *p)
+{
+	uint64_t *idx = calloc(p->ncomments + 1, sizeof(*idx));
+
+	if (!idx)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->ncomments; i++)
+		idx[i] = str_intern(&e->b, p->comments[i]);
+	proto_put_packed(&e->out, PF_COMMENT, idx, p->ncomments);
+	free(idx);
+	return 0;
+}
+
+static void put_header(struct enc *e)
+{
+	e->samples_s = str_intern(&e->b, "samples");
+	e->count_s = str_intern(&e->b, "count");
+	e->cpu_s = str_intern(&e->b, "cpu");
+	e->ns_s = str_intern(&e->b, "nanoseconds");
+	put_value_type(e, PF_SAMPLE_TYPE, e->samples_s, e->count_s);
+	put_value_type(e, PF_SAMPLE_TYPE, e->cpu_s, e->ns_s);
+}
+
+/* Encode the whole (uncompressed) Profile message into e->out. */
+static int encode(struct enc *e, const struct prof_profile *p)
+{
+	put_header(e);
+	if (put_samples(e, p))
+		return e->b.err;
+	put_mappings(e);
+	put_locations(e);
+	put_functions(e);
+	proto_put_int64(&e->out, PF_TIME_NANOS, p->time_nanos);
+	proto_put_int64(&e->out, PF_DURATION_NANOS, p->duration_nanos);
+	put_value_type(e, PF_PERIOD_TYPE, e->cpu_s, e->ns_s);
+	proto_put_int64(&e->out, PF_PERIOD, sat_i64(p->period_ns));
+	if (put_comments(e, p))
+		return -ENOMEM;
+	proto_put_int64(&e->out, PF_DEFAULT_SAMPLE_TYPE, e->cpu_s);
+	for (size_t i = 0; i < e->b.nstrs; i++)
+		proto_put_string(&e->out, PF_STRING_TABLE, e->b.strs[i]);
+	if (e->b.err)
+		return e->b.err;
+	if (e->out.err || e->msg.err || e->sub.err)
+		return -ENOMEM;
+	return 0;
+}
+
+/* gzip @n bytes at @in into @out. */
+static int gzip_buf(const uint8_t *in, size_t n, struct proto_buf *out)
+{
+	const size_t chunk = 1 << 16, max_in = 1u << 30;
+	z_stream z;
+	size_t pos = 0;
+	uint8_t *room;
+	int rc = Z_OK;
+
+	memset(&z, 0, sizeof(z));
+	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
+			 Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	do {
+		if (!z.avail_in && pos < n) {
+			z.next_in = (Bytef *)(uintptr_t)(in + pos);
+			z.avail_in =
+				(uInt)(n - pos < max_in ? n - pos : max_in);
+			pos += z.avail_in;
+		}
+		room = proto_buf_room(out, chunk);
+		if (!room)
+			break;
+		z.next_out = room;
+		z.avail_out = (uInt)chunk;
+		rc = deflate(&z, pos == n ? Z_FINISH : Z_NO_FLUSH);
+		out->len += chunk - z.avail_out;
+	} while (rc == Z_OK || rc == Z_BUF_ERROR);
+	deflateEnd(&z);
+	if (out->err)
+		return out->err;
+	return rc == Z_STREAM_END ? 0 : -EIO;
+}
+
+int prof_pprof_write(const struct prof_profile *p, struct prof_symbolizer *s,
+		     const char *path)
+{
+	struct proto_buf gz = { 0 };
+	struct enc e;
+	int err;
+
+	err = check_profile(p, path);
+	if (err)
+		return err;
+	memset(&e, 0, sizeof(e));
+	err = builder_init(&e.b, s);
+	if (err)
+		goto out;
+	err = encode(&e, p);
+	if (err)
+		goto out;
+	err = gzip_buf(e.out.data, e.out.len, &gz);
+	if (err)
+		goto out;
+	err = write_file(path, gz.data, gz.len);
+out:
+	proto_buf_free(&gz);
+	proto_buf_free(&e.out);
+	proto_buf_free(&e.msg);
+	proto_buf_free(&e.sub);
+	builder_free(&e.b);
+	return err;
+}
+
+/* Append @name to @text with ';' and newlines replaced. */
+static void put_folded_name(struct proto_buf *text, const char *name)
+{
+	for (const char *c = name; *c; c++) {
+		char ch = *c == ';' ? ':' : *c == '\n' || *c == '\r' ? ' ' : *c;
+
+		proto_put_raw(text, &ch, 1);
+	}
+}
+
+/* Append the path of @ps, NUL-terminated, to @text. */
+static void put_folded_path(struct builder *b, struct proto_buf *text,
+			    const struct prof_sample *ps)
+{
+	uint32_t loc;
+
+	if (ps->special)
+		put_folded_name(text, ps->special);
+	for (size_t i = ps->special ? 0 : ps->npcs; i-- > 0;) {
+		loc = loc_intern(b, frame_addr(ps->pcs, i), NULL);
+		if (!loc)
+			break;
+		put_folded_name(text, func_name(b, b->locs[loc - 1].func));
+		if (i)
+			proto_put_raw(text, ";", 1);
+	}
+	proto_put_raw(text, "", 1);
+}
+
+struct folded_line {
+	size_t off; /* of the path in the text */
+	const char *path;
+	uint64_t count;
+};
+
+static int line_cmp(const void *a, const void *b)
+{
+	const struct folded_line *x = a, *y = b;
+
+	return strcmp(x->path, y->path);
+}
+
+/* Sort the paths, add up equal ones, print "path count\n" lines. */
+static int folded_text(struct folded_line *lines, size_t n,
+		       struct proto_buf *out)
+{
+	char num[32];
+	size_t i, j;
+
+	qsort(lines, n, sizeof(*lines), line_cmp);
+	for (i = 0; i < n; i = j) {
+		uint64_t count = 0;
+
+		for (j = i; j < n && !strcmp(lines[j].path, lines[i].path); j++)
+			count += lines[j].count;
+		snprintf(num, sizeof(num), " %" PRIu64 "\n", count);
+		proto_put_raw(out, lines[i].path, strlen(lines[i].path));
+		proto_put_raw(out, num, strlen(num));
+	}
+	return out->err;
+}
+
+/* Every sample's path into @text, and a line for it into @*linesp. */
+static int folded_paths(struct builder *b, const struct prof_profile *p,
+			struct proto_buf *text, struct folded_line **linesp,
+			size_t *nlines)
+{
+	struct folded_line *lines = calloc(p->nsamples + 1, sizeof(*lines));
+	size_t n = 0;
+
+	if (!lines)
+		return -ENOMEM;
+	*linesp = lines;
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct prof_sample *ps = &p->samples[i];
+
+		if (!ps->special && !ps->npcs)
+			continue;
+		lines[n].off = text->len;
+		lines[n++].count = ps->samples;
+		put_folded_path(b, text, ps);
+	}
+	if (b->err || text->err)
+		return b->err ? b->err : text->err;
+	for (size_t i = 0; i < n; i++)
+		lines[i].path = (const char *)text->data + lines[i].off;
+	*nlines = n;
+	return 0;
+}
+
+int prof_folded_write(const struct prof_profile *p, struct prof_symbolizer *s,
+		      const char *path)
+{
+	struct proto_buf text = { 0 }, out = { 0 };
+	struct folded_line *lines = NULL;
+	struct builder b;
+	size_t n = 0;
+	int err;
+
+	err = check_profile(p, path);
+	if (err)
+		return err;
+	err = builder_init(&b, s);
+	if (err)
+		goto out;
+	err = folded_paths(&b, p, &text, &lines, &n);
+	if (err)
+		goto out;
+	err = folded_text(lines, n, &out);
+	if (err)
+		goto out;
+	err = write_file(path, out.data, out.len);
+out:
+	free(lines);
+	proto_buf_free(&text);
+	proto_buf_free(&out);
+	builder_free(&b);
+	return err;
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tools/prof/pprof.h - write a struct prof_profile as gzip'd pprof
+ * profile.proto or as folded stacks (flame graph input).
+ *
+ * Not async-signal-safe: the profiler calls these at stop time.
+ *
+ * Internal header of the profiler: never installed.
+ */
+#ifndef PROFRING_PROF_PPROF_H
+#define PROFRING_PROF_PPROF_H
+
+#include "profile.h"
+#include "symbolize.h"
+
+/**
+ * prof_pprof_write() - write @p as a gzip'd pprof profile.proto file.
+ * @p:    the profile.
+ * @s:    symbolizer for the function names and mappings, or NULL (every
+ *        function is then named by its address, no mappings).
+ * @path: the file, created or truncated (mode 0644 before the umask).
+ *
+ * Sample types ("samples", "count") and ("cpu", "nanoseconds"), the
+ * default "cpu"; period_type ("cpu", "nanoseconds"), period @p->period_ns;
+ * a numeric label "tid" on samples with a nonzero tid; the comments of @p
+ * as pprof comments.  A function name nothing knows is
+ * "<basename of the mapped file>+0x<file offset>", or "0x<address>"
+ * outside any mapping.
+ *
+ * Return: 0, or -errno (-EINVAL for a NULL @p or @path or a sample with
+ * frames but NULL pcs; -ENOMEM; or what open/write/close said).
+ */
+int prof_pprof_write(const struct prof_profile *p, struct prof_symbolizer *s,
+		     const char *path);
+
+/**
+ * prof_folded_write() - write @p as folded stacks.
+ * @p:    the profile.
+ * @s:    symbolizer, or NULL.
+ * @path: the file, created or truncated.
+ *
+ * One line per distinct path of function names, "root;...;leaf count"
+ * (count: the samples of every stack with that path), sorted by path; a
+ * special entry is its name alone.  ';' in a name becomes ':', a newline
+ * or carriage return a space.  Names as in prof_pprof_write().  Samples
+ * with no frames and no special name have no path and are left out.
+ *
+ * Return: 0, or -errno as prof_pprof_write().
+ */
+int prof_folded_write(const struct prof_profile *p, struct prof_symbolizer *s,
+		      const char *path);
+
+#endif /* PROFRING_PROF_PPROF_H */

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tools/prof/profile.h - the aggregated CPU profile, between the collector
+ * (which builds it from profbuf records) and the writers and readers
+ * (pprof profile.proto, folded stacks, the report).
+ *
+ * Internal header of the profiler: never installed.
+ *
+ * Addresses: pcs[0] is the interrupted PC, pcs[1..] are return addresses,
+ * as the unwinder found them.  Writers symbolize pcs[i] - 1 for i > 0 (the
+ * call instruction, which lies inside the caller even when the call is the
+ * last instruction of a noreturn path) and store that adjusted address in
+ * pprof's Location.address.
+ */
+#ifndef PROFRING_PROF_PROFILE_H
+#define PROFRING_PROF_PROFILE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/**
+ * struct prof_sample - one aggregated stack.
+ * @pcs:	leaf first; NULL when @npcs is 0.
+ * @npcs:	number of frames.
+ * @tid:	thread the samples came from (0: not per-thread).
+ * @samples:	signals that landed on this stack (pprof "samples/count").
+ * @periods:	sampling periods of CPU time they stand for: a signal
+ *		counts 1 + the timer overruns it reported (pprof's
+ *		"cpu/nanoseconds" value is @periods * period_ns).
+ * @special:	NULL for a real stack; otherwise the name of a synthetic
+ *		one-frame entry with no address, such as
+ *		"[profring: lost samples]", whose @samples/@periods say how
+ *		many were lost.
+ */
+struct prof_sample {
+	const uintptr_t *pcs;
+	size_t npcs;
+	uint32_t tid;
+	uint64_t samples;
+	uint64_t periods;
+	const char *special;
+};
+
+/**
+ * struct prof_profile - a whole profile.
+ * @samples, @nsamples:	the stacks, in no particular order.
+ * @period_ns:		CPU nanoseconds per sampling period (1e9 / hz).
+ * @time_nanos:		wall-clock start, ns since the Unix epoch.
+ * @duration_nanos:	wall-clock length of the profiling run.
+ * @comments, @ncomments:	free-form lines stored as pprof comments
+ *			(the profiler puts its accounting there).
+ */
+struct prof_profile {
+	const struct prof_sample *samples;
+	size_t nsamples;
+	uint64_t period_ns;
+	int64_t time_nanos;
+	int64_t duration_nanos;
+	const char *const *comments;
+	size_t ncomments;
+};
+
+#endif /* PROFRING_PROF_PROFILE_H */

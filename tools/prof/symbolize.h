@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tools/prof/symbolize.h - in-process symbolization: which executable
+ * mapping holds an address, and the name of the function there, from the
+ * ELF symbol tables of the mapped files (dladdr() as the fallback).
+ *
+ * Not async-signal-safe and not thread-safe: the profiler calls it at stop
+ * time, from one normal thread.
+ *
+ * Internal header of the profiler: never installed.
+ */
+#ifndef PROFRING_PROF_SYMBOLIZE_H
+#define PROFRING_PROF_SYMBOLIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct prof_symbolizer;
+
+/**
+ * struct prof_mapping - one executable mapping of the process.
+ * @start:	first address.
+ * @limit:	one past the last address.
+ * @offset:	file offset mapped at @start.
+ * @path:	file path as /proc/self/maps names it (without " (deleted)"),
+ *		or "[vdso]".
+ * @build_id:	GNU build-id in lowercase hex; "" if none or not known.
+ * @id:		1-based, in address order (pprof's Mapping.id).
+ * @has_functions: nonzero once a lookup in this mapping found symbols.
+ */
+struct prof_mapping {
+	uint64_t start, limit, offset;
+	const char *path;
+	const char *build_id;
+	unsigned int id;
+	int has_functions;
+};
+
+/**
+ * prof_symbolizer_new() - snapshot the executable mappings of the process.
+ *
+ * Reads /proc/self/maps and keeps the executable mappings of files and the
+ * [vdso]; the files themselves are opened lazily, at the first lookup or
+ * prof_symbolizer_mappings().
+ *
+ * Return: the symbolizer, or NULL with errno set.
+ */
+struct prof_symbolizer *prof_symbolizer_new(void);
+
+/**
+ * prof_symbolizer_free() - unmap the files, free everything.
+ * @s: may be NULL.
+ *
+ * Every name and mapping the symbolizer returned becomes invalid.
+ */
+void prof_symbolizer_free(struct prof_symbolizer *s);
+
+/**
+ * prof_symbolizer_mappings() - the mappings, in address order.
+ * @s:   the symbolizer.
+ * @out: set to the array (valid until prof_symbolizer_free()).
+ *
+ * Reads the build-id of every mapped file not read yet.  has_functions
+ * reflects the lookups done so far.
+ *
+ * Return: the number of mappings.
+ */
+size_t prof_symbolizer_mappings(struct prof_symbolizer *s,
+				const struct prof_mapping **out);
+
+/**
+ * prof_symbolize() - the function containing an address.
+ * @s:		the symbolizer.
+ * @addr:	a code address (for a return address, pass the call
+ *		instruction's address: the return address - 1).
+ * @mapping_id:	if not NULL, set to the id of the mapping holding @addr, or
+ *		0.
+ *
+ * Looks in the ELF .symtab (else .dynsym) of the mapped file, then asks
+ * dladdr().
+ *
+ * Return: the name (valid until prof_symbolizer_free()), or NULL if nothing
+ * knows it (stripped binary, JIT code, no mapping).
+ */
+const char *prof_symbolize(struct prof_symbolizer *s, uintptr_t addr,
+			   unsigned int *mapping_id);
+
+#endif /* PROFRING_PROF_SYMBOLIZE_H */
