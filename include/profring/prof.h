@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * profring/prof.h - profring-prof, a SIGPROF sampling CPU profiler built on
+ * profbuf and stacktab.
+ *
+ * Use it one of two ways:
+ *
+ *  - unmodified programs: LD_PRELOAD=libprofring-prof.so with
+ *    PROFRING_PROF=out.pb.gz in the environment (or the launcher,
+ *    `profring-prof record -o out.pb.gz -- cmd args...`).  Profiling runs
+ *    from before main() until exit.
+ *  - programs that link -lprofring-prof: profring_prof_start() and
+ *    profring_prof_stop() around the part to profile.
+ *
+ * Every thread is sampled in proportion to the CPU time it uses: each
+ * thread gets its own CPU-time timer (timer_create on the thread's CPU
+ * clock, delivered to that thread).  Threads that exist at start are found
+ * in /proc/self/task; threads created later with pthread_create() are armed
+ * as they start (the library interposes pthread_create).  A thread started
+ * during a session some other way (a raw clone(), or a pthread_create the
+ * interposition does not reach, as in a static executable) is not sampled;
+ * PROFRING_PROF_TIMER_PROCESS samples whatever thread runs.  The kernel checks
+ * CPU-time timers at its tick, so a thread takes at most CONFIG_HZ signals a
+ * second (250 on Debian); above that each signal reports the periods it
+ * stands for (timer overruns) and the profile weighs it by them, so the CPU
+ * time in the profile stays right at any frequency up to 10 kHz.
+ *
+ * The SIGPROF handler unwinds the interrupted thread (frame pointers,
+ * every frame checked against the thread's stack bounds; or libunwind) and
+ * writes one profbuf record.  It is async-signal-safe: no malloc, no lock,
+ * errno preserved.  A reader thread interns the stacks and aggregates them;
+ * samples the buffer could not take are reported as a
+ * "[profring: lost samples]" entry with their count.  At stop the profile
+ * is written as gzip'd pprof profile.proto and, optionally, folded stacks.
+ *
+ * Only one profiling session runs at a time in a process.
+ */
+#ifndef PROFRING_PROF_H
+#define PROFRING_PROF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** enum profring_prof_timer - how samples are triggered. */
+enum profring_prof_timer {
+	/** One CPU-time timer per thread; setitimer if it cannot be had. */
+	PROFRING_PROF_TIMER_THREAD = 0,
+	/** setitimer(ITIMER_PROF): one process-wide CPU-time timer. */
+	PROFRING_PROF_TIMER_PROCESS = 1,
+};
+
+/** enum profring_prof_unwinder - how the handler walks the stack. */
+enum profring_prof_unwinder {
+	/** Frame pointers, validated against the thread's stack bounds. */
+	PROFRING_PROF_UNWIND_FP = 0,
+	/**
+	 * libunwind (unw_init_local2 on the signal context), for code built
+	 * without frame pointers.  libunwind reads unwind tables through
+	 * dl_iterate_phdr, which takes the dynamic loader's lock: a sample
+	 * landing while its thread holds that lock (inside dlopen) would
+	 * deadlock, so this is opt-in.  -ENOTSUP when the library was built
+	 * without libunwind.
+	 */
+	PROFRING_PROF_UNWIND_LIBUNWIND = 1,
+};
+
+/**
+ * struct profring_prof_opts - profiling options; all-zero means defaults.
+ * @hz:		samples per CPU-second per thread; 0 means 99; at most
+ *		10000.
+ * @output:	pprof file (gzip'd profile.proto); NULL means
+ *		"profring.pb.gz".
+ * @folded:	folded-stacks file ("a;b;c 42" lines); NULL means none.
+ * @timer:	see enum profring_prof_timer.
+ * @unwinder:	see enum profring_prof_unwinder.
+ * @max_frames:	frames kept per sample (deeper stacks are cut at the
+ *		root end and counted); 0 means 64, at most 128 (the
+ *		stack table's depth).
+ * @buffer_words: size of the profbuf ring in 8-byte words; 0 means 1 Mi
+ *		(8 MiB).  Small rings make the reader's lag visible as lost
+ *		samples (for tests).
+ */
+struct profring_prof_opts {
+	unsigned int hz;
+	const char *output;
+	const char *folded;
+	enum profring_prof_timer timer;
+	enum profring_prof_unwinder unwinder;
+	unsigned int max_frames;
+	size_t buffer_words;
+};
+
+/**
+ * struct profring_prof_stats - a profiling session's accounting.
+ * @signals:	SIGPROF signals the handler took while profiling.
+ * @written:	samples the handler wrote to the ring.
+ * @refused:	samples the ring refused (counted as overflow by profbuf,
+ *		or arriving after close); @written + @refused == @signals.
+ * @read:	samples the reader took from the ring.
+ * @lost:	samples the ring reported lost (overflow records);
+ *		at stop, @read + @lost == @signals.
+ * @periods:	sampling periods the read samples stand for.
+ * @truncated:	samples whose stack was cut at max_frames.
+ * @unwind_unchecked: samples taken on threads whose stack bounds were not
+ *		known; the unwinder then reads frames with process_vm_readv,
+ *		which cannot fault.
+ * @threads:	threads that were given a timer.
+ * @stacks:	distinct stacks.
+ * @stack_table_full: samples kept without interning because the stack
+ *		table was full (reported as their own entry).
+ */
+struct profring_prof_stats {
+	uint64_t signals;
+	uint64_t written;
+	uint64_t refused;
+	uint64_t read;
+	uint64_t lost;
+	uint64_t periods;
+	uint64_t truncated;
+	uint64_t unwind_unchecked;
+	uint64_t threads;
+	uint64_t stacks;
+	uint64_t stack_table_full;
+};
+
+/**
+ * profring_prof_start() - start profiling the whole process.
+ * @opts: options, or NULL for the defaults.
+ *
+ * Installs the SIGPROF handler, starts the reader thread and arms every
+ * thread's timer.  Not async-signal-safe.
+ *
+ * Return: 0; -EBUSY if a session is running; -EINVAL for bad options;
+ * -ENOTSUP for an unwinder not built in; or the -errno of what failed (no
+ * state is left behind).
+ */
+int profring_prof_start(const struct profring_prof_opts *opts);
+
+/**
+ * profring_prof_stop() - stop profiling and write the profile.
+ *
+ * Disarms the timers, waits for handlers in flight, drains the ring, writes
+ * the pprof file (and the folded file if asked).  The SIGPROF handler stays
+ * installed, doing nothing, so that a signal still pending cannot kill the
+ * process.
+ *
+ * Return: 0; -ESRCH if no session is running; or the -errno of the first
+ * output that failed (the session is stopped all the same).
+ */
+int profring_prof_stop(void);
+
+/**
+ * profring_prof_get_stats() - the current or last session's accounting.
+ * @st: filled in.
+ *
+ * Return: 0, or -EINVAL for a NULL @st.
+ */
+int profring_prof_get_stats(struct profring_prof_stats *st);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PROFRING_PROF_H */

@@ -1,0 +1,427 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tools/prof/collector.c - the reader side of profring-prof.
+ *
+ * One thread, with every signal blocked (it is never sampled), drains the
+ * session's profbuf until EOF: blocking reads with a timeout, woken by the
+ * writers only past a watermark (see COLLECT_PERIOD_NS).  Each sample record is
+ * [len, time, periods, tid, pc0 ... pcN]; its stack is interned in a
+ * stacktab (one copy of each distinct stack, a small id) and the pair
+ * (stack id, tid) is counted in an open-addressing table: samples and
+ * periods.  Overflow records ([len, time, 0, 0, count], NULL tag) add to
+ * the lost count, which becomes a "[profring: lost samples]" entry of the
+ * profile: a gap is always visible, never silent.  Stacks the table had no
+ * room for are counted under "[profring: stack table full]", empty stacks
+ * (an unwinder that found no PC) under "[profring: no stack]".
+ *
+ * The table and the aggregation are the collector thread's alone until it
+ * is joined; prof_collector_profile() reads them after the join, which
+ * orders everything (pthread_join synchronizes with the thread's end).
+ */
+#include "prof_internal.h"
+
+#include <profring/stacktab.h>
+
+#include <errno.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Pseudo stack ids for the synthetic entries (real ids are small). */
+#define STACK_TABLE_FULL UINT32_MAX
+#define STACK_EMPTY (UINT32_MAX - 1)
+
+#define STACKTAB_BYTES ((size_t)64 << 20) /* virtual; committed as used */
+#define STACKTAB_EXPECTED 16384
+
+/*
+ * The writers wake the collector only once PROF_WAKE_WORDS are pending (or
+ * on overflow or close): a wakeup per sample would cost the profiled
+ * program a context switch per sample.  What stays below the mark is read
+ * at least every COLLECT_PERIOD_NS.
+ */
+#define COLLECT_PERIOD_NS 200000000u
+
+struct agg_entry {
+	uint32_t stack; /* 0: empty slot */
+	uint32_t tid;
+	uint64_t samples;
+	uint64_t periods;
+};
+
+struct prof_collector {
+	struct profbuf *buf;
+	struct stacktab *tab;
+	pthread_t thread;
+	sem_t started;
+	pid_t tid;
+	int error;
+
+	struct agg_entry *agg; /* open addressing, power-of-two size */
+	size_t nagg;
+	size_t capagg;
+
+	uint64_t read;
+	uint64_t lost;
+	uint64_t periods;
+	uint64_t table_full;
+};
+
+/* Test hook: a pause after every read, so that a small ring overflows. */
+static atomic_uint test_stall_us;
+
+/**
+ * prof_collector_set_test_stall() - make the reader slow (tests only).
+ * @us: microseconds to sleep after each read; 0 for none.
+ */
+void prof_collector_set_test_stall(unsigned int us)
+{
+	atomic_store_explicit(&test_stall_us, us, memory_order_relaxed);
+}
+
+static void test_stall(void)
+{
+	unsigned int us =
+		atomic_load_explicit(&test_stall_us, memory_order_relaxed);
+	struct timespec ts = { 0, (long)us * 1000 };
+
+	if (us)
+		nanosleep(&ts, NULL);
+}
+
+static size_t agg_hash(uint32_t stack, uint32_t tid)
+{
+	uint64_t h = ((uint64_t)stack << 32 | tid) * 0x9e3779b97f4a7c15u;
+
+	return (size_t)(h >> 17);
+}
+
+static struct agg_entry *agg_slot(struct agg_entry *v, size_t cap,
+				  uint32_t stack, uint32_t tid)
+{
+	size_t i = agg_hash(stack, tid) & (cap - 1);
+
+	while (v[i].stack && (v[i].stack != stack || v[i].tid != tid))
+		i = (i + 1) & (cap - 1);
+	return &v[i];
+}
+
+static int agg_grow(struct prof_collector *c)
+{
+	size_t cap = c->capagg ? 2 * c->capagg : 1024;
+	struct agg_entry *v = calloc(cap, sizeof(*v));
+	size_t i;
+
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < c->capagg; i++)
+		if (c->agg[i].stack)
+			*agg_slot(v, cap, c->agg[i].stack, c->agg[i].tid) =
+				c->agg[i];
+	free(c->agg);
+	c->agg = v;
+	c->capagg = cap;
+	return 0;
+}
+
+static int agg_add(struct prof_collector *c, uint32_t stack, uint32_t tid,
+		   uint64_t periods)
+{
+	struct agg_entry *e;
+	int err;
+
+	if (2 * (c->nagg + 1) > c->capagg) {
+		err = agg_grow(c);
+		if (err)
+			return err;
+	}
+	e = agg_slot(c->agg, c->capagg, stack, tid);
+	if (!e->stack) {
+		e->stack = stack;
+		e->tid = tid;
+		c->nagg++;
+	}
+	e->samples++;
+	e->periods += periods;
+	return 0;
+}
+
+static int take_sample(struct prof_collector *c, const uint64_t *rec,
+		       size_t len)
+{
+	const uint64_t *hdr = rec + 2;
+	const uintptr_t *pcs = (const uintptr_t *)(hdr + PROF_HDR_WORDS);
+	size_t npcs = len - 2 - PROF_HDR_WORDS;
+	uint64_t periods = hdr[PROF_HDR_PERIODS];
+	uint32_t stack;
+
+	c->read++;
+	c->periods += periods;
+	if (!npcs) {
+		stack = STACK_EMPTY;
+	} else {
+		stack = stacktab_put(c->tab, pcs, npcs);
+		if (!stack) {
+			stack = STACK_TABLE_FULL;
+			c->table_full++;
+		}
+	}
+	return agg_add(c, stack, (uint32_t)hdr[PROF_HDR_TID], periods);
+}
+
+/* One read's worth of whole records. */
+static int take_records(struct prof_collector *c, const struct profbuf_read *r)
+{
+	size_t off = 0, k = 0, len;
+	const uint64_t *rec;
+	int err;
+
+	while (off < r->ndata && k < r->ntags) {
+		rec = r->data + off;
+		len = (size_t)rec[0];
+		if (len < 2 + PROF_HDR_WORDS || len > r->ndata - off)
+			return -EBADMSG; /* cannot happen: profbuf's layout */
+		if (!r->tags[k] && !rec[2] && !rec[3] &&
+		    len == 2 + PROF_HDR_WORDS + 1) {
+			c->lost += rec[4];
+		} else {
+			err = take_sample(c, rec, len);
+			if (err)
+				return err;
+		}
+		off += len;
+		k++;
+	}
+	return 0;
+}
+
+static void *collector_main(void *arg)
+{
+	struct prof_collector *c = arg;
+	struct profbuf_read r;
+	int err;
+
+	c->tid = (pid_t)syscall(SYS_gettid);
+	sem_post(&c->started);
+	for (;;) {
+		err = profbuf_read_timeout(c->buf, COLLECT_PERIOD_NS, &r);
+		if (err == -ETIMEDOUT)
+			continue; /* the next read takes what is below the mark */
+		if (!err)
+			err = take_records(c, &r);
+		if (err) {
+			/* Keep draining so that writers are not left to
+			 * overflow, but remember the first error. */
+			if (!c->error)
+				c->error = err;
+			if (err != -ENOMEM && err != -EBADMSG)
+				break;
+		}
+		if (r.eof)
+			break;
+		test_stall();
+	}
+	return NULL;
+}
+
+/**
+ * prof_collector_start() - start the reader thread on @buf.
+ * @buf: the session's ring.
+ * @err: receives -errno on failure.
+ *
+ * Return: the collector, or NULL.
+ */
+struct prof_collector *prof_collector_start(struct profbuf *buf, int *err)
+{
+	struct prof_collector *c = calloc(1, sizeof(*c));
+	sigset_t all, old;
+	int rc;
+
+	if (!c) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	c->buf = buf;
+	c->tab = stacktab_new(STACKTAB_BYTES, STACKTAB_EXPECTED);
+	if (!c->tab) {
+		*err = -errno;
+		goto fail_tab;
+	}
+	if (sem_init(&c->started, 0, 0)) {
+		*err = -errno;
+		goto fail_sem;
+	}
+	/* The thread inherits the mask: it never takes SIGPROF (or any). */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = prof_real_pthread_create(&c->thread, NULL, collector_main, c);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		*err = -rc;
+		goto fail_thread;
+	}
+	while (sem_wait(&c->started) && errno == EINTR)
+		;
+	return c;
+
+fail_thread:
+	sem_destroy(&c->started);
+fail_sem:
+	stacktab_free(c->tab);
+fail_tab:
+	free(c);
+	return NULL;
+}
+
+/**
+ * prof_collector_tid() - the reader thread's id (never to be sampled).
+ * @c: the collector.
+ *
+ * Return: its tid.
+ */
+pid_t prof_collector_tid(const struct prof_collector *c)
+{
+	return c->tid;
+}
+
+/**
+ * prof_collector_join() - wait for the reader to reach EOF (the ring must
+ * have been closed).
+ * @c: the collector.
+ *
+ * Return: 0, or the first error the reader met.
+ */
+int prof_collector_join(struct prof_collector *c)
+{
+	pthread_join(c->thread, NULL);
+	return c->error;
+}
+
+static const char *special_name(uint32_t stack)
+{
+	if (stack == STACK_TABLE_FULL)
+		return PROF_TABLE_FULL_NAME;
+	if (stack == STACK_EMPTY)
+		return PROF_NO_STACK_NAME;
+	return NULL;
+}
+
+static int fill_sample(struct prof_collector *c, const struct agg_entry *e,
+		       struct prof_sample *s)
+{
+	uintptr_t pcs[PROF_MAX_FRAMES];
+	uintptr_t *copy;
+	size_t n;
+
+	memset(s, 0, sizeof(*s));
+	s->tid = e->tid;
+	s->samples = e->samples;
+	s->periods = e->periods;
+	s->special = special_name(e->stack);
+	if (s->special)
+		return 0;
+	n = stacktab_get(c->tab, e->stack, pcs, PROF_MAX_FRAMES);
+	if (n > PROF_MAX_FRAMES)
+		n = PROF_MAX_FRAMES;
+	copy = malloc(n * sizeof(*copy) + 1);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, pcs, n * sizeof(*copy));
+	s->pcs = copy;
+	s->npcs = n;
+	return 0;
+}
+
+/**
+ * prof_collector_profile() - the aggregated samples, after the join.
+ * @c: the collector.
+ * @p: receives the samples (and nothing else: the caller fills in the
+ *     period, times and comments); free with
+ *     prof_collector_profile_free().
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int prof_collector_profile(struct prof_collector *c, struct prof_profile *p)
+{
+	struct prof_sample *v;
+	size_t i, n = 0;
+	int err;
+
+	memset(p, 0, sizeof(*p));
+	v = calloc(c->nagg + 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	p->samples = v;
+	for (i = 0; i < c->capagg; i++) {
+		if (!c->agg[i].stack)
+			continue;
+		err = fill_sample(c, &c->agg[i], &v[n]);
+		if (err) {
+			p->nsamples = n;
+			prof_collector_profile_free(p);
+			return err;
+		}
+		n++;
+	}
+	if (c->lost) {
+		/* An overflow record counts samples, not periods: one each. */
+		v[n].special = PROF_LOST_NAME;
+		v[n].samples = c->lost;
+		v[n].periods = c->lost;
+		n++;
+	}
+	p->nsamples = n;
+	return 0;
+}
+
+/**
+ * prof_collector_profile_free() - free what prof_collector_profile() made.
+ * @p: the profile; its samples are freed and zeroed.
+ */
+void prof_collector_profile_free(struct prof_profile *p)
+{
+	size_t i;
+
+	for (i = 0; i < p->nsamples; i++)
+		free((void *)p->samples[i].pcs);
+	free((void *)p->samples);
+	p->samples = NULL;
+	p->nsamples = 0;
+}
+
+/**
+ * prof_collector_add_stats() - fill in the reader's side of @st.
+ * @c:  the collector, joined.
+ * @st: read, lost, periods, stacks, stack_table_full.
+ */
+void prof_collector_add_stats(const struct prof_collector *c,
+			      struct profring_prof_stats *st)
+{
+	struct stacktab_stats ts;
+
+	stacktab_stats(c->tab, &ts);
+	st->read = c->read;
+	st->lost = c->lost;
+	st->periods = c->periods;
+	st->stacks = ts.stacks;
+	st->stack_table_full = c->table_full;
+}
+
+/**
+ * prof_collector_free() - free a joined collector.
+ * @c: the collector, or NULL.
+ */
+void prof_collector_free(struct prof_collector *c)
+{
+	if (!c)
+		return;
+	sem_destroy(&c->started);
+	stacktab_free(c->tab);
+	free(c->agg);
+	free(c);
+}

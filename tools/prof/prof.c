@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tools/prof/prof.c - profring-prof's sessions: profring_prof_start() and
+ * profring_prof_stop(), and the LD_PRELOAD entry (a constructor that starts
+ * a session when PROFRING_PROF names an output file, a destructor that
+ * stops it at exit).
+ *
+ * A session is: a profbuf the SIGPROF handler writes one record per sample
+ * to (sampler.c), a collector thread that drains it (collector.c), and at
+ * stop the writers (pprof.c).  Start and stop are serialized by a mutex and
+ * belong to the process that started the session: a forked child has no
+ * timers and no collector, so it has no session to stop.
+ *
+ * Stop's order is what makes the accounting exact: the sampler stops first
+ * (timers deleted, handlers in flight waited for), so the ring's close
+ * races no writer; the collector then drains to EOF, overflow included; so
+ * at stop signals = samples read + samples lost.
+ */
+#include "prof_internal.h"
+#include "pprof.h"
+#include "symbolize.h"
+#include "unwind.h"
+
+#include "../../ring/compiler.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PROF_DEFAULT_OUTPUT "profring.pb.gz"
+#define PROF_NCOMMENTS 3
+#define PROF_COMMENT_LEN 256
+
+static struct {
+	pthread_mutex_t lock;
+	bool running;
+	bool verbose; /* print a summary line on stderr at stop */
+	pid_t owner;
+	char *output;
+	char *folded;
+	unsigned int hz;
+	enum profring_prof_unwinder unwinder;
+	struct profbuf *buf;
+	struct prof_collector *collector;
+	int64_t start_realtime_ns;
+	int64_t start_mono_ns;
+	struct profring_prof_stats stats;
+} session = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static int64_t clock_ns(clockid_t clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int check_opts(const struct profring_prof_opts *o)
+{
+	if (o->hz > PROF_MAX_HZ || o->max_frames > PROF_MAX_FRAMES)
+		return -EINVAL;
+	if (o->timer != PROFRING_PROF_TIMER_THREAD &&
+	    o->timer != PROFRING_PROF_TIMER_PROCESS)
+		return -EINVAL;
+	if (o->unwinder != PROFRING_PROF_UNWIND_FP &&
+	    o->unwinder != PROFRING_PROF_UNWIND_LIBUNWIND)
+		return -EINVAL;
+	if (o->unwinder == PROFRING_PROF_UNWIND_LIBUNWIND &&
+	    !prof_unwind_libunwind_available())
+		return -ENOTSUP;
+	if (o->buffer_words > ((size_t)1 << 27))
+		return -EINVAL;
+	return 0;
+}
+
+static void session_release(void)
+{
+	prof_collector_free(session.collector);
+	profbuf_free(session.buf);
+	free(session.output);
+	free(session.folded);
+	session.collector = NULL;
+	session.buf = NULL;
+	session.output = session.folded = NULL;
+}
+
+static int session_setup(const struct profring_prof_opts *o)
+{
+	size_t words =
+		o->buffer_words ? o->buffer_words : PROF_DEFAULT_BUFFER_WORDS;
+	int err = -ENOMEM;
+
+	session.hz = o->hz ? o->hz : PROF_DEFAULT_HZ;
+	session.unwinder = o->unwinder;
+	session.output = strdup(o->output ? o->output : PROF_DEFAULT_OUTPUT);
+	session.folded = o->folded ? strdup(o->folded) : NULL;
+	if (!session.output || (o->folded && !session.folded))
+		return -ENOMEM;
+	/* A record is at least 5 words: one tag per 4 words is plenty. */
+	session.buf = profbuf_new(PROF_HDR_WORDS, words, words / 4 + 1);
+	if (!session.buf)
+		return -errno;
+	/* Wake the collector in batches (collector.c says why). */
+	profbuf_set_wake_watermark(session.buf, words / 4 < PROF_WAKE_WORDS
+							? words / 4
+							: PROF_WAKE_WORDS);
+	session.collector = prof_collector_start(session.buf, &err);
+	if (!session.collector)
+		return err;
+	return 0;
+}
+
+/* Undo session_setup() after the collector started. */
+static void session_abort(void)
+{
+	if (session.collector) {
+		profbuf_close(session.buf);
+		prof_collector_join(session.collector);
+	}
+	session_release();
+}
+
+/**
+ * profring_prof_start() - start profiling the whole process.
+ * @opts: options, or NULL for the defaults.
+ *
+ * Return: 0 or -errno; see prof.h.
+ */
+RING_API int profring_prof_start(const struct profring_prof_opts *opts)
+{
+	static const struct profring_prof_opts defaults;
+	const struct profring_prof_opts *o = opts ? opts : &defaults;
+	struct prof_sampler_config cfg;
+	int err;
+
+	err = check_opts(o);
+	if (err)
+		return err;
+	prof_sampler_init_process();
+	pthread_mutex_lock(&session.lock);
+	err = -EBUSY;
+	if (session.running && session.owner == getpid())
+		goto out;
+	session.running = false; /* a session inherited by fork is gone */
+	memset(&session.stats, 0, sizeof(session.stats));
+	err = session_setup(o);
+	if (err)
+		goto fail;
+	cfg.buf = session.buf;
+	cfg.period_ns = 1000000000u / session.hz;
+	cfg.timer = o->timer;
+	cfg.unwinder = o->unwinder;
+	cfg.max_frames = o->max_frames ? o->max_frames : PROF_DEFAULT_FRAMES;
+	cfg.exclude_tid = prof_collector_tid(session.collector);
+	session.start_realtime_ns = clock_ns(CLOCK_REALTIME);
+	session.start_mono_ns = clock_ns(CLOCK_MONOTONIC);
+	err = prof_sampler_start(&cfg);
+	if (err)
+		goto fail;
+	session.owner = getpid();
+	session.running = true;
+	goto out;
+fail:
+	session_abort();
+out:
+	pthread_mutex_unlock(&session.lock);
+	return err;
+}
+
+static void format_comments(char c[PROF_NCOMMENTS][PROF_COMMENT_LEN],
+			    const struct profring_prof_stats *st)
+{
+	snprintf(c[0], PROF_COMMENT_LEN,
+		 "profring-prof: %u Hz, %s, %s unwinding", session.hz,
+		 prof_sampler_timer_used() == PROFRING_PROF_TIMER_THREAD
+			 ? "per-thread CPU timers"
+			 : "setitimer(ITIMER_PROF)",
+		 session.unwinder == PROFRING_PROF_UNWIND_FP ? "frame-pointer"
+							     : "libunwind");
+	snprintf(c[1], PROF_COMMENT_LEN,
+		 "signals %" PRIu64 " = read %" PRIu64 " + lost %" PRIu64
+		 "; refused after close %" PRIu64,
+		 st->signals, st->read, st->lost,
+		 st->written + st->refused - st->read - st->lost);
+	snprintf(c[2], PROF_COMMENT_LEN,
+		 "threads %" PRIu64 ", stacks %" PRIu64 ", truncated %" PRIu64
+		 ", unchecked unwinds %" PRIu64 ", stack table full %" PRIu64,
+		 st->threads, st->stacks, st->truncated, st->unwind_unchecked,
+		 st->stack_table_full);
+}
+
+static int write_outputs(const struct profring_prof_stats *st)
+{
+	char comments[PROF_NCOMMENTS][PROF_COMMENT_LEN];
+	const char *lines[PROF_NCOMMENTS];
+	struct prof_symbolizer *sym;
+	struct prof_profile p;
+	int err, i;
+
+	err = prof_collector_profile(session.collector, &p);
+	if (err)
+		return err;
+	format_comments(comments, st);
+	for (i = 0; i < PROF_NCOMMENTS; i++)
+		lines[i] = comments[i];
+	p.period_ns = 1000000000u / session.hz;
+	p.time_nanos = session.start_realtime_ns;
+	p.duration_nanos = clock_ns(CLOCK_MONOTONIC) - session.start_mono_ns;
+	p.comments = lines;
+	p.ncomments = PROF_NCOMMENTS;
+	sym = prof_symbolizer_new();
+	if (!sym) {
+		err = -errno;
+		goto out;
+	}
+	err = prof_pprof_write(&p, sym, session.output);
+	if (session.folded) {
+		int ferr = prof_folded_write(&p, sym, session.folded);
+
+		err = err ? err : ferr;
+	}
+	prof_symbolizer_free(sym);
+out:
+	prof_collector_profile_free(&p);
+	return err;
+}
+
+static void print_summary(const struct profring_prof_stats *st, int err)
+{
+	if (err) {
+		fprintf(stderr, "profring-prof: cannot write %s: %s\n",
+			session.output, strerror(-err));
+		return;
+	}
+	fprintf(stderr,
+		"profring-prof: wrote %s: %" PRIu64 " samples (signals %" PRIu64
+		" = read %" PRIu64 " + lost %" PRIu64 "), %" PRIu64
+		" threads, %" PRIu64 " stacks\n",
+		session.output, st->read + st->lost, st->signals, st->read,
+		st->lost, st->threads, st->stacks);
+}
+
+/**
+ * profring_prof_stop() - stop profiling and write the profile.
+ *
+ * Return: 0 or -errno; see prof.h.
+ */
+RING_API int profring_prof_stop(void)
+{
+	struct profring_prof_stats st;
+	int err;
+
+	pthread_mutex_lock(&session.lock);
+	err = -ESRCH;
+	if (!session.running || session.owner != getpid())
+		goto out;
+	prof_sampler_stop(); /* no handler touches the ring after this */
+	profbuf_close(session.buf);
+	err = prof_collector_join(session.collector);
+	memset(&st, 0, sizeof(st));
+	prof_sampler_add_stats(&st);
+	prof_collector_add_stats(session.collector, &st);
+	session.stats = st;
+	if (!err)
+		err = write_outputs(&st);
+	if (session.verbose)
+		print_summary(&st, err);
+	session_release();
+	session.running = false;
+out:
+	pthread_mutex_unlock(&session.lock);
+	return err;
+}
+
+/**
+ * profring_prof_get_stats() - the current or last session's accounting.
+ * @st: filled in.
+ *
+ * Return: 0 or -EINVAL.
+ */
+RING_API int profring_prof_get_stats(struct profring_prof_stats *st)
+{
+	if (!st)
+		return -EINVAL;
+	pthread_mutex_lock(&session.lock);
+	if (session.running) {
+		memset(st, 0, sizeof(*st));
+		prof_sampler_add_stats(st);
+	} else {
+		*st = session.stats;
+	}
+	pthread_mutex_unlock(&session.lock);
+	return 0;
+}
+
+/* ---- LD_PRELOAD: PROFRING_PROF=file and friends ---- */
+
+static unsigned long env_number(const char *name, unsigned long dflt)
+{
+	const char *v = getenv(name);
+	char *end;
+	unsigned long n;
+
+	if (!v || !*v)
+		return dflt;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno || *end) {
+		fprintf(stderr, "profring-prof: ignoring %s=%s\n", name, v);
+		return dflt;
+	}
+	return n;
+}
+
+static bool env_is(const char *name, const char *value)
+{
+	const char *v = getenv(name);
+
+	return v && !strcmp(v, value);
+}
+
+static void preload_opts(struct profring_prof_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->output = getenv("PROFRING_PROF");
+	o->folded = getenv("PROFRING_PROF_FOLDED");
+	o->hz = (unsigned int)env_number("PROFRING_PROF_HZ", 0);
+	o->max_frames = (unsigned int)env_number("PROFRING_PROF_FRAMES", 0);
+	o->buffer_words = env_number("PROFRING_PROF_BUFFER_WORDS", 0);
+	if (env_is("PROFRING_PROF_TIMER", "process"))
+		o->timer = PROFRING_PROF_TIMER_PROCESS;
+	if (env_is("PROFRING_PROF_UNWIND", "libunwind"))
+		o->unwinder = PROFRING_PROF_UNWIND_LIBUNWIND;
+}
+
+/* Children inherit LD_PRELOAD, not the session: they must not overwrite
+ * our output. */
+static void preload_unset_env(void)
+{
+	static const char *const names[] = {
+		"PROFRING_PROF",
+		"PROFRING_PROF_FOLDED",
+		"PROFRING_PROF_HZ",
+		"PROFRING_PROF_FRAMES",
+		"PROFRING_PROF_TIMER",
+		"PROFRING_PROF_UNWIND",
+		"PROFRING_PROF_BUFFER_WORDS",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		unsetenv(names[i]);
+}
+
+/* A child forked while start or stop held the lock must not inherit it. */
+static void session_after_fork_in_child(void)
+{
+	pthread_mutex_init(&session.lock, NULL);
+}
+
+__attribute__((constructor)) static void prof_library_init(void)
+{
+	struct profring_prof_opts o;
+	int err;
+
+	prof_sampler_init_process(); /* the main thread's stack bounds */
+	pthread_atfork(NULL, NULL, session_after_fork_in_child);
+	if (!getenv("PROFRING_PROF") || !*getenv("PROFRING_PROF"))
+		return;
+	preload_opts(&o);
+	session.verbose = true;
+	err = profring_prof_start(&o); /* copies the strings */
+	preload_unset_env();
+	if (err)
+		fprintf(stderr, "profring-prof: cannot start: %s\n",
+			strerror(-err));
+}
+
+/* At exit: write the profile of a session still running. */
+__attribute__((destructor)) static void prof_library_fini(void)
+{
+	profring_prof_stop();
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tools/prof/prof_internal.h - the profiler's parts and how prof.c wires
+ * them: the sampler (SIGPROF handler, timers, thread tracking), the
+ * collector (reader thread, aggregation) and the writers (pprof.h).
+ *
+ * Internal header of the profiler: never installed.
+ */
+#ifndef PROFRING_PROF_INTERNAL_H
+#define PROFRING_PROF_INTERNAL_H
+
+#include <profring/prof.h>
+#include <profring/profbuf.h>
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "profile.h"
+
+/* Header words of a sample record: periods it stands for, thread id. */
+#define PROF_HDR_PERIODS 0
+#define PROF_HDR_TID 1
+#define PROF_HDR_WORDS 2
+
+#define PROF_DEFAULT_HZ 99
+#define PROF_MAX_HZ 10000
+#define PROF_DEFAULT_FRAMES 64
+#define PROF_MAX_FRAMES 128
+#define PROF_DEFAULT_BUFFER_WORDS ((size_t)1 << 20)
+#define PROF_WAKE_WORDS ((size_t)8192) /* at most a quarter of the ring */
+
+/* Names of the synthetic entries (struct prof_sample.special). */
+#define PROF_LOST_NAME "[profring: lost samples]"
+#define PROF_TABLE_FULL_NAME "[profring: stack table full]"
+#define PROF_NO_STACK_NAME "[profring: no stack]"
+
+/**
+ * struct prof_sampler_config - what the handler needs for one session.
+ * @buf:	the ring the handler writes to.
+ * @period_ns:	CPU nanoseconds between samples.
+ * @timer:	requested timer kind.
+ * @unwinder:	stack walker.
+ * @max_frames:	frames per sample, at most PROF_MAX_FRAMES.
+ * @exclude_tid: a thread never to arm (the collector's).
+ */
+struct prof_sampler_config {
+	struct profbuf *buf;
+	uint64_t period_ns;
+	enum profring_prof_timer timer;
+	enum profring_prof_unwinder unwinder;
+	unsigned int max_frames;
+	pid_t exclude_tid;
+};
+
+void prof_sampler_init_process(void);
+int prof_sampler_start(const struct prof_sampler_config *c);
+void prof_sampler_stop(void);
+enum profring_prof_timer prof_sampler_timer_used(void);
+void prof_sampler_add_stats(struct profring_prof_stats *st);
+int prof_real_pthread_create(pthread_t *t, const pthread_attr_t *attr,
+			     void *(*fn)(void *), void *arg);
+
+struct prof_collector;
+
+struct prof_collector *prof_collector_start(struct profbuf *buf, int *err);
+pid_t prof_collector_tid(const struct prof_collector *c);
+int prof_collector_join(struct prof_collector *c);
+int prof_collector_profile(struct prof_collector *c, struct prof_profile *p);
+void prof_collector_profile_free(struct prof_profile *p);
+void prof_collector_add_stats(const struct prof_collector *c,
+			      struct profring_prof_stats *st);
+void prof_collector_free(struct prof_collector *c);
+void prof_collector_set_test_stall(unsigned int us);
+
+#endif /* PROFRING_PROF_INTERNAL_H */

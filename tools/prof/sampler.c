@@ -1,0 +1,610 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tools/prof/sampler.c - the SIGPROF side of profring-prof: the handler,
+ * the per-thread CPU timers, and the thread tracking that arms them.
+ *
+ * Protocol.
+ *
+ * The handler and a session.  A session publishes its configuration (the
+ * ring, the unwinder, the frame limit, a generation number) in plain
+ * fields, then sets `active` with a seq_cst store.  The handler, which may
+ * run on any thread at any moment, increments `inflight`, then loads
+ * `active` (both seq_cst) and samples only if it is set; it decrements
+ * `inflight` (release) when done.  Stop clears `active` and then waits for
+ * `inflight` to read 0 (both seq_cst).  This is Dekker's pattern: in the
+ * single seq_cst order either the handler's load of `active` comes after
+ * stop's store (it sees 0 and does nothing), or its increment comes before
+ * stop's load of `inflight` (stop waits for it).  So once stop returns no
+ * handler touches the ring, and the ring can be closed and freed; the
+ * handler's seq_cst load of `active` is also the acquire that makes the
+ * configuration fields visible.  The handler stays installed after stop:
+ * a SIGPROF still pending would otherwise kill the process.
+ *
+ * Stale signals.  Timer signals carry the session's generation in
+ * si_value; a signal from an earlier session's timer that arrives during
+ * a later session is ignored.  In per-thread mode signals that did not
+ * come from our timers (kill(), someone else's setitimer) are ignored too.
+ *
+ * Timers.  Each thread gets a POSIX timer on its own CPU-time clock whose
+ * signal goes to that thread (SIGEV_THREAD_ID), so threads are sampled in
+ * proportion to their CPU time and the handler runs on the sampled thread.
+ * Timers live in a registry (tid -> timer) under a mutex, touched only
+ * outside signal handlers: by start (which arms every thread listed in
+ * /proc/self/task), by new threads (which arm themselves as they start, if
+ * a session is active), by exiting threads (a pthread key destructor
+ * deletes their timer) and by stop (which deletes them all).  A thread
+ * starting during start() is armed by whichever of the two takes the
+ * registry lock second: a thread replaces any entry for its own tid (the
+ * entry may be a dead thread's whose tid was reused), start only adds tids
+ * that have none.  If per-thread timers cannot be had, one process-wide
+ * setitimer(ITIMER_PROF) is used instead.
+ *
+ * Stack bounds.  The frame-pointer unwinder needs the thread's stack
+ * bounds; pthread_getattr_np() is not async-signal-safe, so they are read
+ * when a thread starts (our pthread_create wrapper) and for the main
+ * thread when the library loads, and kept in initial-exec TLS, which the
+ * handler reads without allocating.
+ */
+#include "prof_internal.h"
+#include "unwind.h"
+
+#include "../../ring/clock.h"
+#include "../../ring/compiler.h"
+
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A thread's own state, read by the handler. */
+struct prof_thread {
+	struct prof_stack_bounds bounds;
+	pid_t tid; /* 0 until first needed */
+};
+
+static __thread struct prof_thread prof_self
+	__attribute__((tls_model("initial-exec")));
+
+struct timer_entry {
+	pid_t tid;
+	timer_t timer;
+};
+
+static struct {
+	/* Read by the handler; written by start before `active` is set. */
+	struct profbuf *buf;
+	enum profring_prof_unwinder unwinder;
+	unsigned int max_frames;
+	int generation;
+	bool thread_timers; /* false: setitimer */
+
+	atomic_int active;
+	atomic_uint inflight;
+
+	/* Statistics, relaxed counters. */
+	atomic_uint_fast64_t signals;
+	atomic_uint_fast64_t written;
+	atomic_uint_fast64_t refused;
+	atomic_uint_fast64_t truncated;
+	atomic_uint_fast64_t unchecked;
+	atomic_uint_fast64_t ignored;
+
+	/* The timer registry; everything below is under `lock`. */
+	pthread_mutex_t lock;
+	bool arming; /* new threads arm themselves */
+	uint64_t period_ns;
+	pid_t exclude_tid;
+	struct timer_entry *timers;
+	size_t ntimers;
+	size_t captimers;
+	uint64_t threads_armed;
+	bool handler_installed;
+} sampler = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static pthread_key_t thread_exit_key;
+static pthread_once_t process_once = PTHREAD_ONCE_INIT;
+
+static pid_t current_tid(void)
+{
+	if (!prof_self.tid)
+		prof_self.tid = (pid_t)syscall(SYS_gettid);
+	return prof_self.tid;
+}
+
+static void record_stack_bounds(void)
+{
+	pthread_attr_t attr;
+	void *addr;
+	size_t size;
+
+	if (pthread_getattr_np(pthread_self(), &attr))
+		return;
+	if (!pthread_attr_getstack(&attr, &addr, &size)) {
+		prof_self.bounds.lo = (uintptr_t)addr;
+		prof_self.bounds.hi = (uintptr_t)addr + size;
+	}
+	pthread_attr_destroy(&attr);
+}
+
+/* ---- the handler ---- */
+
+static size_t take_stack(void *ucontext, uintptr_t *pcs)
+{
+	struct prof_unwind_result res;
+
+	if (sampler.unwinder == PROFRING_PROF_UNWIND_LIBUNWIND)
+		prof_unwind_libunwind(ucontext, pcs, sampler.max_frames, &res);
+	else
+		prof_unwind_fp(ucontext, &prof_self.bounds, pcs,
+			       sampler.max_frames, &res);
+	if (res.truncated)
+		atomic_fetch_add_explicit(&sampler.truncated, 1,
+					  memory_order_relaxed);
+	if (res.unchecked)
+		atomic_fetch_add_explicit(&sampler.unchecked, 1,
+					  memory_order_relaxed);
+	return res.n;
+}
+
+/* Is this signal one of the current session's samples? */
+static bool signal_is_ours(const siginfo_t *si)
+{
+	if (si->si_code == SI_TIMER)
+		return si->si_value.sival_int == sampler.generation;
+	return !sampler.thread_timers && si->si_code == SI_KERNEL;
+}
+
+static void sample(const siginfo_t *si, void *ucontext)
+{
+	uintptr_t pcs[PROF_MAX_FRAMES];
+	uint64_t hdr[PROF_HDR_WORDS];
+	size_t n;
+	int rc;
+
+	if (!signal_is_ours(si)) {
+		atomic_fetch_add_explicit(&sampler.ignored, 1,
+					  memory_order_relaxed);
+		return;
+	}
+	atomic_fetch_add_explicit(&sampler.signals, 1, memory_order_relaxed);
+	n = take_stack(ucontext, pcs);
+	hdr[PROF_HDR_PERIODS] = 1;
+	if (si->si_code == SI_TIMER && si->si_overrun > 0)
+		hdr[PROF_HDR_PERIODS] += (uint64_t)si->si_overrun;
+	hdr[PROF_HDR_TID] = (uint64_t)current_tid();
+	rc = profbuf_write(sampler.buf, NULL, (int64_t)ring_clock_ticks(), hdr,
+			   PROF_HDR_WORDS, pcs, n);
+	atomic_fetch_add_explicit(rc ? &sampler.refused : &sampler.written, 1,
+				  memory_order_relaxed);
+}
+
+static void on_sigprof(int sig, siginfo_t *si, void *ucontext)
+{
+	int saved_errno = errno;
+
+	(void)sig;
+	/* A cheap filter only; the seq_cst load below decides. */
+	if (!atomic_load_explicit(&sampler.active, memory_order_relaxed))
+		goto out;
+	/* Pairs with stop's store of active and load of inflight (Dekker). */
+	atomic_fetch_add_explicit(&sampler.inflight, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(&sampler.active, memory_order_seq_cst))
+		sample(si, ucontext);
+	/* Release: our ring write happens before stop sees inflight 0. */
+	atomic_fetch_sub_explicit(&sampler.inflight, 1, memory_order_release);
+out:
+	errno = saved_errno;
+}
+
+static int install_handler(void)
+{
+	struct sigaction sa;
+
+	if (sampler.handler_installed)
+		return 0;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_sigprof;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGPROF, &sa, NULL))
+		return -errno;
+	sampler.handler_installed = true;
+	return 0;
+}
+
+/* ---- timers (all under sampler.lock) ---- */
+
+/* The CPU-time clock of thread @tid (glibc's MAKE_THREAD_CPUCLOCK). */
+static clockid_t thread_cpu_clock(pid_t tid)
+{
+	return (clockid_t)((~(unsigned int)tid << 3) | 4u /* per thread */ |
+			   2u /* scheduler clock */);
+}
+
+static struct timespec period_timespec(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000u),
+			       (long)(ns % 1000000000u) };
+
+	return ts;
+}
+
+static int timer_arm(pid_t tid, timer_t *out)
+{
+	struct sigevent sev;
+	struct itimerspec its;
+	int err;
+
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_THREAD_ID;
+	sev.sigev_signo = SIGPROF;
+	sev.sigev_value.sival_int = sampler.generation;
+	sev._sigev_un._tid = tid;
+	if (timer_create(thread_cpu_clock(tid), &sev, out))
+		return -errno;
+	its.it_interval = period_timespec(sampler.period_ns);
+	its.it_value = its.it_interval;
+	if (timer_settime(*out, 0, &its, NULL)) {
+		err = -errno;
+		timer_delete(*out);
+		return err;
+	}
+	return 0;
+}
+
+static struct timer_entry *timer_find(pid_t tid)
+{
+	size_t i;
+
+	for (i = 0; i < sampler.ntimers; i++)
+		if (sampler.timers[i].tid == tid)
+			return &sampler.timers[i];
+	return NULL;
+}
+
+static void timer_remove(pid_t tid)
+{
+	struct timer_entry *e = timer_find(tid);
+
+	if (!e)
+		return;
+	timer_delete(e->timer);
+	*e = sampler.timers[--sampler.ntimers];
+}
+
+static int timer_add(pid_t tid)
+{
+	struct timer_entry *v;
+	size_t cap;
+	int err;
+
+	if (sampler.ntimers == sampler.captimers) {
+		cap = sampler.captimers ? 2 * sampler.captimers : 64;
+		v = realloc(sampler.timers, cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		sampler.timers = v;
+		sampler.captimers = cap;
+	}
+	v = &sampler.timers[sampler.ntimers];
+	err = timer_arm(tid, &v->timer);
+	if (err)
+		return err;
+	v->tid = tid;
+	sampler.ntimers++;
+	sampler.threads_armed++;
+	return 0;
+}
+
+static void timers_delete_all(void)
+{
+	while (sampler.ntimers)
+		timer_remove(sampler.timers[0].tid);
+}
+
+/* Arm every thread of the process but the collector. */
+static int timers_arm_existing(void)
+{
+	struct dirent *d;
+	DIR *dir;
+	pid_t tid;
+	int err = 0;
+
+	dir = opendir("/proc/self/task");
+	if (!dir)
+		return -errno;
+	while (!err && (d = readdir(dir))) {
+		tid = (pid_t)atoi(d->d_name);
+		if (tid <= 0 || tid == sampler.exclude_tid || timer_find(tid))
+			continue;
+		err = timer_add(tid);
+		if (err == -EINVAL || err == -ESRCH)
+			err = 0; /* exited since the listing */
+	}
+	closedir(dir);
+	return err;
+}
+
+static int process_timer_set(uint64_t period_ns)
+{
+	struct itimerval itv;
+
+	itv.it_interval.tv_sec = (time_t)(period_ns / 1000000000u);
+	itv.it_interval.tv_usec = (suseconds_t)(period_ns % 1000000000u / 1000);
+	if (period_ns && !itv.it_interval.tv_sec && !itv.it_interval.tv_usec)
+		itv.it_interval.tv_usec = 1;
+	itv.it_value = itv.it_interval;
+	return setitimer(ITIMER_PROF, &itv, NULL) ? -errno : 0;
+}
+
+/* ---- threads ---- */
+
+/* A thread exits: its timer goes (the key's destructor). */
+static void thread_exit(void *unused)
+{
+	(void)unused;
+	pthread_mutex_lock(&sampler.lock);
+	timer_remove(current_tid());
+	pthread_mutex_unlock(&sampler.lock);
+}
+
+/* A thread starts: note its stack, arm it if a session runs. */
+static void thread_enter(void)
+{
+	pid_t tid;
+
+	prof_sampler_init_process(); /* if a constructor's thread beat ours */
+	prof_self.tid = 0; /* never inherited, but be sure */
+	tid = current_tid();
+	record_stack_bounds();
+	pthread_setspecific(thread_exit_key, (void *)1);
+	pthread_mutex_lock(&sampler.lock);
+	if (sampler.arming) {
+		timer_remove(tid); /* a dead thread's, or start's */
+		timer_add(tid); /* failure: the thread goes unsampled */
+	}
+	pthread_mutex_unlock(&sampler.lock);
+}
+
+struct thread_start {
+	void *(*fn)(void *);
+	void *arg;
+};
+
+static void *thread_trampoline(void *p)
+{
+	struct thread_start st = *(struct thread_start *)p;
+
+	free(p);
+	thread_enter();
+	return st.fn(st.arg);
+}
+
+typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *,
+				 void *(*)(void *), void *);
+
+/*
+ * Sanitizer runtimes interpose pthread_create too.  Linked statically into
+ * the executable that holds our objects (a sanitizer build of a test), our
+ * strong pthread_create replaces their weak one: we must call their
+ * interceptor, which calls libc.  A runtime in a shared object loaded
+ * before us (LD_PRELOAD=libclang_rt.asan...so:libprofring-prof.so) calls
+ * us as its "real" pthread_create: we must call the next one, libc's.
+ */
+extern int __interceptor_pthread_create(pthread_t *, const pthread_attr_t *,
+					void *(*)(void *), void *)
+	__attribute__((weak));
+
+static bool same_module(const void *a, const void *b)
+{
+	Dl_info ia, ib;
+
+	return dladdr(a, &ia) && dladdr(b, &ib) && ia.dli_fbase == ib.dli_fbase;
+}
+
+static _Atomic(pthread_create_fn) next_pthread_create;
+
+static pthread_create_fn find_next_pthread_create(void)
+{
+	pthread_create_fn fn;
+	void *sym;
+
+	fn = atomic_load_explicit(&next_pthread_create, memory_order_relaxed);
+	if (fn)
+		return fn;
+	if (__interceptor_pthread_create &&
+	    same_module((const void *)__interceptor_pthread_create,
+			(const void *)find_next_pthread_create)) {
+		fn = __interceptor_pthread_create;
+	} else {
+		sym = dlsym(RTLD_NEXT, "pthread_create");
+		memcpy(&fn, &sym, sizeof(fn));
+	}
+	/* Any thread finds the same function: relaxed is enough. */
+	atomic_store_explicit(&next_pthread_create, fn, memory_order_relaxed);
+	return fn;
+}
+
+/**
+ * prof_real_pthread_create() - pthread_create without our wrapper.
+ * @t, @attr, @fn, @arg: as for pthread_create().
+ *
+ * Return: as pthread_create(); EAGAIN if the next definition is missing.
+ */
+int prof_real_pthread_create(pthread_t *t, const pthread_attr_t *attr,
+			     void *(*fn)(void *), void *arg)
+{
+	pthread_create_fn next = find_next_pthread_create();
+
+	return next ? next(t, attr, fn, arg) : EAGAIN;
+}
+
+/**
+ * pthread_create() - interposed: the new thread records its stack bounds
+ * and arms its timer before running @fn.
+ * @t, @attr, @fn, @arg: as for pthread_create().
+ *
+ * Return: as pthread_create().
+ */
+RING_API int pthread_create(pthread_t *t, const pthread_attr_t *attr,
+			    void *(*fn)(void *), void *arg)
+{
+	struct thread_start *st = malloc(sizeof(*st));
+	int rc;
+
+	if (!st) /* the thread still starts, unsampled */
+		return prof_real_pthread_create(t, attr, fn, arg);
+	st->fn = fn;
+	st->arg = arg;
+	rc = prof_real_pthread_create(t, attr, thread_trampoline, st);
+	if (rc)
+		free(st);
+	return rc;
+}
+
+/* ---- process ---- */
+
+static void after_fork_in_child(void)
+{
+	/* No timer, no collector crossed the fork: no session here. */
+	atomic_store_explicit(&sampler.active, 0, memory_order_relaxed);
+	prof_self.tid = 0;
+	pthread_mutex_init(&sampler.lock, NULL);
+	sampler.arming = false;
+	free(sampler.timers);
+	sampler.timers = NULL;
+	sampler.ntimers = sampler.captimers = 0;
+}
+
+static void init_process_once(void)
+{
+	record_stack_bounds();
+	pthread_key_create(&thread_exit_key, thread_exit);
+	pthread_atfork(NULL, NULL, after_fork_in_child);
+}
+
+/**
+ * prof_sampler_init_process() - once per process, on the main thread if
+ * possible (the library's constructor): its stack bounds, the thread-exit
+ * key, the fork handler.
+ */
+void prof_sampler_init_process(void)
+{
+	pthread_once(&process_once, init_process_once);
+}
+
+static int start_timers(const struct prof_sampler_config *c)
+{
+	int err;
+
+	if (c->timer == PROFRING_PROF_TIMER_THREAD) {
+		sampler.thread_timers = true;
+		sampler.arming = true;
+		err = timers_arm_existing();
+		if (!err)
+			return 0;
+		timers_delete_all();
+		sampler.arming = false;
+	}
+	/* setitimer: one timer, signals to whichever thread runs. */
+	sampler.thread_timers = false;
+	return process_timer_set(c->period_ns);
+}
+
+/**
+ * prof_sampler_start() - install the handler and arm the timers.
+ * @c: the session's configuration.
+ *
+ * Return: 0 or -errno (nothing left armed).
+ */
+int prof_sampler_start(const struct prof_sampler_config *c)
+{
+	int err;
+
+	prof_sampler_init_process();
+	pthread_mutex_lock(&sampler.lock);
+	err = install_handler();
+	if (err)
+		goto out;
+	sampler.buf = c->buf;
+	sampler.unwinder = c->unwinder;
+	sampler.max_frames = c->max_frames;
+	sampler.generation++;
+	sampler.period_ns = c->period_ns;
+	sampler.exclude_tid = c->exclude_tid;
+	sampler.threads_armed = 0;
+	atomic_store_explicit(&sampler.signals, 0, memory_order_relaxed);
+	atomic_store_explicit(&sampler.written, 0, memory_order_relaxed);
+	atomic_store_explicit(&sampler.refused, 0, memory_order_relaxed);
+	atomic_store_explicit(&sampler.truncated, 0, memory_order_relaxed);
+	atomic_store_explicit(&sampler.unchecked, 0, memory_order_relaxed);
+	atomic_store_explicit(&sampler.ignored, 0, memory_order_relaxed);
+	/* Publishes the fields above to the handler's seq_cst load. */
+	atomic_store_explicit(&sampler.active, 1, memory_order_seq_cst);
+	err = start_timers(c);
+	if (err)
+		atomic_store_explicit(&sampler.active, 0, memory_order_seq_cst);
+out:
+	pthread_mutex_unlock(&sampler.lock);
+	return err;
+}
+
+/**
+ * prof_sampler_stop() - disarm every timer and wait for the handlers in
+ * flight; afterwards no handler touches the session's ring.
+ */
+void prof_sampler_stop(void)
+{
+	struct timespec pause = { 0, 50000 };
+
+	pthread_mutex_lock(&sampler.lock);
+	sampler.arming = false;
+	if (sampler.thread_timers)
+		timers_delete_all();
+	else
+		process_timer_set(0);
+	/* Pairs with the handler's increment and load (Dekker, above). */
+	atomic_store_explicit(&sampler.active, 0, memory_order_seq_cst);
+	pthread_mutex_unlock(&sampler.lock);
+	while (atomic_load_explicit(&sampler.inflight, memory_order_seq_cst))
+		nanosleep(&pause, NULL);
+}
+
+/**
+ * prof_sampler_timer_used() - the timer kind the last start armed.
+ *
+ * Return: PROFRING_PROF_TIMER_THREAD or PROFRING_PROF_TIMER_PROCESS.
+ */
+enum profring_prof_timer prof_sampler_timer_used(void)
+{
+	return sampler.thread_timers ? PROFRING_PROF_TIMER_THREAD
+				     : PROFRING_PROF_TIMER_PROCESS;
+}
+
+static uint64_t counter(atomic_uint_fast64_t *c)
+{
+	return atomic_load_explicit(c, memory_order_relaxed);
+}
+
+/**
+ * prof_sampler_add_stats() - fill in the handler's side of @st.
+ * @st: signals, written, refused, truncated, unwind_unchecked, threads.
+ */
+void prof_sampler_add_stats(struct profring_prof_stats *st)
+{
+	st->signals = counter(&sampler.signals);
+	st->written = counter(&sampler.written);
+	st->refused = counter(&sampler.refused);
+	st->truncated = counter(&sampler.truncated);
+	st->unwind_unchecked = counter(&sampler.unchecked);
+	pthread_mutex_lock(&sampler.lock);
+	st->threads = sampler.threads_armed;
+	pthread_mutex_unlock(&sampler.lock);
+}

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: MIT
+/*
+ * tools/prof/unwind.c - stack walkers that run inside the SIGPROF handler.
+ *
+ * Both are async-signal-safe: they read only the signal's register context
+ * and the interrupted thread's stack, allocate nothing and take no lock.
+ *
+ * Frame pointers.  With frame pointers every function's frame starts with a
+ * record {saved caller frame pointer, return address} at the address held
+ * in the frame pointer register (rbp on x86-64, x29 on arm64).  The walk
+ * starts from the interrupted PC and frame pointer and follows the chain.
+ * A frame pointer is only a number the interrupted code left in a register:
+ * code built without frame pointers uses the register for anything.  So
+ * before reading a record the walk checks that it lies inside the thread's
+ * stack, above the interrupted stack pointer and above the previous record
+ * (stacks grow down, so callers' records are at higher addresses), and is
+ * aligned.  Every record read is then mapped stack memory and the walk
+ * ends, at worst with a few bogus PCs, without ever faulting.  The bounds
+ * come from pthread_getattr_np() when the thread started (never from the
+ * handler).  For a thread whose bounds are unknown (it existed before the
+ * profiler was loaded) each record is read with process_vm_readv() on our
+ * own pid, which returns EFAULT instead of faulting: slower (a system call
+ * per frame) but just as safe.
+ *
+ * libunwind.  unw_init_local2(UNW_INIT_SIGNAL_FRAME) on the signal's
+ * context walks with the DWARF unwind tables, for code without frame
+ * pointers.  It finds the tables through dl_iterate_phdr(), which takes the
+ * dynamic loader's lock: see PROFRING_PROF_UNWIND_LIBUNWIND in prof.h.
+ */
+#include "unwind.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+#ifdef PROFRING_HAVE_LIBUNWIND
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+#endif
+
+/* A frame record: the caller's frame pointer, then the return address. */
+struct frame_record {
+	uintptr_t next_fp;
+	uintptr_t ret;
+};
+
+static bool context_registers(const void *ucontext, uintptr_t *pc,
+			      uintptr_t *fp, uintptr_t *sp)
+{
+	const ucontext_t *uc = ucontext;
+
+#if defined(__x86_64__)
+	*pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+	*fp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
+	*sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+	return true;
+#elif defined(__aarch64__)
+	*pc = (uintptr_t)uc->uc_mcontext.pc;
+	*fp = (uintptr_t)uc->uc_mcontext.regs[29];
+	*sp = (uintptr_t)uc->uc_mcontext.sp;
+	return true;
+#else
+	(void)uc;
+	*pc = *fp = *sp = 0;
+	return false;
+#endif
+}
+
+/* Read a record the bounds check vouched for. */
+__attribute__((no_sanitize("address"))) static bool
+read_record_checked(uintptr_t fp, struct frame_record *rec)
+{
+	const volatile uintptr_t *p = (const volatile uintptr_t *)fp;
+
+	rec->next_fp = p[0];
+	rec->ret = p[1];
+	return true;
+}
+
+/* Read a record nobody vouched for: fails with EFAULT, never faults. */
+static bool read_record_unchecked(uintptr_t fp, struct frame_record *rec)
+{
+	struct iovec local = { rec, sizeof(*rec) };
+	struct iovec remote = { (void *)fp, sizeof(*rec) };
+	long got;
+
+	got = syscall(SYS_process_vm_readv, (long)getpid(), &local, 1L, &remote,
+		      1L, 0L);
+	return got == (long)sizeof(*rec);
+}
+
+/**
+ * prof_unwind_fp() - walk the frame-pointer chain of a signal context.
+ * @ucontext:	the handler's third argument.
+ * @b:		the interrupted thread's stack bounds (zeros if unknown).
+ * @pcs:	receives the PCs, leaf first.
+ * @max:	room in @pcs.
+ * @res:	receives the count and flags.
+ *
+ * Async-signal-safe; may change errno (the caller preserves it).
+ */
+void prof_unwind_fp(const void *ucontext, const struct prof_stack_bounds *b,
+		    uintptr_t *pcs, size_t max, struct prof_unwind_result *res)
+{
+	struct frame_record rec;
+	uintptr_t pc, fp, sp, lo, hi;
+	bool checked = b->hi > b->lo;
+
+	res->n = 0;
+	res->truncated = false;
+	res->unchecked = !checked;
+	if (!max || !context_registers(ucontext, &pc, &fp, &sp) || !pc)
+		return;
+	pcs[res->n++] = pc;
+	lo = sp;
+	hi = checked ? b->hi : UINTPTR_MAX;
+	if (checked && (sp < b->lo || sp >= b->hi))
+		return; /* on another stack (sigaltstack, coroutine): leaf only */
+	for (;;) {
+		if (fp < lo || fp & (sizeof(uintptr_t) - 1) ||
+		    fp > hi - sizeof(rec))
+			return;
+		if (checked ? !read_record_checked(fp, &rec)
+			    : !read_record_unchecked(fp, &rec))
+			return;
+		if (rec.ret < 4096)
+			return; /* the outermost frame's zero, or junk */
+		if (res->n == max) {
+			res->truncated = true;
+			return;
+		}
+		pcs[res->n++] = rec.ret;
+		lo = fp + sizeof(rec);
+		fp = rec.next_fp;
+	}
+}
+
+#ifdef PROFRING_HAVE_LIBUNWIND
+bool prof_unwind_libunwind_available(void)
+{
+	return true;
+}
+
+/**
+ * prof_unwind_libunwind() - walk a signal context with libunwind.
+ * @ucontext:	the handler's third argument.
+ * @pcs:	receives the PCs, leaf first.
+ * @max:	room in @pcs.
+ * @res:	receives the count and flags.
+ */
+void prof_unwind_libunwind(void *ucontext, uintptr_t *pcs, size_t max,
+			   struct prof_unwind_result *res)
+{
+	unw_cursor_t cursor;
+	unw_word_t ip;
+
+	res->n = 0;
+	res->truncated = false;
+	res->unchecked = false;
+	if (!max || unw_init_local2(&cursor, (unw_context_t *)ucontext,
+				    UNW_INIT_SIGNAL_FRAME) < 0)
+		return;
+	do {
+		if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || !ip)
+			return;
+		if (res->n == max) {
+			res->truncated = true;
+			return;
+		}
+		pcs[res->n++] = (uintptr_t)ip;
+	} while (unw_step(&cursor) > 0);
+}
+#else
+bool prof_unwind_libunwind_available(void)
+{
+	return false;
+}
+
+void prof_unwind_libunwind(void *ucontext, uintptr_t *pcs, size_t max,
+			   struct prof_unwind_result *res)
+{
+	(void)ucontext;
+	(void)pcs;
+	(void)max;
+	res->n = 0;
+	res->truncated = false;
+	res->unchecked = false;
+}
+#endif
