@@ -9,7 +9,8 @@
 #   make stress-tsan / stress-asan   the same under the sanitizers
 #   make bench      the benchmarks against their anchors
 #   make bench-plot the scaling and record-size curves (gnuplot)
-#   make demo       the main job: a short profbuf stress run
+#   make demo       the main job: profile a workload with profring-prof
+#   make demo-stress a short profbuf stress run with signal storms
 #   make install    PREFIX=/usr/local DESTDIR=
 #   make format     clang-format every C file
 #
@@ -22,6 +23,7 @@ OPT ?= -O2 -g
 SAN ?=
 PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
+BINDIR ?= $(PREFIX)/bin
 INCLUDEDIR ?= $(PREFIX)/include
 VERSION := 0.1.0
 SONAME := libprofring.so.0
@@ -50,12 +52,53 @@ FUZZ_SRCS := $(wildcard fuzz/*_fuzz.c)
 FUZZERS := $(FUZZ_SRCS:fuzz/%.c=$(BUILD)/fuzz/%)
 FUZZ_SECONDS ?= 60
 CHECK_FUZZ_SECONDS ?= 5
-HEADERS := $(wildcard include/profring/*.h ring/*.h $(addsuffix /*.h,$(COMPONENTS)))
+HEADERS := $(wildcard include/profring/*.h ring/*.h $(addsuffix /*.h,$(COMPONENTS)) \
+	tools/prof/*.h)
+
+# profring-prof, the sampling profiler (tools/prof): libprofring-prof.so
+# (LD_PRELOAD or -lprofring-prof) holds the library's objects too, so it
+# is the only file a profiled program needs.  libunwind is used when its
+# header is there (.ci/run installs it).
+HAVE_LIBUNWIND := $(shell printf '\043include <libunwind.h>\n' | \
+	$(CC) -E -x c - >/dev/null 2>&1 && echo yes)
+PROF_SRCS := $(addprefix tools/prof/,sampler.c collector.c prof.c unwind.c \
+	pprof.c symbolize.c)
+PROF_OBJS := $(PROF_SRCS:%.c=$(BUILD)/obj/%.o)
+PROF_LIBS := -lz -ldl -lrt $(if $(HAVE_LIBUNWIND),-lunwind)
+PROF_TESTS := $(BUILD)/test/tools/prof/pprof_test $(BUILD)/test/tools/prof/prof_test
+PROF_TOOLS := $(BUILD)/libprofring-prof.so $(BUILD)/tools/profring-prof \
+	$(BUILD)/tools/prof_demo $(BUILD)/tools/prof_demo_nofp
+TESTS += $(PROF_TESTS)
+TOOLS += $(PROF_TOOLS)
 
 .PHONY: all check run-tests tsan asan stress stress-perturb stress-tsan stress-asan stress-build run-stress bench \
-	demo install format clean fuzz fuzz-build fuzz-replay bench-plot
+	demo demo-stress install format clean fuzz fuzz-build fuzz-replay bench-plot
 
 all: $(BUILD)/libprofring.a $(BUILD)/libprofring.so $(TOOLS)
+
+$(BUILD)/obj/tools/prof/unwind.o: CPPFLAGS += $(if $(HAVE_LIBUNWIND),-DPROFRING_HAVE_LIBUNWIND)
+
+$(BUILD)/libprofring-prof.so: $(PROF_OBJS) $(LIB_OBJS)
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libprofring-prof.so -o $@ $^ $(PROF_LIBS) $(LDLIBS)
+
+$(BUILD)/tools/profring-prof: tools/prof/profring-prof.c tools/prof/report.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tools/prof/profring-prof.c tools/prof/report.c $(LDFLAGS) -lz
+
+# The demo workload, with frame pointers and (for the unwinder's safety
+# test) without.  Built without sanitizers: it is run under LD_PRELOAD.
+$(BUILD)/tools/prof_demo: tools/prof/prof_demo.c
+	@mkdir -p $(dir $@)
+	$(CC) -D_GNU_SOURCE -std=c11 -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -o $@ $< -lpthread
+
+$(BUILD)/tools/prof_demo_nofp: tools/prof/prof_demo.c
+	@mkdir -p $(dir $@)
+	$(CC) -D_GNU_SOURCE -std=c11 -O2 -fomit-frame-pointer -o $@ $< -lpthread
+
+$(BUILD)/test/tools/prof/%: tools/prof/%.c $(PROF_OBJS) $(BUILD)/libprofring.a ring/ktest.h stress/harness.c stress/harness.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -o $@ $< stress/harness.c tools/prof/report.c $(PROF_OBJS) \
+		$(LDFLAGS) $(BUILD)/libprofring.a $(PROF_LIBS) $(LDLIBS)
 
 $(BUILD)/tools/%: tools/%.c $(BUILD)/libprofring.a
 	@mkdir -p $(dir $@)
@@ -150,6 +193,10 @@ run-tests: $(TESTS) $(BUILD)/test/readme_example $(STRESS)
 	echo "$$out" | grep -E '^(PASS|FAIL)'; \
 	pass=$$((pass + $$(echo "$$out" | grep -c '^PASS'))); \
 	fail=$$((fail + $$(echo "$$out" | grep -c '^FAIL'))); \
+	out=$$(sh tools/prof/prof_test.sh $(BUILD) $(LABEL) 2>&1); \
+	echo "$$out" | grep -E '^(PASS|FAIL|SKIP|#)'; \
+	pass=$$((pass + $$(echo "$$out" | grep -c '^PASS'))); \
+	fail=$$((fail + $$(echo "$$out" | grep -c '^FAIL'))); \
 	out=$$(stress/run.sh --quick 2 $(BUILD) 2>&1); \
 	echo "$$out" | grep -E '^(PASS|FAIL|[a-z_]+_stress:)'; \
 	pass=$$((pass + $$(echo "$$out" | grep -c '^PASS'))); \
@@ -206,7 +253,15 @@ bench: $(BENCHES)
 		$$b $(BENCH_FLAGS) || exit 1; export BENCH_APPEND=1; \
 	done
 
-demo: $(BUILD)/stress/profbuf_stress
+# The main job: profile the bundled workload (two threads, 70% / 30% of
+# the CPU in hot_seventy / hot_thirty) and print its top functions.
+demo: $(BUILD)/libprofring-prof.so $(BUILD)/tools/profring-prof $(BUILD)/tools/prof_demo
+	$(BUILD)/tools/profring-prof record -F 1000 -o $(BUILD)/demo.pb.gz \
+		-f $(BUILD)/demo.folded -- $(BUILD)/tools/prof_demo
+	$(BUILD)/tools/profring-prof report -n 10 $(BUILD)/demo.pb.gz
+
+# The previous main job: a profbuf stress run with signal storms.
+demo-stress: $(BUILD)/stress/profbuf_stress
 	$(BUILD)/stress/profbuf_stress --seconds 5 --writers 4 --signals
 
 # Curves from bench/results/latest.csv (gnuplot-nox): writer scaling and
@@ -221,6 +276,9 @@ install: all
 	install -m 755 $(BUILD)/libprofring.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
 	ln -sf libprofring.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf libprofring.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libprofring.so
+	install -m 755 $(BUILD)/libprofring-prof.so $(DESTDIR)$(LIBDIR)/
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 755 $(BUILD)/tools/profring-prof $(DESTDIR)$(BINDIR)/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 		profring.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/profring.pc

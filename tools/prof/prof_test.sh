@@ -1,0 +1,188 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# prof_test.sh - end-to-end tests of profring-prof on unmodified programs
+# (LD_PRELOAD through the launcher).
+#
+#	sh tools/prof/prof_test.sh [BUILD [LABEL]]
+#
+# BUILD defaults to "build".  LABEL asan runs the ASan-built library with
+# the ASan runtime preloaded before it; LABEL tsan runs nothing (TSan
+# cannot be preloaded into an uninstrumented program; the API tests in
+# prof_test.c run under TSan instead).
+#
+# Checks: the demo's hot_seventy/hot_thirty split is 70/30 within 5
+# percentage points (our report and `go tool pprof -top` both); go tool
+# pprof names the same top two functions; the folded file parses and adds
+# up; every thread of a program that creates and joins threads is sampled;
+# at 10 kHz signals = samples read + samples lost; a program built without
+# frame pointers is profiled without crashing (frame pointers and
+# libunwind); the setitimer fallback works.  One PASS/FAIL line per check.
+
+BUILD=${1:-build}
+LABEL=${2:-check}
+PROF=$BUILD/tools/profring-prof
+DEMO=$BUILD/tools/prof_demo
+NOFP=$BUILD/tools/prof_demo_nofp
+fails=0
+
+if [ "$LABEL" = tsan ]; then
+	echo "SKIP prof e2e under tsan (see prof_test.c)"
+	exit 0
+fi
+RECORD=$PROF
+PRELOAD=
+if [ "$LABEL" = asan ]; then
+	# The ASan-built library in an uninstrumented program: the ASan
+	# runtime must be preloaded first.  The plain launcher passes both on
+	# (the ASan-built one has its own runtime linked in); the ASan-built
+	# report reads every profile.
+	PRELOAD=$(clang -print-file-name=libclang_rt.asan-x86_64.so)
+	RECORD=build/tools/profring-prof
+	export PROFRING_PROF_LIB=$BUILD/libprofring-prof.so
+	export ASAN_OPTIONS=detect_leaks=0
+fi
+# The demo is built without sanitizers: run it from the plain build.
+[ -x "$DEMO" ] || DEMO=build/tools/prof_demo
+[ -x "$NOFP" ] || NOFP=build/tools/prof_demo_nofp
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/prof_test.XXXXXX") || exit 1
+trap 'rm -rf "$TMP"' EXIT
+trap 'exit 1' HUP INT TERM
+
+check() {
+	name=$1
+	shift
+	if "$@"; then
+		echo "PASS prof_$name"
+	else
+		echo "FAIL prof_$name"
+		fails=$((fails + 1))
+	fi
+}
+
+# record NAME ARGS... -- CMD...: profile into $TMP/NAME.pb.gz / .folded;
+# the library's summary line goes to $TMP/NAME.err.
+record() {
+	name=$1
+	shift
+	LD_PRELOAD=$PRELOAD "$RECORD" record -o "$TMP/$name.pb.gz" \
+		-f "$TMP/$name.folded" "$@" >"$TMP/$name.out" 2>"$TMP/$name.err"
+}
+
+# The summary says signals = read + lost.
+books_balance() {
+	awk '/profring-prof: wrote/ {
+		for (i = 1; i <= NF; i++) {
+			if ($i == "(signals") s = $(i + 1)
+			if ($i == "read") r = $(i + 1)
+			if ($i == "lost") l = $(i + 1) + 0
+		}
+		found = 1
+	}
+	END { exit !(found && s > 0 && s == r + l) }' "$1"
+}
+
+# share FILE: hot_seventy's share of hot_seventy + hot_thirty, in % (flat
+# column 1 of "-top" rows, in ms or s).
+share() {
+	awk '
+	function ms(v) {
+		if (v ~ /ms$/) return v + 0
+		if (v ~ /us$/) return v / 1000
+		if (v ~ /s$/) return v * 1000
+		return v + 0
+	}
+	$NF == "hot_seventy" { a = ms($1) }
+	$NF == "hot_thirty" { b = ms($1) }
+	END { if (a + b > 0) printf "%.1f\n", 100 * a / (a + b); else print -1 }' "$1"
+}
+
+within() { # VALUE LO HI
+	awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(v >= lo && v <= hi) }'
+}
+
+top_two() { # FILE: the first two function rows' names
+	awk '/flat%/ { on = 1; next } on && NF >= 6 { print $NF; if (++n == 2) exit }' "$1" | sort | tr '\n' ' '
+}
+
+folded_ok() { # FILE TOTAL
+	awk -v total="$2" '
+	!/^[^ ].* [0-9]+$/ { bad = 1 }
+	{ sum += $NF }
+	/run_seventy;hot_seventy [0-9]+$/ { seen = 1 }
+	END { exit !(!bad && seen && sum == total) }' "$1"
+}
+
+summary_total() { # ERRFILE: read + lost
+	awk '/profring-prof: wrote/ { print $4 }' "$1"
+}
+
+# 1. The demo: a known 70/30 split.
+record demo -F 1000 -- "$DEMO" --units 6
+check demo_runs test $? -eq 0
+check demo_books_balance books_balance "$TMP/demo.err"
+"$PROF" report "$TMP/demo.pb.gz" >"$TMP/demo.report" 2>&1
+s=$(share "$TMP/demo.report")
+echo "# report: hot_seventy share $s% (want 65-75)"
+check demo_split_report within "$s" 65 75
+if command -v go >/dev/null 2>&1; then
+	(cd "$TMP" && HOME="$TMP" go tool pprof -top -symbolize=none \
+		demo.pb.gz) >"$TMP/demo.go" 2>&1
+	check go_pprof_reads test $? -eq 0
+	s=$(share "$TMP/demo.go")
+	echo "# go tool pprof: hot_seventy share $s% (want 65-75)"
+	check demo_split_go_pprof within "$s" 65 75
+	check go_pprof_top_two test "$(top_two "$TMP/demo.go")" = \
+		"hot_seventy hot_thirty "
+else
+	echo "FAIL prof_go_pprof_reads (go not installed: apt-get install golang-go)"
+	fails=$((fails + 1))
+fi
+check report_top_two test "$(top_two "$TMP/demo.report")" = \
+	"hot_seventy hot_thirty "
+check folded_parses folded_ok "$TMP/demo.folded" \
+	"$(summary_total "$TMP/demo.err")"
+
+# 2. A program that creates and joins threads: every one is sampled.
+record threads -F 1000 -- "$DEMO" --threads 8 --ms 60
+check threads_run test $? -eq 0
+"$PROF" report --threads "$TMP/threads.pb.gz" >"$TMP/threads.report" 2>&1
+missing=0
+for tid in $(awk '/^tid / { print $2 }' "$TMP/threads.out"); do
+	awk -v t="$tid" '$NF == t && $1 != "0" { found = 1 } END { exit !found }' \
+		"$TMP/threads.report" || missing=$((missing + 1))
+done
+check threads_all_sampled test "$missing" -eq 0 -a \
+	"$(grep -c '^tid ' "$TMP/threads.out")" -eq 8
+
+# 3. 10 kHz: nothing lost uncounted.
+record fast -F 10000 -- "$DEMO" --units 2
+check fast_runs test $? -eq 0
+check fast_books_balance books_balance "$TMP/fast.err"
+
+# 4. No frame pointers: garbage in rbp must not crash the unwinder.
+record nofp -F 10000 -- "$NOFP" --units 2
+check nofp_fp_runs test $? -eq 0
+check nofp_fp_books_balance books_balance "$TMP/nofp.err"
+"$PROF" report "$TMP/nofp.pb.gz" >/dev/null 2>&1
+check nofp_fp_profile_reads test $? -eq 0
+record nofp_unw -F 1000 --unwind libunwind -- "$NOFP" --units 2
+check nofp_libunwind_runs test $? -eq 0
+check nofp_libunwind_stacks grep -q 'run_seventy;hot_seventy' \
+	"$TMP/nofp_unw.folded"
+
+# 5. The setitimer fallback.
+record proc -F 1000 --timer process -- "$DEMO" --units 2
+check process_timer_runs test $? -eq 0
+"$PROF" report "$TMP/proc.pb.gz" >"$TMP/proc.report" 2>&1
+check process_timer_profile test "$(top_two "$TMP/proc.report")" = \
+	"hot_seventy hot_thirty "
+
+if [ $fails -ne 0 ]; then
+	for f in "$TMP"/*.err; do
+		echo "== $f"
+		tail -5 "$f"
+	done
+fi
+exit $((fails != 0))

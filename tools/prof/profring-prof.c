@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: MIT
+/*
+ * profring-prof - run a program under the profring sampling profiler, and
+ * read the profiles it writes.
+ *
+ *	profring-prof record [-F hz] [-o out.pb.gz] [-f out.folded]
+ *		[--timer thread|process] [--unwind fp|libunwind]
+ *		[--frames N] [--buffer-words N] -- cmd [args...]
+ *	profring-prof report [-n top] [--threads] [file.pb.gz]
+ *
+ * record puts libprofring-prof.so in LD_PRELOAD, passes the options in
+ * PROFRING_PROF* variables and execs the command; the library profiles it
+ * from before main() to exit.  The library is looked for in
+ * $PROFRING_PROF_LIB, then beside this program, then in ../lib, then on the
+ * loader's path.
+ */
+#include "report.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define LIB_NAME "libprofring-prof.so"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: profring-prof record [-F hz] [-o out.pb.gz] [-f out.folded]\n"
+		"                            [--timer thread|process] [--unwind fp|libunwind]\n"
+		"                            [--frames N] [--buffer-words N] -- cmd [args...]\n"
+		"       profring-prof report [-n top] [--threads] [file.pb.gz]\n");
+}
+
+static int file_exists(const char *path)
+{
+	return access(path, R_OK) == 0;
+}
+
+/* Where libprofring-prof.so is: @out gets a path (or the bare name). */
+static void find_library(char *out, size_t len)
+{
+	static const char *const rel[] = { "/" LIB_NAME, "/../" LIB_NAME,
+					   "/../lib/" LIB_NAME };
+	const char *env = getenv("PROFRING_PROF_LIB");
+	char self[PATH_MAX];
+	ssize_t n;
+	size_t i;
+	char *slash;
+
+	if (env && *env) {
+		snprintf(out, len, "%s", env);
+		return;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = 0;
+		slash = strrchr(self, '/');
+		if (slash)
+			*slash = 0;
+		for (i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+			snprintf(out, len, "%s%s", self, rel[i]);
+			if (file_exists(out))
+				return;
+		}
+	}
+	snprintf(out, len, "%s", LIB_NAME);
+}
+
+static int set_preload(void)
+{
+	char lib[PATH_MAX], *val;
+	const char *old = getenv("LD_PRELOAD");
+	size_t len;
+	int rc;
+
+	find_library(lib, sizeof(lib));
+	len = strlen(lib) + (old ? strlen(old) + 1 : 0) + 1;
+	val = malloc(len);
+	if (!val)
+		return -1;
+	/* After the ones already there (a sanitizer runtime must be first). */
+	snprintf(val, len, "%s%s%s", old ? old : "", old && *old ? ":" : "",
+		 lib);
+	rc = setenv("LD_PRELOAD", val, 1);
+	free(val);
+	return rc;
+}
+
+static int record(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "freq", required_argument, NULL, 'F' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "folded", required_argument, NULL, 'f' },
+		{ "timer", required_argument, NULL, 't' },
+		{ "unwind", required_argument, NULL, 'u' },
+		{ "frames", required_argument, NULL, 'd' },
+		{ "buffer-words", required_argument, NULL, 'b' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *out = "profring.pb.gz";
+	int c;
+
+	while ((c = getopt_long(argc, argv, "+F:o:f:h", longopts, NULL)) !=
+	       -1) {
+		switch (c) {
+		case 'F':
+			setenv("PROFRING_PROF_HZ", optarg, 1);
+			break;
+		case 'o':
+			out = optarg;
+			break;
+		case 'f':
+			setenv("PROFRING_PROF_FOLDED", optarg, 1);
+			break;
+		case 't':
+			setenv("PROFRING_PROF_TIMER", optarg, 1);
+			break;
+		case 'u':
+			setenv("PROFRING_PROF_UNWIND", optarg, 1);
+			break;
+		case 'd':
+			setenv("PROFRING_PROF_FRAMES", optarg, 1);
+			break;
+		case 'b':
+			setenv("PROFRING_PROF_BUFFER_WORDS", optarg, 1);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (setenv("PROFRING_PROF", out, 1) || set_preload()) {
+		perror("profring-prof: setenv");
+		return 1;
+	}
+	execvp(argv[optind], argv + optind);
+	fprintf(stderr, "profring-prof: cannot run %s: %s\n", argv[optind],
+		strerror(errno));
+	return 127;
+}
+
+static int report(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "top", required_argument, NULL, 'n' },
+		{ "threads", no_argument, NULL, 'T' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct prof_report_opts o = { .top = 20, .sample_index = -1 };
+	const char *path = "profring.pb.gz";
+	int c, err;
+
+	while ((c = getopt_long(argc, argv, "n:Th", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'n':
+			o.top = (size_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'T':
+			o.by_thread = 1;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc)
+		path = argv[optind];
+	err = prof_report(path, stdout, &o);
+	if (err) {
+		fprintf(stderr, "profring-prof: %s: %s\n", path,
+			strerror(-err));
+		return 1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "record"))
+		return record(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "report"))
+		return report(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+		usage(stdout);
+		return 0;
+	}
+	usage(stderr);
+	return 2;
+}
