@@ -8,6 +8,7 @@
 #   make stress-perturb   the same with schedule perturbation compiled in
 #   make stress-tsan / stress-asan   the same under the sanitizers
 #   make bench      the benchmarks against their anchors
+#   make bench-prof the profiler's overhead beside gperftools
 #   make bench-plot the scaling and record-size curves (gnuplot)
 #   make demo       the main job: profile a workload with profring-prof
 #   make demo-stress a short profbuf stress run with signal storms
@@ -72,7 +73,7 @@ TESTS += $(PROF_TESTS)
 TOOLS += $(PROF_TOOLS)
 
 .PHONY: all check run-tests tsan asan stress stress-perturb stress-tsan stress-asan stress-build run-stress bench \
-	demo demo-stress install format clean fuzz fuzz-build fuzz-replay bench-plot
+	demo demo-stress bench-prof install format clean fuzz fuzz-build fuzz-replay bench-plot
 
 all: $(BUILD)/libprofring.a $(BUILD)/libprofring.so $(TOOLS)
 
@@ -248,10 +249,18 @@ stress-asan:
 	$(MAKE) run-stress $(ASAN_VARS)
 
 # The first benchmark starts bench/results/latest.{md,csv}; the others append.
+# Then the profiler's overhead against gperftools (bench-prof).
 bench: $(BENCHES)
 	@unset BENCH_APPEND; for b in $(BENCHES); do \
 		$$b $(BENCH_FLAGS) || exit 1; export BENCH_APPEND=1; \
 	done
+	$(MAKE) bench-prof
+
+# profring-prof's wall and CPU overhead on prof_demo at 99 Hz and 1 kHz,
+# beside gperftools' libprofiler.so in the same run
+# (bench/results/prof_overhead.md; PROF_BENCH_FLAGS="--reps 15").
+bench-prof: $(PROF_TOOLS)
+	bash bench/prof_overhead.sh $(PROF_BENCH_FLAGS)
 
 # The main job: profile the bundled workload (two threads, 70% / 30% of
 # the CPU in hot_seventy / hot_thirty) and print its top functions.
