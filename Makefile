@@ -70,6 +70,9 @@ PROF_TESTS := $(BUILD)/test/tools/prof/pprof_test $(BUILD)/test/tools/prof/prof_
 PROF_TOOLS := $(BUILD)/libprofring-prof.so $(BUILD)/tools/profring-prof \
 	$(BUILD)/tools/prof_demo $(BUILD)/tools/prof_demo_nofp
 TESTS += $(PROF_TESTS)
+ifneq ($(HAVE_LIBUNWIND),yes)
+BENCHES := $(filter-out $(BUILD)/bench/unwind_bench,$(BENCHES))
+endif
 TOOLS += $(PROF_TOOLS)
 
 .PHONY: all check run-tests tsan asan stress stress-perturb stress-tsan stress-asan stress-build run-stress bench \
@@ -100,6 +103,14 @@ $(BUILD)/test/tools/prof/%: tools/prof/%.c $(PROF_OBJS) $(BUILD)/libprofring.a r
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -o $@ $< stress/harness.c tools/prof/report.c $(PROF_OBJS) \
 		$(LDFLAGS) $(BUILD)/libprofring.a $(PROF_LIBS) $(LDLIBS)
+
+# The profiler's per-sample work (unwind + write) against glibc's
+# backtrace() and libunwind's unw_backtrace(); needs libunwind.
+$(BUILD)/bench/unwind_bench: bench/unwind_bench.c bench/harness.c bench/harness.h \
+		$(BUILD)/obj/tools/prof/unwind.o $(BUILD)/libprofring.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fno-omit-frame-pointer -o $@ $< bench/harness.c \
+		$(BUILD)/obj/tools/prof/unwind.o $(LDFLAGS) $(BUILD)/libprofring.a -lunwind $(LDLIBS) -lrt -lm
 
 $(BUILD)/tools/%: tools/%.c $(BUILD)/libprofring.a
 	@mkdir -p $(dir $@)
