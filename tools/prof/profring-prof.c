@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,13 +27,15 @@
 
 #define LIB_NAME "libprofring-prof.so"
 
-static void usage(FILE *f)
+/* The usage: on stdout and 0 when asked for (@asked), else on stderr and 2. */
+static int usage(bool asked)
 {
-	fprintf(f,
+	fprintf(asked ? stdout : stderr,
 		"usage: profring-prof record [-F hz] [-o out.pb.gz] [-f out.folded]\n"
 		"                            [--timer thread|process] [--unwind fp|libunwind]\n"
 		"                            [--frames N] [--buffer-words N] -- cmd [args...]\n"
 		"       profring-prof report [-n top] [--threads] [file.pb.gz]\n");
+	return asked ? 0 : 2;
 }
 
 static int file_exists(const char *path)
@@ -90,6 +93,27 @@ static int set_preload(void)
 	return rc;
 }
 
+/* The variable through which record passes option @c on, or NULL. */
+static const char *record_env(int c)
+{
+	static const struct {
+		int opt;
+		const char *env;
+	} vars[] = {
+		{ 'F', "PROFRING_PROF_HZ" },
+		{ 'f', "PROFRING_PROF_FOLDED" },
+		{ 't', "PROFRING_PROF_TIMER" },
+		{ 'u', "PROFRING_PROF_UNWIND" },
+		{ 'd', "PROFRING_PROF_FRAMES" },
+		{ 'b', "PROFRING_PROF_BUFFER_WORDS" },
+	};
+
+	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
+		if (vars[i].opt == c)
+			return vars[i].env;
+	return NULL;
+}
+
 static int record(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -108,40 +132,24 @@ static int record(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "+F:o:f:h", longopts, NULL)) !=
 	       -1) {
+		const char *env = record_env(c);
+
+		if (env) {
+			setenv(env, optarg, 1);
+			continue;
+		}
 		switch (c) {
-		case 'F':
-			setenv("PROFRING_PROF_HZ", optarg, 1);
-			break;
 		case 'o':
 			out = optarg;
 			break;
-		case 'f':
-			setenv("PROFRING_PROF_FOLDED", optarg, 1);
-			break;
-		case 't':
-			setenv("PROFRING_PROF_TIMER", optarg, 1);
-			break;
-		case 'u':
-			setenv("PROFRING_PROF_UNWIND", optarg, 1);
-			break;
-		case 'd':
-			setenv("PROFRING_PROF_FRAMES", optarg, 1);
-			break;
-		case 'b':
-			setenv("PROFRING_PROF_BUFFER_WORDS", optarg, 1);
-			break;
 		case 'h':
-			usage(stdout);
-			return 0;
+			return usage(true);
 		default:
-			usage(stderr);
-			return 2;
+			return usage(false);
 		}
 	}
-	if (optind >= argc) {
-		usage(stderr);
-		return 2;
-	}
+	if (optind >= argc)
+		return usage(false);
 	if (setenv("PROFRING_PROF", out, 1) || set_preload()) {
 		perror("profring-prof: setenv");
 		return 1;
@@ -173,11 +181,9 @@ static int report(int argc, char **argv)
 			o.by_thread = 1;
 			break;
 		case 'h':
-			usage(stdout);
-			return 0;
+			return usage(true);
 		default:
-			usage(stderr);
-			return 2;
+			return usage(false);
 		}
 	}
 	if (optind < argc)
@@ -193,18 +199,11 @@ static int report(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	if (argc < 2) {
-		usage(stderr);
-		return 2;
-	}
+	if (argc < 2)
+		return usage(false);
 	if (!strcmp(argv[1], "record"))
 		return record(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "report"))
 		return report(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-		usage(stdout);
-		return 0;
-	}
-	usage(stderr);
-	return 2;
+	return usage(!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"));
 }

@@ -9,8 +9,10 @@
  * Decoding happens in two passes.  The first walks the wire format
  * (tools/prof/proto.h, every read bounds-checked) and keeps every field of
  * interest in flat arrays, as the fields may come in any order (the string
- * table is usually last).  Unknown fields are skipped; a known field with
- * the wrong wire type is malformed.  The second checks references: string
+ * table is usually last).  Each message is a table of its known fields
+ * (struct field_spec: number, kind, place), read by one loop, dec_fields().
+ * Unknown fields are skipped; a known field with the wrong wire type is
+ * malformed.  The second checks references: string
  * indices inside the table (whose entry 0 is ""), nonzero unique ids of
  * mappings, locations and functions, every sample's location ids and
  * every location's mapping and line function ids (0: none) existing, and
@@ -30,6 +32,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,31 +161,37 @@ static int nomem(struct dec *d)
 
 /* ---- pass one: the wire format ---- */
 
-static int rd_u64(struct dec *d, struct proto_reader *r, enum proto_wire w,
-		  uint64_t *v, const char *what)
-{
-	if (w != PROTO_VARINT || proto_read_varint(r, v))
-		return bad(d, "%s: bad varint", what);
-	return 0;
-}
+/* How a field's value is decoded, and where it goes. */
+enum field_kind {
+	FK_U64, /* a varint: the uint64_t at ->offset */
+	FK_I64, /* a varint: the int64_t at ->offset */
+	FK_BOOL, /* a varint: the bool at ->offset, true when nonzero */
+	FK_REPEATED, /* varints, packed or not: the struct vec (uint64_t) */
+	FK_MESSAGE, /* length-delimited: its bytes go to ->sub */
+};
 
-static int rd_i64(struct dec *d, struct proto_reader *r, enum proto_wire w,
-		  int64_t *v, const char *what)
-{
-	uint64_t u;
-	int err = rd_u64(d, r, w, &u, what);
+/*
+ * One field of a message: its number, its kind, the offset of its place
+ * in the object decoded into (not for FK_MESSAGE) and its name in error
+ * messages.
+ */
+struct field_spec {
+	uint32_t num;
+	enum field_kind kind;
+	size_t offset;
+	const char *name;
+	int (*sub)(struct dec *d, struct proto_reader *r); /* FK_MESSAGE */
+};
 
-	*v = (int64_t)u;
-	return err;
-}
-
-static int rd_len(struct dec *d, struct proto_reader *r, enum proto_wire w,
-		  struct proto_reader *sub, const char *what)
-{
-	if (w != PROTO_LEN || proto_read_len(r, sub))
-		return bad(d, "%s: bad length-delimited field", what);
-	return 0;
-}
+/* Table entries: a field at @member of @type; a message decoded by @fn. */
+#define FIELD(num, kind, type, member, name)                  \
+	{                                                     \
+		num, kind, offsetof(type, member), name, NULL \
+	}
+#define SUBMSG(num, fn, name)                \
+	{                                    \
+		num, FK_MESSAGE, 0, name, fn \
+	}
 
 /* A repeated varint field, packed or not, appended to @v (uint64_t). */
 static int rd_repeated(struct dec *d, struct proto_reader *r, enum proto_wire w,
@@ -204,80 +213,117 @@ static int rd_repeated(struct dec *d, struct proto_reader *r, enum proto_wire w,
 	return 0;
 }
 
-static int rd_key(struct dec *d, struct proto_reader *r, uint32_t *f,
-		  enum proto_wire *w, const char *what)
+/* The value of field @fs, whose key (wire type @w) was just read. */
+static int dec_field(struct dec *d, struct proto_reader *r, enum proto_wire w,
+		     const struct field_spec *fs, void *obj)
 {
-	if (proto_read_key(r, f, w))
-		return bad(d, "%s: bad field key", what);
-	return 0;
-}
-
-static int skip(struct dec *d, struct proto_reader *r, uint32_t f,
-		enum proto_wire w, const char *what)
-{
-	if (proto_skip(r, f, w))
-		return bad(d, "%s: bad field %" PRIu32, what, f);
-	return 0;
-}
-
-/* A field holding a message, decoded by @fn. */
-static int dec_sub(struct dec *d, struct proto_reader *r, enum proto_wire w,
-		   int (*fn)(struct dec *, struct proto_reader *),
-		   const char *what)
-{
+	char *p = (char *)obj + fs->offset;
 	struct proto_reader sub = { 0 };
+	uint64_t v;
 
-	if (rd_len(d, r, w, &sub, what))
-		return -EBADMSG;
-	return fn(d, &sub);
+	if (fs->kind == FK_REPEATED)
+		return rd_repeated(d, r, w, (struct vec *)p, fs->name);
+	if (fs->kind == FK_MESSAGE) {
+		if (w != PROTO_LEN || proto_read_len(r, &sub))
+			return bad(d, "%s: bad length-delimited field",
+				   fs->name);
+		return fs->sub(d, &sub);
+	}
+	if (w != PROTO_VARINT || proto_read_varint(r, &v))
+		return bad(d, "%s: bad varint", fs->name);
+	if (fs->kind == FK_U64)
+		*(uint64_t *)p = v;
+	else if (fs->kind == FK_I64)
+		*(int64_t *)p = (int64_t)v;
+	else
+		*(bool *)p = v != 0;
+	return 0;
 }
 
-static int dec_value_type(struct dec *d, struct proto_reader *r,
-			  struct d_vt *vt)
+/*
+ * Decode the fields of message @msg in @r into @obj: those in @fields (up
+ * to an entry with number 0), skipping the others.  If @seen, set bit n of
+ * *@seen for each field number n < 64 met.
+ */
+static int dec_fields(struct dec *d, struct proto_reader *r, const char *msg,
+		      const struct field_spec *fields, void *obj,
+		      uint64_t *seen)
 {
+	const struct field_spec *fs;
 	enum proto_wire w;
 	uint32_t f;
 	int err = 0;
 
 	while (!err && proto_more(r)) {
-		if (rd_key(d, r, &f, &w, "value type"))
-			return -EBADMSG;
-		if (f == 1)
-			err = rd_i64(d, r, w, &vt->type, "value type.type");
-		else if (f == 2)
-			err = rd_i64(d, r, w, &vt->unit, "value type.unit");
-		else
-			err = skip(d, r, f, w, "value type");
+		if (proto_read_key(r, &f, &w))
+			return bad(d, "%s: bad field key", msg);
+		for (fs = fields; fs->num && fs->num != f; fs++)
+			;
+		if (fs->num)
+			err = dec_field(d, r, w, fs, obj);
+		else if (proto_skip(r, f, w))
+			err = bad(d, "%s: bad field %" PRIu32, msg, f);
+		if (seen && f < 64)
+			*seen |= 1ull << f;
 	}
 	return err;
 }
+
+/* Append a copy of the @size bytes at @e to @v. */
+static int vec_add(struct dec *d, struct vec *v, const void *e, size_t size)
+{
+	void *p = vec_push(v, size);
+
+	if (!p)
+		return nomem(d);
+	memcpy(p, e, size);
+	return 0;
+}
+
+/* Decode message @msg into a new element of @v (@size bytes). */
+static int dec_elem(struct dec *d, struct proto_reader *r, struct vec *v,
+		    size_t size, const char *msg,
+		    const struct field_spec *fields)
+{
+	void *e = vec_push(v, size);
+
+	return e ? dec_fields(d, r, msg, fields, e, NULL) : nomem(d);
+}
+
+static const struct field_spec value_type_fields[] = {
+	FIELD(1, FK_I64, struct d_vt, type, "value type.type"),
+	FIELD(2, FK_I64, struct d_vt, unit, "value type.unit"),
+	{ 0 },
+};
+
+static const struct field_spec label_fields[] = {
+	FIELD(1, FK_I64, struct d_label, key, "label.key"),
+	FIELD(2, FK_I64, struct d_label, str, "label.str"),
+	FIELD(3, FK_I64, struct d_label, num, "label.num"),
+	FIELD(4, FK_I64, struct d_label, num_unit, "label.num_unit"),
+	{ 0 },
+};
 
 static int dec_label(struct dec *d, struct proto_reader *r)
 {
 	struct d_label *l = vec_push(&d->pb->labels, sizeof(*l));
-	enum proto_wire w;
-	uint32_t f;
-	int err = 0;
+	uint64_t seen = 0;
+	int err;
 
 	if (!l)
 		return nomem(d);
-	while (!err && proto_more(r)) {
-		if (rd_key(d, r, &f, &w, "label"))
-			return -EBADMSG;
-		if (f == 1)
-			err = rd_i64(d, r, w, &l->key, "label.key");
-		else if (f == 2)
-			err = rd_i64(d, r, w, &l->str, "label.str");
-		else if (f == 3)
-			err = rd_i64(d, r, w, &l->num, "label.num");
-		else if (f == 4)
-			err = rd_i64(d, r, w, &l->num_unit, "label.num_unit");
-		else
-			err = skip(d, r, f, w, "label");
-		l->has_num |= f == 3;
-	}
+	err = dec_fields(d, r, "label", label_fields, l, &seen);
+	l->has_num = seen >> 3 & 1; /* label.num */
 	return err;
 }
+
+/* The repeated fields go to the profile's arrays. */
+static const struct field_spec sample_fields[] = {
+	FIELD(1, FK_REPEATED, struct pb, sample_locs, "sample.location_id"),
+	FIELD(2, FK_REPEATED, struct pb, values, "sample.value"),
+	SUBMSG(3, dec_label, "sample.label"),
+	{ 0 },
+};
 
 static int dec_sample(struct dec *d, struct proto_reader *r)
 {
@@ -285,247 +331,130 @@ static int dec_sample(struct dec *d, struct proto_reader *r)
 	struct d_sample s = { .loc0 = pb->sample_locs.n,
 			      .val0 = pb->values.n,
 			      .lab0 = pb->labels.n };
-	struct d_sample *e;
-	enum proto_wire w;
-	uint32_t f;
-	int err = 0;
+	int err = dec_fields(d, r, "sample", sample_fields, pb, NULL);
 
-	while (!err && proto_more(r)) {
-		if (rd_key(d, r, &f, &w, "sample"))
-			return -EBADMSG;
-		if (f == 1)
-			err = rd_repeated(d, r, w, &pb->sample_locs,
-					  "sample.location_id");
-		else if (f == 2)
-			err = rd_repeated(d, r, w, &pb->values, "sample.value");
-		else if (f == 3)
-			err = dec_sub(d, r, w, dec_label, "sample.label");
-		else
-			err = skip(d, r, f, w, "sample");
-	}
 	s.nloc = pb->sample_locs.n - s.loc0;
 	s.nval = pb->values.n - s.val0;
 	s.nlab = pb->labels.n - s.lab0;
-	e = err ? NULL : vec_push(&pb->samples, sizeof(*e));
-	if (e)
-		*e = s;
-	return err ? err : e ? 0 : nomem(d);
+	return err ? err : vec_add(d, &pb->samples, &s, sizeof(s));
 }
 
-static int dec_mapping_field(struct dec *d, struct proto_reader *r, uint32_t f,
-			     enum proto_wire w, struct d_map *m)
-{
-	uint64_t b;
-	int err;
-
-	switch (f) {
-	case 1:
-		return rd_u64(d, r, w, &m->id, "mapping.id");
-	case 2:
-		return rd_u64(d, r, w, &m->start, "mapping.memory_start");
-	case 3:
-		return rd_u64(d, r, w, &m->limit, "mapping.memory_limit");
-	case 4:
-		return rd_u64(d, r, w, &m->offset, "mapping.file_offset");
-	case 5:
-		return rd_i64(d, r, w, &m->filename, "mapping.filename");
-	case 6:
-		return rd_i64(d, r, w, &m->build_id, "mapping.build_id");
-	case 7:
-		err = rd_u64(d, r, w, &b, "mapping.has_functions");
-		m->has_functions = b != 0;
-		return err;
-	default:
-		return skip(d, r, f, w, "mapping");
-	}
-}
+static const struct field_spec mapping_fields[] = {
+	FIELD(1, FK_U64, struct d_map, id, "mapping.id"),
+	FIELD(2, FK_U64, struct d_map, start, "mapping.memory_start"),
+	FIELD(3, FK_U64, struct d_map, limit, "mapping.memory_limit"),
+	FIELD(4, FK_U64, struct d_map, offset, "mapping.file_offset"),
+	FIELD(5, FK_I64, struct d_map, filename, "mapping.filename"),
+	FIELD(6, FK_I64, struct d_map, build_id, "mapping.build_id"),
+	FIELD(7, FK_BOOL, struct d_map, has_functions, "mapping.has_functions"),
+	{ 0 },
+};
 
 static int dec_mapping(struct dec *d, struct proto_reader *r)
 {
-	struct d_map m = { 0 }, *e;
-	enum proto_wire w;
-	uint32_t f;
+	struct d_map m = { 0 };
+	int err = dec_fields(d, r, "mapping", mapping_fields, &m, NULL);
 
-	while (proto_more(r)) {
-		if (rd_key(d, r, &f, &w, "mapping") ||
-		    dec_mapping_field(d, r, f, w, &m))
-			return -EBADMSG;
-	}
-	e = vec_push(&d->pb->maps, sizeof(*e));
-	if (!e)
-		return nomem(d);
-	*e = m;
-	return 0;
+	return err ? err : vec_add(d, &d->pb->maps, &m, sizeof(m));
 }
+
+static const struct field_spec line_fields[] = {
+	FIELD(1, FK_U64, struct d_line, function_id, "line.function_id"),
+	FIELD(2, FK_I64, struct d_line, line, "line.line"),
+	{ 0 },
+};
 
 static int dec_line(struct dec *d, struct proto_reader *r)
 {
-	struct d_line *l = vec_push(&d->pb->lines, sizeof(*l));
-	enum proto_wire w;
-	uint32_t f;
-	int err = 0;
-
-	if (!l)
-		return nomem(d);
-	while (!err && proto_more(r)) {
-		if (rd_key(d, r, &f, &w, "line"))
-			return -EBADMSG;
-		if (f == 1)
-			err = rd_u64(d, r, w, &l->function_id,
-				     "line.function_id");
-		else if (f == 2)
-			err = rd_i64(d, r, w, &l->line, "line.line");
-		else
-			err = skip(d, r, f, w, "line");
-	}
-	return err;
+	return dec_elem(d, r, &d->pb->lines, sizeof(struct d_line), "line",
+			line_fields);
 }
+
+static const struct field_spec location_fields[] = {
+	FIELD(1, FK_U64, struct d_loc, id, "location.id"),
+	FIELD(2, FK_U64, struct d_loc, mapping_id, "location.mapping_id"),
+	FIELD(3, FK_U64, struct d_loc, address, "location.address"),
+	SUBMSG(4, dec_line, "location.line"),
+	{ 0 },
+};
 
 static int dec_location(struct dec *d, struct proto_reader *r)
 {
-	struct d_loc l = { .line0 = d->pb->lines.n }, *e;
-	enum proto_wire w;
-	uint32_t f;
-	int err = 0;
+	struct d_loc l = { .line0 = d->pb->lines.n };
+	int err = dec_fields(d, r, "location", location_fields, &l, NULL);
 
-	while (!err && proto_more(r)) {
-		if (rd_key(d, r, &f, &w, "location"))
-			return -EBADMSG;
-		if (f == 1)
-			err = rd_u64(d, r, w, &l.id, "location.id");
-		else if (f == 2)
-			err = rd_u64(d, r, w, &l.mapping_id,
-				     "location.mapping_id");
-		else if (f == 3)
-			err = rd_u64(d, r, w, &l.address, "location.address");
-		else if (f == 4)
-			err = dec_sub(d, r, w, dec_line, "location.line");
-		else
-			err = skip(d, r, f, w, "location");
-	}
 	l.nline = d->pb->lines.n - l.line0;
-	e = err ? NULL : vec_push(&d->pb->locs, sizeof(*e));
-	if (e)
-		*e = l;
-	return err ? err : e ? 0 : nomem(d);
+	return err ? err : vec_add(d, &d->pb->locs, &l, sizeof(l));
 }
+
+static const struct field_spec function_fields[] = {
+	FIELD(1, FK_U64, struct d_func, id, "function.id"),
+	FIELD(2, FK_I64, struct d_func, name, "function.name"),
+	FIELD(3, FK_I64, struct d_func, system_name, "function.system_name"),
+	FIELD(4, FK_I64, struct d_func, filename, "function.filename"),
+	FIELD(5, FK_I64, struct d_func, start_line, "function.start_line"),
+	{ 0 },
+};
 
 static int dec_function(struct dec *d, struct proto_reader *r)
 {
-	struct d_func *fn = vec_push(&d->pb->funcs, sizeof(*fn));
-	enum proto_wire w;
-	uint32_t f;
-	int err = 0;
-
-	if (!fn)
-		return nomem(d);
-	while (!err && proto_more(r)) {
-		if (rd_key(d, r, &f, &w, "function"))
-			return -EBADMSG;
-		if (f == 1)
-			err = rd_u64(d, r, w, &fn->id, "function.id");
-		else if (f == 2)
-			err = rd_i64(d, r, w, &fn->name, "function.name");
-		else if (f == 3)
-			err = rd_i64(d, r, w, &fn->system_name,
-				     "function.system_name");
-		else if (f == 4)
-			err = rd_i64(d, r, w, &fn->filename,
-				     "function.filename");
-		else if (f == 5)
-			err = rd_i64(d, r, w, &fn->start_line,
-				     "function.start_line");
-		else
-			err = skip(d, r, f, w, "function");
-	}
-	return err;
+	return dec_elem(d, r, &d->pb->funcs, sizeof(struct d_func), "function",
+			function_fields);
 }
 
-static int dec_string(struct dec *d, struct proto_reader *r, enum proto_wire w)
+static int dec_sample_type(struct dec *d, struct proto_reader *r)
 {
-	struct proto_reader sub = { 0 };
-	char *s, **e;
+	return dec_elem(d, r, &d->pb->stypes, sizeof(struct d_vt), "value type",
+			value_type_fields);
+}
 
-	if (rd_len(d, r, w, &sub, "string_table"))
-		return -EBADMSG;
-	s = malloc(sub.len + 1);
+static int dec_period_type(struct dec *d, struct proto_reader *r)
+{
+	return dec_fields(d, r, "value type", value_type_fields,
+			  &d->pb->period_type, NULL);
+}
+
+/* A string_table entry: @r's bytes, NUL-terminated. */
+static int dec_string(struct dec *d, struct proto_reader *r)
+{
+	char *s = malloc(r->len + 1), **e;
+
 	e = s ? vec_push(&d->pb->strs, sizeof(*e)) : NULL;
 	if (!e) {
 		free(s);
 		return nomem(d);
 	}
-	if (sub.len)
-		memcpy(s, sub.p, sub.len);
-	s[sub.len] = '\0';
+	if (r->len)
+		memcpy(s, r->p, r->len);
+	s[r->len] = '\0';
 	*e = s;
 	return 0;
 }
 
-static int dec_sample_type(struct dec *d, struct proto_reader *r)
-{
-	struct d_vt *vt = vec_push(&d->pb->stypes, sizeof(*vt));
-
-	return vt ? dec_value_type(d, r, vt) : nomem(d);
-}
-
-static int dec_period_type(struct dec *d, struct proto_reader *r)
-{
-	return dec_value_type(d, r, &d->pb->period_type);
-}
-
-static int dec_profile_field(struct dec *d, struct proto_reader *r, uint32_t f,
-			     enum proto_wire w)
-{
-	struct pb *pb = d->pb;
-
-	switch (f) {
-	case 1:
-		return dec_sub(d, r, w, dec_sample_type, "sample_type");
-	case 2:
-		return dec_sub(d, r, w, dec_sample, "sample");
-	case 3:
-		return dec_sub(d, r, w, dec_mapping, "mapping");
-	case 4:
-		return dec_sub(d, r, w, dec_location, "location");
-	case 5:
-		return dec_sub(d, r, w, dec_function, "function");
-	case 6:
-		return dec_string(d, r, w);
-	case 7:
-		return rd_i64(d, r, w, &pb->drop, "drop_frames");
-	case 8:
-		return rd_i64(d, r, w, &pb->keep, "keep_frames");
-	case 9:
-		return rd_i64(d, r, w, &pb->time_nanos, "time_nanos");
-	case 10:
-		return rd_i64(d, r, w, &pb->duration_nanos, "duration_nanos");
-	case 11:
-		return dec_sub(d, r, w, dec_period_type, "period_type");
-	case 12:
-		return rd_i64(d, r, w, &pb->period, "period");
-	case 13:
-		return rd_repeated(d, r, w, &pb->comments, "comment");
-	case 14:
-		return rd_i64(d, r, w, &pb->default_st, "default_sample_type");
-	default:
-		return skip(d, r, f, w, "profile");
-	}
-}
+static const struct field_spec profile_fields[] = {
+	SUBMSG(1, dec_sample_type, "sample_type"),
+	SUBMSG(2, dec_sample, "sample"),
+	SUBMSG(3, dec_mapping, "mapping"),
+	SUBMSG(4, dec_location, "location"),
+	SUBMSG(5, dec_function, "function"),
+	SUBMSG(6, dec_string, "string_table"),
+	FIELD(7, FK_I64, struct pb, drop, "drop_frames"),
+	FIELD(8, FK_I64, struct pb, keep, "keep_frames"),
+	FIELD(9, FK_I64, struct pb, time_nanos, "time_nanos"),
+	FIELD(10, FK_I64, struct pb, duration_nanos, "duration_nanos"),
+	SUBMSG(11, dec_period_type, "period_type"),
+	FIELD(12, FK_I64, struct pb, period, "period"),
+	FIELD(13, FK_REPEATED, struct pb, comments, "comment"),
+	FIELD(14, FK_I64, struct pb, default_st, "default_sample_type"),
+	{ 0 },
+};
 
 static int dec_profile(struct dec *d, const void *data, size_t len)
 {
 	struct proto_reader r;
-	enum proto_wire w;
-	uint32_t f;
-	int err = 0;
 
 	proto_reader_init(&r, data, len);
-	while (!err && proto_more(&r)) {
-		if (rd_key(d, &r, &f, &w, "profile"))
-			return -EBADMSG;
-		err = dec_profile_field(d, &r, f, w);
-	}
-	return err;
+	return dec_fields(d, &r, "profile", profile_fields, d->pb, NULL);
 }
 
 /* ---- pass two: the references ---- */

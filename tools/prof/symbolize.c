@@ -46,6 +46,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -390,21 +391,36 @@ static void elf_read_symbols(struct elf_file *f)
 		sym_load(f, SHT_DYNSYM);
 }
 
-static const char *elf_lookup(const struct elf_file *f, uint64_t vaddr)
+/*
+ * Index of the first of the @n elements of @size bytes at @base, sorted by
+ * the uint64_t at offset @off in each, whose key is above @key; @n if none.
+ */
+static size_t upper_bound(const void *base, size_t n, size_t size, size_t off,
+			  uint64_t key)
 {
-	size_t lo = 0, hi = f->nsyms, mid;
-	const struct elf_sym *sym;
+	size_t lo = 0, hi = n, mid;
+	uint64_t v;
 
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
-		if (f->syms[mid].value <= vaddr)
+		memcpy(&v, (const char *)base + mid * size + off, sizeof(v));
+		if (v <= key)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (!lo)
+	return lo;
+}
+
+static const char *elf_lookup(const struct elf_file *f, uint64_t vaddr)
+{
+	size_t i = upper_bound(f->syms, f->nsyms, sizeof(*f->syms),
+			       offsetof(struct elf_sym, value), vaddr);
+	const struct elf_sym *sym;
+
+	if (!i)
 		return NULL;
-	sym = &f->syms[lo - 1];
+	sym = &f->syms[i - 1];
 	/* Size 0: up to the next symbol, which lies above @vaddr. */
 	if (!sym->size || vaddr - sym->value < sym->size)
 		return sym->name;
@@ -474,18 +490,12 @@ static const char *lookup_dladdr(struct prof_symbolizer *s, uintptr_t addr)
 /* Index of the mapping holding @addr, or -1. */
 static long find_map(const struct prof_symbolizer *s, uint64_t addr)
 {
-	size_t lo = 0, hi = s->nmaps, mid;
+	size_t i = upper_bound(s->maps, s->nmaps, sizeof(*s->maps),
+			       offsetof(struct prof_mapping, start), addr);
 
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (s->maps[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo || addr >= s->maps[lo - 1].limit)
+	if (!i || addr >= s->maps[i - 1].limit)
 		return -1;
-	return (long)(lo - 1);
+	return (long)(i - 1);
 }
 
 const char *prof_symbolize(struct prof_symbolizer *s, uintptr_t addr,
