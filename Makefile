@@ -82,8 +82,12 @@ all: $(BUILD)/libprofring.a $(BUILD)/libprofring.so $(TOOLS)
 
 $(BUILD)/obj/tools/prof/unwind.o: CPPFLAGS += $(if $(HAVE_LIBUNWIND),-DPROFRING_HAVE_LIBUNWIND)
 
-$(BUILD)/libprofring-prof.so: $(PROF_OBJS) $(LIB_OBJS)
-	$(CC) -shared $(LDFLAGS) -Wl,-soname,libprofring-prof.so -o $@ $^ $(PROF_LIBS) $(LDLIBS)
+# -z nodelete: its handler and thread-exit destructor must outlive a
+# dlclose; -z now: no lazy binding inside the SIGPROF handler.
+$(BUILD)/libprofring-prof.so: $(PROF_OBJS) $(LIB_OBJS) tools/prof/libprofring-prof.map
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libprofring-prof.so \
+		-Wl,--version-script,tools/prof/libprofring-prof.map -Wl,-z,nodelete -Wl,-z,now \
+		-o $@ $(PROF_OBJS) $(LIB_OBJS) $(PROF_LIBS) $(LDLIBS)
 
 $(BUILD)/tools/profring-prof: tools/prof/profring-prof.c tools/prof/report.c $(HEADERS)
 	@mkdir -p $(dir $@)

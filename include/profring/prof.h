@@ -16,14 +16,14 @@
  * thread gets its own CPU-time timer (timer_create on the thread's CPU
  * clock, delivered to that thread).  Threads that exist at start are found
  * in /proc/self/task; threads created later with pthread_create() are armed
- * as they start (the library interposes pthread_create).  A thread started
- * during a session some other way (a raw clone(), or a pthread_create the
- * interposition does not reach, as in a static executable) is not sampled;
- * PROFRING_PROF_TIMER_PROCESS samples whatever thread runs.  The kernel checks
- * CPU-time timers at its tick, so a thread takes at most CONFIG_HZ signals a
- * second (250 on Debian); above that each signal reports the periods it
- * stands for (timer overruns) and the profile weighs it by them, so the CPU
- * time in the profile stays right at any frequency up to 10 kHz.
+ * as they start (the library interposes pthread_create); threads started
+ * some other way (thrd_create, a raw clone) are found by a rescan of
+ * /proc/self/task every 200 ms.  The kernel checks CPU-time timers at its
+ * tick, so a thread takes at most CONFIG_HZ signals a second (250 on
+ * Debian); above that each signal stands for several periods (the timer's
+ * overrun; with setitimer, the process CPU time since the last signal) and
+ * the profile weighs it by them, so the CPU time in the profile stays right
+ * at any frequency up to 10 kHz.
  *
  * The SIGPROF handler unwinds the interrupted thread (frame pointers,
  * every frame checked against the thread's stack bounds; or libunwind) and
@@ -33,7 +33,11 @@
  * "[profring: lost samples]" entry with their count.  At stop the profile
  * is written as gzip'd pprof profile.proto and, optionally, folded stacks.
  *
- * Only one profiling session runs at a time in a process.
+ * Only one profiling session runs at a time in a process.  A forked child
+ * has no session (it may start its own); an exec ends the session without
+ * writing its profile, and with PROFRING_PROF_TIMER_PROCESS the interval
+ * timer survives the exec: the new program may be killed by a SIGPROF
+ * before it could install a handler (as with gperftools).
  */
 #ifndef PROFRING_PROF_H
 #define PROFRING_PROF_H

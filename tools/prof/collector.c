@@ -200,15 +200,36 @@ static int take_records(struct prof_collector *c, const struct profbuf_read *r)
 	return 0;
 }
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Every COLLECT_PERIOD_NS: arm threads that started unseen. */
+static void maybe_rescan(uint64_t *last)
+{
+	uint64_t now = mono_ns();
+
+	if (now - *last < COLLECT_PERIOD_NS)
+		return;
+	*last = now;
+	prof_sampler_rescan();
+}
+
 static void *collector_main(void *arg)
 {
 	struct prof_collector *c = arg;
+	uint64_t last_rescan = mono_ns();
 	struct profbuf_read r;
 	int err;
 
 	c->tid = (pid_t)syscall(SYS_gettid);
 	sem_post(&c->started);
 	for (;;) {
+		maybe_rescan(&last_rescan);
 		err = profbuf_read_timeout(c->buf, COLLECT_PERIOD_NS, &r);
 		if (err == -ETIMEDOUT)
 			continue; /* the next read takes what is below the mark */

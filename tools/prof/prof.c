@@ -25,9 +25,11 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -72,7 +74,12 @@ static int check_opts(const struct profring_prof_opts *o)
 	if (o->unwinder == PROFRING_PROF_UNWIND_LIBUNWIND &&
 	    !prof_unwind_libunwind_available())
 		return -ENOTSUP;
-	if (o->buffer_words > ((size_t)1 << 27))
+	/* Room for two of the largest records, or samples are refused. */
+	if (o->buffer_words > ((size_t)1 << 27) ||
+	    (o->buffer_words &&
+	     o->buffer_words < 2 * (2 + PROF_HDR_WORDS +
+				    (o->max_frames ? o->max_frames
+						   : PROF_DEFAULT_FRAMES))))
 		return -EINVAL;
 	return 0;
 }
@@ -145,7 +152,9 @@ RING_API int profring_prof_start(const struct profring_prof_opts *opts)
 	err = -EBUSY;
 	if (session.running && session.owner == getpid())
 		goto out;
-	session.running = false; /* a session inherited by fork is gone */
+	if (session.running) /* inherited by fork: its threads are gone */
+		session_release();
+	session.running = false;
 	memset(&session.stats, 0, sizeof(session.stats));
 	err = session_setup(o);
 	if (err)
@@ -183,7 +192,7 @@ static void format_comments(char c[PROF_NCOMMENTS][PROF_COMMENT_LEN],
 							     : "libunwind");
 	snprintf(c[1], PROF_COMMENT_LEN,
 		 "signals %" PRIu64 " = read %" PRIu64 " + lost %" PRIu64
-		 "; refused after close %" PRIu64,
+		 "; refused %" PRIu64,
 		 st->signals, st->read, st->lost,
 		 st->written + st->refused - st->read - st->lost);
 	snprintf(c[2], PROF_COMMENT_LEN,
@@ -191,6 +200,33 @@ static void format_comments(char c[PROF_NCOMMENTS][PROF_COMMENT_LEN],
 		 ", unchecked unwinds %" PRIu64 ", stack table full %" PRIu64,
 		 st->threads, st->stacks, st->truncated, st->unwind_unchecked,
 		 st->stack_table_full);
+}
+
+typedef int (*prof_writer)(const struct prof_profile *p,
+			   struct prof_symbolizer *s, const char *path);
+
+/*
+ * Write to a temporary name beside @path, then rename: a reader (or a
+ * process exiting under us) never sees half a file.
+ */
+static int write_replacing(const struct prof_profile *p,
+			   struct prof_symbolizer *s, const char *path,
+			   prof_writer write)
+{
+	size_t len = strlen(path) + 32;
+	char *tmp = malloc(len);
+	int err;
+
+	if (!tmp)
+		return -ENOMEM;
+	snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
+	err = write(p, s, tmp);
+	if (!err && rename(tmp, path))
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	free(tmp);
+	return err;
 }
 
 static int write_outputs(const struct profring_prof_stats *st)
@@ -217,9 +253,10 @@ static int write_outputs(const struct profring_prof_stats *st)
 		err = -errno;
 		goto out;
 	}
-	err = prof_pprof_write(&p, sym, session.output);
+	err = write_replacing(&p, sym, session.output, prof_pprof_write);
 	if (session.folded) {
-		int ferr = prof_folded_write(&p, sym, session.folded);
+		int ferr = write_replacing(&p, sym, session.folded,
+					   prof_folded_write);
 
 		err = err ? err : ferr;
 	}
@@ -252,25 +289,34 @@ static void print_summary(const struct profring_prof_stats *st, int err)
 RING_API int profring_prof_stop(void)
 {
 	struct profring_prof_stats st;
-	int err;
+	int err, werr;
 
 	pthread_mutex_lock(&session.lock);
 	err = -ESRCH;
 	if (!session.running || session.owner != getpid())
 		goto out;
-	prof_sampler_stop(); /* no handler touches the ring after this */
+	session.running = false;
+	err = prof_sampler_stop(); /* no handler touches the ring after this */
+	if (err) {
+		/* A handler never finished: the ring may hold a reserved
+		 * record forever; leak it rather than hang or free it. */
+		if (session.verbose)
+			fprintf(stderr, "profring-prof: a SIGPROF handler did "
+					"not finish; no profile written\n");
+		goto out;
+	}
 	profbuf_close(session.buf);
 	err = prof_collector_join(session.collector);
 	memset(&st, 0, sizeof(st));
 	prof_sampler_add_stats(&st);
 	prof_collector_add_stats(session.collector, &st);
 	session.stats = st;
-	if (!err)
-		err = write_outputs(&st);
+	/* Even after a collector error: what it gathered is worth writing. */
+	werr = write_outputs(&st);
+	err = err ? err : werr;
 	if (session.verbose)
-		print_summary(&st, err);
+		print_summary(&st, werr);
 	session_release();
-	session.running = false;
 out:
 	pthread_mutex_unlock(&session.lock);
 	return err;
@@ -337,23 +383,41 @@ static void preload_opts(struct profring_prof_opts *o)
 		o->unwinder = PROFRING_PROF_UNWIND_LIBUNWIND;
 }
 
-/* Children inherit LD_PRELOAD, not the session: they must not overwrite
- * our output. */
+/*
+ * Children inherit LD_PRELOAD, not the session: they must not overwrite
+ * our output.  The entries are taken out of environ by hand: a program
+ * may define its own unsetenv() that does nothing this early (bash does).
+ */
 static void preload_unset_env(void)
 {
-	static const char *const names[] = {
-		"PROFRING_PROF",
-		"PROFRING_PROF_FOLDED",
-		"PROFRING_PROF_HZ",
-		"PROFRING_PROF_FRAMES",
-		"PROFRING_PROF_TIMER",
-		"PROFRING_PROF_UNWIND",
-		"PROFRING_PROF_BUFFER_WORDS",
-	};
-	size_t i;
+	static const char prefix[] = "PROFRING_PROF";
+	char **from, **to;
 
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		unsetenv(names[i]);
+	for (from = to = environ; *from; from++)
+		if (strncmp(*from, prefix, sizeof(prefix) - 1) ||
+		    ((*from)[sizeof(prefix) - 1] != '=' &&
+		     (*from)[sizeof(prefix) - 1] != '_'))
+			*to++ = *from;
+	*to = NULL;
+}
+
+/*
+ * A process-wide ITIMER_PROF survives exec, the SIGPROF handler does not:
+ * a program exec'd from a profiled one (with --timer process) would be
+ * killed by its first tick.  If nothing here profiles and SIGPROF would
+ * kill us, the timer can only do harm: disarm it.
+ */
+static void disarm_inherited_itimer(void)
+{
+	struct itimerval off, cur;
+	struct sigaction sa;
+
+	if (sigaction(SIGPROF, NULL, &sa) || sa.sa_handler != SIG_DFL ||
+	    getitimer(ITIMER_PROF, &cur) ||
+	    (!cur.it_value.tv_sec && !cur.it_value.tv_usec))
+		return;
+	memset(&off, 0, sizeof(off));
+	setitimer(ITIMER_PROF, &off, NULL);
 }
 
 /* A child forked while start or stop held the lock must not inherit it. */
@@ -369,8 +433,10 @@ __attribute__((constructor)) static void prof_library_init(void)
 
 	prof_sampler_init_process(); /* the main thread's stack bounds */
 	pthread_atfork(NULL, NULL, session_after_fork_in_child);
-	if (!getenv("PROFRING_PROF") || !*getenv("PROFRING_PROF"))
+	if (!getenv("PROFRING_PROF") || !*getenv("PROFRING_PROF")) {
+		disarm_inherited_itimer();
 		return;
+	}
 	preload_opts(&o);
 	session.verbose = true;
 	err = profring_prof_start(&o); /* copies the strings */

@@ -56,7 +56,8 @@ struct prof_sampler_config {
 
 void prof_sampler_init_process(void);
 int prof_sampler_start(const struct prof_sampler_config *c);
-void prof_sampler_stop(void);
+int prof_sampler_stop(void);
+void prof_sampler_rescan(void);
 enum profring_prof_timer prof_sampler_timer_used(void);
 void prof_sampler_add_stats(struct profring_prof_stats *st);
 int prof_real_pthread_create(pthread_t *t, const pthread_attr_t *attr,

@@ -17,7 +17,8 @@
 # up; every thread of a program that creates and joins threads is sampled;
 # at 10 kHz signals = samples read + samples lost; a program built without
 # frame pointers is profiled without crashing (frame pointers and
-# libunwind); the setitimer fallback works.  One PASS/FAIL line per check.
+# libunwind); the setitimer fallback works; a profiled shell's children
+# are not profiled.  One PASS/FAIL line per check.
 
 BUILD=${1:-build}
 LABEL=${2:-check}
@@ -178,6 +179,15 @@ check process_timer_runs test $? -eq 0
 "$PROF" report "$TMP/proc.pb.gz" >"$TMP/proc.report" 2>&1
 check process_timer_profile test "$(top_two "$TMP/proc.report")" = \
 	"hot_seventy hot_thirty "
+
+# 6. Children are not profiled, even under bash, whose own unsetenv()
+# does nothing before it has started: exactly one profile is written.
+if command -v bash >/dev/null 2>&1; then
+	record bash -F 1000 -- bash -c \
+		"$DEMO --units 1 >/dev/null; $DEMO --units 1 >/dev/null; true"
+	check bash_children_not_profiled test \
+		"$(grep -c 'profring-prof: wrote' "$TMP/bash.err")" -eq 1
+fi
 
 if [ $fails -ne 0 ]; then
 	for f in "$TMP"/*.err; do

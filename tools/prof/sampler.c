@@ -18,7 +18,11 @@
  * handler touches the ring, and the ring can be closed and freed; the
  * handler's seq_cst load of `active` is also the acquire that makes the
  * configuration fields visible.  The handler stays installed after stop:
- * a SIGPROF still pending would otherwise kill the process.
+ * a SIGPROF still pending would otherwise kill the process.  The handler
+ * runs with every signal blocked, so no other handler can interrupt it and
+ * never return (siglongjmp, exit) with inflight raised; should a thread
+ * still die inside it (cancelled, stopped), stop gives up after two
+ * seconds and the session's ring is leaked rather than freed under it.
  *
  * Stale signals.  Timer signals carry the session's generation in
  * si_value; a signal from an earlier session's timer that arrives during
@@ -36,8 +40,16 @@
  * starting during start() is armed by whichever of the two takes the
  * registry lock second: a thread replaces any entry for its own tid (the
  * entry may be a dead thread's whose tid was reused), start only adds tids
- * that have none.  If per-thread timers cannot be had, one process-wide
- * setitimer(ITIMER_PROF) is used instead.
+ * that have none.  Every 200 ms the collector has the registry synced
+ * with /proc/self/task: threads our pthread_create never saw (thrd_create,
+ * a raw clone) get a timer, dead threads' timers are deleted.  If
+ * per-thread timers cannot be had, one process-wide setitimer(ITIMER_PROF)
+ * is used instead.
+ *
+ * Weights.  A CPU-time timer fires at the kernel's tick at most; a signal
+ * from a per-thread timer carries the expiries it stands for (overrun), a
+ * setitimer signal is weighed by the process CPU time since the previous
+ * one (weigh()).  So the profile's CPU time is right above the tick rate.
  *
  * Stack bounds.  The frame-pointer unwinder needs the thread's stack
  * bounds; pthread_getattr_np() is not async-signal-safe, so they are read
@@ -74,6 +86,7 @@ static __thread struct prof_thread prof_self
 
 struct timer_entry {
 	pid_t tid;
+	bool seen; /* in the latest /proc/self/task listing */
 	timer_t timer;
 };
 
@@ -83,7 +96,11 @@ static struct {
 	enum profring_prof_unwinder unwinder;
 	unsigned int max_frames;
 	int generation;
-	bool thread_timers; /* false: setitimer */
+	uint64_t period_ns;
+	/* false: setitimer; relaxed: it may fall back while active is set */
+	atomic_bool thread_timers;
+	/* setitimer mode: process CPU time at the last sample (see weigh) */
+	atomic_uint_fast64_t last_process_cpu_ns;
 
 	atomic_int active;
 	atomic_uint inflight;
@@ -99,7 +116,7 @@ static struct {
 	/* The timer registry; everything below is under `lock`. */
 	pthread_mutex_t lock;
 	bool arming; /* new threads arm themselves */
-	uint64_t period_ns;
+	bool key_ok; /* thread_exit_key was created */
 	pid_t exclude_tid;
 	struct timer_entry *timers;
 	size_t ntimers;
@@ -158,7 +175,40 @@ static bool signal_is_ours(const siginfo_t *si)
 {
 	if (si->si_code == SI_TIMER)
 		return si->si_value.sival_int == sampler.generation;
-	return !sampler.thread_timers && si->si_code == SI_KERNEL;
+	return !atomic_load_explicit(&sampler.thread_timers,
+				     memory_order_relaxed) &&
+	       si->si_code == SI_KERNEL;
+}
+
+static uint64_t process_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts); /* async-signal-safe */
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * The periods a signal stands for.  A per-thread timer says how many
+ * expiries it missed (si_overrun).  setitimer's signal says nothing, and
+ * the kernel sends at most one per tick, so weigh it by the process CPU
+ * time since the previous sample (the exchange hands each nanosecond to
+ * exactly one sample; rounding to the nearest period, at least one).
+ */
+static uint64_t weigh(const siginfo_t *si)
+{
+	uint64_t now, prev, periods;
+
+	if (si->si_code == SI_TIMER)
+		return 1 + (si->si_overrun > 0 ? (uint64_t)si->si_overrun : 0);
+	now = process_cpu_ns();
+	/* Relaxed: a plain hand-off of a number, nothing else published. */
+	prev = atomic_exchange_explicit(&sampler.last_process_cpu_ns, now,
+					memory_order_relaxed);
+	if (now <= prev)
+		return 1;
+	periods = (now - prev + sampler.period_ns / 2) / sampler.period_ns;
+	return periods ? periods : 1;
 }
 
 static void sample(const siginfo_t *si, void *ucontext)
@@ -175,9 +225,7 @@ static void sample(const siginfo_t *si, void *ucontext)
 	}
 	atomic_fetch_add_explicit(&sampler.signals, 1, memory_order_relaxed);
 	n = take_stack(ucontext, pcs);
-	hdr[PROF_HDR_PERIODS] = 1;
-	if (si->si_code == SI_TIMER && si->si_overrun > 0)
-		hdr[PROF_HDR_PERIODS] += (uint64_t)si->si_overrun;
+	hdr[PROF_HDR_PERIODS] = weigh(si);
 	hdr[PROF_HDR_TID] = (uint64_t)current_tid();
 	rc = profbuf_write(sampler.buf, NULL, (int64_t)ring_clock_ticks(), hdr,
 			   PROF_HDR_WORDS, pcs, n);
@@ -212,7 +260,12 @@ static int install_handler(void)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_sigprof;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
-	sigemptyset(&sa.sa_mask);
+	/*
+	 * Every signal blocked while we run: a handler that interrupted ours
+	 * and never returned (siglongjmp, exit) would leave inflight raised
+	 * and maybe a reserved record unwritten, and stop would wait forever.
+	 */
+	sigfillset(&sa.sa_mask);
 	if (sigaction(SIGPROF, &sa, NULL))
 		return -errno;
 	sampler.handler_installed = true;
@@ -298,6 +351,7 @@ static int timer_add(pid_t tid)
 	if (err)
 		return err;
 	v->tid = tid;
+	v->seen = true;
 	sampler.ntimers++;
 	sampler.threads_armed++;
 	return 0;
@@ -309,26 +363,56 @@ static void timers_delete_all(void)
 		timer_remove(sampler.timers[0].tid);
 }
 
-/* Arm every thread of the process but the collector. */
-static int timers_arm_existing(void)
+/* Delete the timers of threads the latest listing did not show. */
+static void timers_prune(void)
 {
+	size_t i = 0;
+
+	while (i < sampler.ntimers) {
+		if (sampler.timers[i].seen)
+			i++;
+		else
+			timer_remove(sampler.timers[i].tid);
+	}
+}
+
+/*
+ * Arm every thread of the process but the collector that has no timer;
+ * with @prune, delete the timers of threads that are gone.  At start, and
+ * every COLLECT_PERIOD_NS from the collector: that arms the threads our
+ * pthread_create never saw (thrd_create, raw clone, threads of a static
+ * executable) and retires those whose exit no key destructor reported.
+ */
+static int timers_sync(bool prune)
+{
+	struct timer_entry *e;
 	struct dirent *d;
 	DIR *dir;
 	pid_t tid;
+	size_t i;
 	int err = 0;
 
 	dir = opendir("/proc/self/task");
 	if (!dir)
 		return -errno;
+	for (i = 0; i < sampler.ntimers; i++)
+		sampler.timers[i].seen = false;
 	while (!err && (d = readdir(dir))) {
 		tid = (pid_t)atoi(d->d_name);
-		if (tid <= 0 || tid == sampler.exclude_tid || timer_find(tid))
+		if (tid <= 0 || tid == sampler.exclude_tid)
 			continue;
+		e = timer_find(tid);
+		if (e) {
+			e->seen = true;
+			continue;
+		}
 		err = timer_add(tid);
 		if (err == -EINVAL || err == -ESRCH)
 			err = 0; /* exited since the listing */
 	}
 	closedir(dir);
+	if (prune && !err)
+		timers_prune();
 	return err;
 }
 
@@ -364,7 +448,8 @@ static void thread_enter(void)
 	prof_self.tid = 0; /* never inherited, but be sure */
 	tid = current_tid();
 	record_stack_bounds();
-	pthread_setspecific(thread_exit_key, (void *)1);
+	if (sampler.key_ok)
+		pthread_setspecific(thread_exit_key, (void *)1);
 	pthread_mutex_lock(&sampler.lock);
 	if (sampler.arming) {
 		timer_remove(tid); /* a dead thread's, or start's */
@@ -475,6 +560,8 @@ static void after_fork_in_child(void)
 {
 	/* No timer, no collector crossed the fork: no session here. */
 	atomic_store_explicit(&sampler.active, 0, memory_order_relaxed);
+	/* Other threads' handlers in flight at the fork do not exist here. */
+	atomic_store_explicit(&sampler.inflight, 0, memory_order_relaxed);
 	prof_self.tid = 0;
 	pthread_mutex_init(&sampler.lock, NULL);
 	sampler.arming = false;
@@ -485,8 +572,8 @@ static void after_fork_in_child(void)
 
 static void init_process_once(void)
 {
-	record_stack_bounds();
-	pthread_key_create(&thread_exit_key, thread_exit);
+	/* Without the key, exiting threads' timers wait for stop. */
+	sampler.key_ok = !pthread_key_create(&thread_exit_key, thread_exit);
 	pthread_atfork(NULL, NULL, after_fork_in_child);
 }
 
@@ -498,6 +585,10 @@ static void init_process_once(void)
 void prof_sampler_init_process(void)
 {
 	pthread_once(&process_once, init_process_once);
+	/* Whoever ran the once, the calling thread records its own bounds:
+	 * the constructor's call is the main thread's only chance. */
+	if (!prof_self.bounds.hi)
+		record_stack_bounds();
 }
 
 static int start_timers(const struct prof_sampler_config *c)
@@ -505,17 +596,44 @@ static int start_timers(const struct prof_sampler_config *c)
 	int err;
 
 	if (c->timer == PROFRING_PROF_TIMER_THREAD) {
-		sampler.thread_timers = true;
 		sampler.arming = true;
-		err = timers_arm_existing();
+		err = timers_sync(false);
 		if (!err)
 			return 0;
 		timers_delete_all();
 		sampler.arming = false;
 	}
 	/* setitimer: one timer, signals to whichever thread runs. */
-	sampler.thread_timers = false;
+	atomic_store_explicit(&sampler.thread_timers, false,
+			      memory_order_relaxed);
 	return process_timer_set(c->period_ns);
+}
+
+/* Wait for the handlers in flight, at most about two seconds. */
+static int wait_handlers(void)
+{
+	struct timespec pause = { 0, 50000 };
+	int i;
+
+	for (i = 0; i < 40000; i++) {
+		if (!atomic_load_explicit(&sampler.inflight,
+					  memory_order_seq_cst))
+			return 0;
+		nanosleep(&pause, NULL);
+	}
+	return -ETIMEDOUT;
+}
+
+/**
+ * prof_sampler_rescan() - arm threads nobody armed, retire dead ones'
+ * timers (see timers_sync()); a no-op outside a per-thread session.
+ */
+void prof_sampler_rescan(void)
+{
+	pthread_mutex_lock(&sampler.lock);
+	if (sampler.arming)
+		timers_sync(true);
+	pthread_mutex_unlock(&sampler.lock);
 }
 
 /**
@@ -540,6 +658,11 @@ int prof_sampler_start(const struct prof_sampler_config *c)
 	sampler.period_ns = c->period_ns;
 	sampler.exclude_tid = c->exclude_tid;
 	sampler.threads_armed = 0;
+	atomic_store_explicit(&sampler.thread_timers,
+			      c->timer == PROFRING_PROF_TIMER_THREAD,
+			      memory_order_relaxed);
+	atomic_store_explicit(&sampler.last_process_cpu_ns, process_cpu_ns(),
+			      memory_order_relaxed);
 	atomic_store_explicit(&sampler.signals, 0, memory_order_relaxed);
 	atomic_store_explicit(&sampler.written, 0, memory_order_relaxed);
 	atomic_store_explicit(&sampler.refused, 0, memory_order_relaxed);
@@ -549,8 +672,11 @@ int prof_sampler_start(const struct prof_sampler_config *c)
 	/* Publishes the fields above to the handler's seq_cst load. */
 	atomic_store_explicit(&sampler.active, 1, memory_order_seq_cst);
 	err = start_timers(c);
-	if (err)
+	if (err) {
+		/* Pairs with the handler's increment and load (Dekker). */
 		atomic_store_explicit(&sampler.active, 0, memory_order_seq_cst);
+		wait_handlers(); /* nothing armed: cannot time out */
+	}
 out:
 	pthread_mutex_unlock(&sampler.lock);
 	return err;
@@ -559,22 +685,22 @@ out:
 /**
  * prof_sampler_stop() - disarm every timer and wait for the handlers in
  * flight; afterwards no handler touches the session's ring.
+ *
+ * Return: 0; -ETIMEDOUT if a handler stayed in flight for two seconds (a
+ * thread stopped or cancelled inside it): the ring must then be leaked.
  */
-void prof_sampler_stop(void)
+int prof_sampler_stop(void)
 {
-	struct timespec pause = { 0, 50000 };
-
 	pthread_mutex_lock(&sampler.lock);
 	sampler.arming = false;
-	if (sampler.thread_timers)
+	if (atomic_load_explicit(&sampler.thread_timers, memory_order_relaxed))
 		timers_delete_all();
 	else
 		process_timer_set(0);
 	/* Pairs with the handler's increment and load (Dekker, above). */
 	atomic_store_explicit(&sampler.active, 0, memory_order_seq_cst);
 	pthread_mutex_unlock(&sampler.lock);
-	while (atomic_load_explicit(&sampler.inflight, memory_order_seq_cst))
-		nanosleep(&pause, NULL);
+	return wait_handlers();
 }
 
 /**
@@ -584,8 +710,10 @@ void prof_sampler_stop(void)
  */
 enum profring_prof_timer prof_sampler_timer_used(void)
 {
-	return sampler.thread_timers ? PROFRING_PROF_TIMER_THREAD
-				     : PROFRING_PROF_TIMER_PROCESS;
+	return atomic_load_explicit(&sampler.thread_timers,
+				    memory_order_relaxed)
+		       ? PROFRING_PROF_TIMER_THREAD
+		       : PROFRING_PROF_TIMER_PROCESS;
 }
 
 static uint64_t counter(atomic_uint_fast64_t *c)

@@ -69,6 +69,24 @@ static bool context_registers(const void *ucontext, uintptr_t *pc,
 #endif
 }
 
+/*
+ * arm64 code built with -mbranch-protection=pac-ret saves signed return
+ * addresses: the signature sits in the pointer's top bits.  XPACLRI (a
+ * hint, a no-op on CPUs without pointer authentication) strips it from
+ * x30.  Not exercised here: the machines this was written on are x86-64.
+ */
+static inline uintptr_t strip_pac(uintptr_t ret)
+{
+#if defined(__aarch64__)
+	register uintptr_t x30 __asm__("x30") = ret;
+
+	__asm__("hint #7" : "+r"(x30));
+	return x30;
+#else
+	return ret;
+#endif
+}
+
 /* Read a record the bounds check vouched for. */
 __attribute__((no_sanitize("address"))) static bool
 read_record_checked(uintptr_t fp, struct frame_record *rec)
@@ -126,6 +144,7 @@ void prof_unwind_fp(const void *ucontext, const struct prof_stack_bounds *b,
 		if (checked ? !read_record_checked(fp, &rec)
 			    : !read_record_unchecked(fp, &rec))
 			return;
+		rec.ret = strip_pac(rec.ret);
 		if (rec.ret < 4096)
 			return; /* the outermost frame's zero, or junk */
 		if (res->n == max) {
