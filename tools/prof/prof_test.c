@@ -17,6 +17,8 @@
 #include "unwind.h"
 
 #include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -336,6 +338,83 @@ static void fork_child_has_no_session(void)
 	prof_summary_free(s);
 }
 
+static atomic_int stop_spinning;
+
+static void *spinner(void *arg)
+{
+	volatile uint64_t x = 0;
+
+	(void)arg;
+	while (!atomic_load_explicit(&stop_spinning, memory_order_relaxed))
+		x++;
+	return NULL;
+}
+
+/*
+ * No other handler may run inside ours: one that never returned
+ * (siglongjmp, exit) would leave the session's books open and stop hung.
+ * (A storm of signals hits the handler's microsecond too rarely to test
+ * by chance: the installed mask is checked instead.)
+ */
+static void no_handler_nests_in_ours(void)
+{
+	static const int others[] = { SIGUSR1, SIGUSR2, SIGINT,	 SIGTERM,
+				      SIGALRM, SIGCHLD, SIGQUIT, SIGHUP };
+	struct profring_prof_opts o = opts_at(100);
+	struct sigaction cur;
+	size_t i;
+
+	KT_REQUIRE(profring_prof_start(&o) == 0);
+	KT_REQUIRE(sigaction(SIGPROF, NULL, &cur) == 0);
+	KT_CHECK(cur.sa_flags & SA_SIGINFO);
+	for (i = 0; i < sizeof(others) / sizeof(others[0]); i++)
+		KT_CHECK(sigismember(&cur.sa_mask, others[i]) == 1);
+	KT_CHECK_EQ(profring_prof_stop(), 0);
+}
+
+/*
+ * Children forked while other threads are inside the handler start and
+ * stop sessions of their own: the parent's handlers in flight must not
+ * be waited for in the child (an alarm kills a child that hangs).
+ */
+static void fork_during_samples(void)
+{
+	struct profring_prof_opts o = opts_at(10000);
+	int i, status, bad = 0;
+	pthread_t t[2];
+	pid_t pid;
+
+	atomic_store(&stop_spinning, 0);
+	KT_REQUIRE(profring_prof_start(&o) == 0);
+	for (i = 0; i < 2; i++)
+		KT_REQUIRE(pthread_create(&t[i], NULL, spinner, NULL) == 0);
+	for (i = 0; i < 40; i++) {
+		pid = fork();
+		if (pid == 0) {
+			struct profring_prof_opts co = opts_at(1000);
+
+			alarm(10);
+#ifdef UNDER_TSAN
+			/* TSan cannot start threads after such a fork. */
+			(void)co;
+			_exit(profring_prof_stop() == -ESRCH ? 0 : 3);
+#endif
+			co.output = "/dev/null";
+			if (profring_prof_start(&co))
+				_exit(2);
+			_exit(profring_prof_stop() ? 3 : 0);
+		}
+		if (pid < 0 || waitpid(pid, &status, 0) != pid ||
+		    !WIFEXITED(status) || WEXITSTATUS(status))
+			bad++;
+	}
+	atomic_store(&stop_spinning, 1);
+	for (i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	KT_CHECK_EQ(bad, 0);
+	KT_CHECK_EQ(profring_prof_stop(), 0);
+}
+
 static void libunwind_stacks(void)
 {
 	struct profring_prof_opts o = opts_at(1000);
@@ -424,6 +503,8 @@ int main(void)
 	KT_RUN(cpu_time_at_10khz);
 	KT_RUN(unknown_bounds_thread);
 	KT_RUN(fork_child_has_no_session);
+	KT_RUN(no_handler_nests_in_ours);
+	KT_RUN(fork_during_samples);
 	KT_RUN(libunwind_stacks);
 	KT_RUN(tiny_ring_counts_losses);
 	KT_RUN(process_timer);
