@@ -138,6 +138,12 @@ $(BUILD)/test/%: %.c $(BUILD)/libprofring.a ring/ktest.h stress/harness.c stress
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< stress/harness.c $(LDFLAGS) $(BUILD)/libprofring.a $(LDLIBS)
 
+$(BUILD)/stress/prof_stress: stress/prof_stress.c stress/harness.c stress/harness.h \
+		$(PROF_OBJS) tools/prof/report.c $(BUILD)/libprofring.a
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fno-omit-frame-pointer -o $@ $< stress/harness.c tools/prof/report.c \
+		$(PROF_OBJS) $(LDFLAGS) $(BUILD)/libprofring.a $(PROF_LIBS) $(LDLIBS)
+
 $(BUILD)/stress/%: stress/%.c stress/harness.c stress/harness.h $(BUILD)/libprofring.a
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< stress/harness.c $(LDFLAGS) $(BUILD)/libprofring.a $(LDLIBS) -lrt

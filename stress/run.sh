@@ -23,6 +23,11 @@ scenarios() {
 		echo "--signals"
 		echo "--signals --memory 65536 --buf 4096"
 		;;
+	prof_stress)
+		echo "--churners 4"
+		echo "--churners 4 --process --libunwind"
+		echo "--churners 2 --tiny"
+		;;
 	stacktab_stress)
 		echo "--signals --resets"
 		echo "--signals"
