@@ -1045,7 +1045,8 @@ static void report_text(void)
 	text = read_text(out, &len);
 	KT_REQUIRE(text);
 	KT_CHECK(strstr(text, "Type: cpu (nanoseconds)\n"));
-	KT_CHECK(strstr(text, "Duration: 1.50s, Total: 210ms in 8 samples\n"));
+	KT_CHECK(strstr(text,
+			"Duration: 1.50s, Total: 210ms in 8 sample records\n"));
 	KT_CHECK(strstr(text, "Comment: profring: test comment one\n"));
 	KT_CHECK(strstr(text, "Showing top 3 of 7 functions"));
 	KT_CHECK(strstr(text,

@@ -1263,7 +1263,7 @@ static void print_header(const struct prof_summary *p, FILE *out,
 		fprintf(out, "Duration: %s, ",
 			fmt_value(a, sizeof(a), p->duration_nanos, &s));
 	}
-	fprintf(out, "Total: %s in %zu samples\n",
+	fprintf(out, "Total: %s in %zu sample records\n",
 		fmt_value(b, sizeof(b), p->total, sc), p->nsamples);
 	for (size_t i = 0; i < p->ncomments; i++)
 		fprintf(out, "Comment: %s\n", p->comments[i]);
