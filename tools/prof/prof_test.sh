@@ -17,8 +17,8 @@
 # up; every thread of a program that creates and joins threads is sampled;
 # at 10 kHz signals = samples read + samples lost; a program built without
 # frame pointers is profiled without crashing (frame pointers and
-# libunwind); the setitimer fallback works; a profiled shell's children
-# are not profiled.  One PASS/FAIL line per check.
+# libunwind); the setitimer fallback works; a stripped binary gives a
+# valid profile; a profiled shell's children are not profiled.  One PASS/FAIL line per check.
 
 BUILD=${1:-build}
 LABEL=${2:-check}
@@ -180,7 +180,20 @@ check process_timer_runs test $? -eq 0
 check process_timer_profile test "$(top_two "$TMP/proc.report")" = \
 	"hot_seventy hot_thirty "
 
-# 6. Children are not profiled, even under bash, whose own unsetenv()
+# 6. A stripped binary: no names for its code, still a valid profile
+# (its frames are named file+offset).
+cp "$DEMO" "$TMP/demo_stripped" && strip -s "$TMP/demo_stripped"
+record stripped -F 1000 -- "$TMP/demo_stripped" --units 1
+check stripped_runs test $? -eq 0
+"$PROF" report "$TMP/stripped.pb.gz" >"$TMP/stripped.report" 2>&1
+check stripped_profile_reads grep -q 'demo_stripped+0x' "$TMP/stripped.report"
+if command -v go >/dev/null 2>&1; then
+	(cd "$TMP" && HOME="$TMP" go tool pprof -top -symbolize=none \
+		stripped.pb.gz) >"$TMP/stripped.go" 2>&1
+	check stripped_go_pprof_reads grep -q 'demo_stripped+0x' "$TMP/stripped.go"
+fi
+
+# 7. Children are not profiled, even under bash, whose own unsetenv()
 # does nothing before it has started: exactly one profile is written.
 if command -v bash >/dev/null 2>&1; then
 	record bash -F 1000 -- bash -c \
