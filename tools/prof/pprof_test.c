@@ -3,8 +3,10 @@
  * pprof_test.c - unit tests for the profiler's output side: the wire
  * helpers (proto.h), the symbolizer (symbolize.c, on this program's own
  * static functions, libc, a copy of this executable mapped at other
- * offsets, and truncated, corrupted, deleted and non-ELF files), the pprof
- * and folded writers (pprof.c) and the decoder and report (report.c).
+ * offsets, truncated, corrupted, deleted and non-ELF files, and a
+ * stripped copy with its separate debug file, right, wrong or corrupted:
+ * objcopy and strip must be there), the pprof and folded writers (pprof.c)
+ * and the decoder and report (report.c).
  *
  * A synthetic profile is written as pprof, decoded back and checked
  * exactly: names, flat and cum values of both sample types, values per
@@ -23,6 +25,8 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <link.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -633,6 +637,344 @@ static void symbolize_hostile_files(void)
 	free(orig);
 }
 
+/* ---- separate debug files ---- */
+
+/* Run a shell command; nonzero, said loudly, if it failed. */
+__attribute__((format(printf, 1, 2))) static int run_cmd(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+	int n, rc;
+
+	va_start(ap, fmt);
+	n = vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(cmd))
+		return -1;
+	rc = system(cmd);
+	if (rc)
+		fprintf(stderr,
+			"  `%s` failed (status %d): binutils (objcopy, strip) "
+			"missing?\n",
+			cmd, rc);
+	return rc;
+}
+
+/* A stripped copy of this executable, mapped, and where its functions are. */
+struct stripped {
+	const char *path;
+	uint8_t *map;
+	size_t len;
+	uintptr_t at[3]; /* in leaf_fn, mid_fn, root_fn */
+};
+
+/*
+ * How many of leaf_fn, mid_fn and root_fn a new symbolizer names in the
+ * stripped copy, with the debug directory as it is now; -1 if a lookup
+ * finds another mapping, or a name too long to be one.
+ */
+static int stripped_names(const struct stripped *c)
+{
+	static const char *const want[3] = { "leaf_fn", "mid_fn", "root_fn" };
+	struct prof_symbolizer *s = prof_symbolizer_new();
+	const struct prof_mapping *m;
+	const char *name;
+	unsigned int id;
+	int n = 0;
+
+	if (!s)
+		return -1;
+	for (int i = 0; i < 3; i++) {
+		name = prof_symbolize(s, c->at[i], &id);
+		m = mapping_by_id(s, id);
+		if (!m || strcmp(m->path, c->path) ||
+		    (name && strlen(name) >= (1 << 20)))
+			n = -100;
+		n += name && !strcmp(name, want[i]);
+	}
+	prof_symbolizer_free(s);
+	return n < 0 ? -1 : n;
+}
+
+/* Put @n bytes of @data at @path, a new file each time. */
+static int put_debug(const char *path, const void *data, size_t n)
+{
+	unlink(path);
+	return write_bytes(path, data, n);
+}
+
+/* File offset of the first section header of type @type, or 0. */
+static size_t shdr_at(const char *data, size_t len, uint32_t type)
+{
+	Elf64_Ehdr eh;
+	Elf64_Shdr sh;
+
+	memcpy(&eh, data, sizeof(eh));
+	if (eh.e_shoff > len || eh.e_shnum > (len - eh.e_shoff) / sizeof(sh))
+		return 0;
+	for (size_t i = 0; i < eh.e_shnum; i++) {
+		memcpy(&sh, data + eh.e_shoff + i * sizeof(sh), sizeof(sh));
+		if (sh.sh_type == type)
+			return eh.e_shoff + i * sizeof(sh);
+	}
+	return 0;
+}
+
+/* The raw bytes of the lowercase hex build-id @hex; their number. */
+static size_t unhex(const char *hex, uint8_t *out, size_t max)
+{
+	size_t n = 0;
+	unsigned int b;
+
+	for (; hex[0] && hex[1] && n < max; hex += 2)
+		if (sscanf(hex, "%2x", &b) == 1)
+			out[n++] = (uint8_t)b;
+	return n;
+}
+
+/*
+ * A targeted corruption of the debug file: the field at @field (64 bits,
+ * or 32 for sh_type and sh_link) of the section header of its .symtab, or
+ * of the string table the .symtab links to, set to @set (if not 0), plus
+ * @add: the table out of the file, of the wrong type or entry size,
+ * linked to a section that is not there, its strings not NUL-terminated.
+ */
+struct shdr_poke {
+	bool strtab;
+	size_t field, size;
+	uint64_t set, add;
+};
+
+#define POKE(str, name, set, add)                                 \
+	{                                                         \
+		str, offsetof(Elf64_Shdr, name),                  \
+			sizeof(((Elf64_Shdr *)0)->name), set, add \
+	}
+
+/* Apply @p to the ELF image @data; false if its tables are not found. */
+static bool poke(char *data, size_t len, const struct shdr_poke *p)
+{
+	size_t off = shdr_at(data, len, SHT_SYMTAB);
+	Elf64_Ehdr eh;
+	Elf64_Shdr sh;
+	uint64_t v = 0;
+
+	if (!off)
+		return false;
+	if (p->strtab) {
+		memcpy(&eh, data, sizeof(eh));
+		memcpy(&sh, data + off, sizeof(sh));
+		if (sh.sh_link >= eh.e_shnum)
+			return false;
+		off = eh.e_shoff + sh.sh_link * sizeof(sh);
+	}
+	memcpy(&v, data + off + p->field, p->size);
+	v = (p->set ? p->set : v) + p->add;
+	memcpy(data + off + p->field, &v, p->size);
+	return true;
+}
+
+/*
+ * This executable, stripped of its .symtab and mapped: its static
+ * functions are named from the debug file under a temporary debug
+ * directory only when that file is there, is ELF, has their .symtab and
+ * has the copy's build-id.  Wrong, truncated and corrupted debug files
+ * give no names (or, corrupted where it does not matter, the right ones),
+ * never a crash.
+ */
+static void symbolize_debug_file(void)
+{
+	static char dir[512];
+	static const struct shdr_poke pokes[] = {
+		POKE(false, sh_offset, 1ull << 40, 0),
+		POKE(false, sh_offset, UINT64_MAX - 7, 0),
+		POKE(false, sh_size, 1ull << 40, 0),
+		POKE(false, sh_size, UINT64_MAX, 0),
+		POKE(false, sh_entsize, 0, 1),
+		POKE(false, sh_link, 1u << 20, 0),
+		POKE(false, sh_type, SHT_STRTAB, 0),
+		POKE(true, sh_offset, 1ull << 40, 0),
+		POKE(true, sh_offset, UINT64_MAX - 7, 0),
+		POKE(true, sh_size, 1ull << 40, 0),
+		POKE(true, sh_size, 0, UINT64_MAX), /* its last NUL left out */
+		POKE(true, sh_type, SHT_PROGBITS, 0),
+	};
+	const char *full = tmp_path("full.elf");
+	const char *strip = tmp_path("stripped.elf");
+	const char *good = tmp_path("good.debug");
+	char sub[600], dbg[800], id[2 * 64 + 1];
+	struct stripped c = { .path = strip };
+	struct prof_symbolizer *s;
+	const struct prof_mapping *m;
+	struct exec_seg e = { 0 };
+	uint8_t raw[64], *at;
+	char *data, *copy;
+	size_t len, nraw, off;
+	uint64_t rng = 99;
+	unsigned int mapid;
+	int bad = 0, named = 0, r;
+	Elf64_Shdr sh;
+
+	snprintf(dir, sizeof(dir), "%s", tmp_path("debug"));
+	KT_REQUIRE(!copy_exe(full, &data, &len));
+	free(data);
+	KT_REQUIRE(!run_cmd("strip -s -o '%s' '%s'", strip, full));
+	KT_REQUIRE(!run_cmd("objcopy --only-keep-debug '%s' '%s'", full, good));
+	dl_iterate_phdr(find_exec_seg, &e);
+	KT_REQUIRE(e.found);
+	c.map = map_exec(strip, 0, &c.len);
+	KT_REQUIRE(c.map);
+	c.at[0] = (uintptr_t)c.map + leaf - e.bias - e.p_vaddr + e.p_offset + 4;
+	c.at[1] = (uintptr_t)c.map + mid - e.bias - e.p_vaddr + e.p_offset + 8;
+	c.at[2] = (uintptr_t)c.map + root - e.bias - e.p_vaddr + e.p_offset + 8;
+
+	/* The copy's build-id is this executable's. */
+	s = prof_symbolizer_new();
+	KT_REQUIRE(s);
+	prof_symbolize(s, c.at[0], &mapid);
+	m = mapping_by_id(s, mapid);
+	KT_REQUIRE(m && !strcmp(m->path, strip));
+	snprintf(id, sizeof(id), "%s", m->build_id);
+	prof_symbolize(s, leaf, &mapid);
+	m = mapping_by_id(s, mapid);
+	KT_CHECK(m && !strcmp(m->build_id, id));
+	prof_symbolizer_free(s);
+	KT_REQUIRE(strlen(id) > 2); /* the toolchain writes one */
+	nraw = unhex(id, raw, sizeof(raw));
+
+	/* No debug file: no names (not even from the default directory). */
+	KT_CHECK_EQ(stripped_names(&c), 0);
+	prof_symbolizer_set_debug_dir(dir);
+	KT_CHECK_EQ(stripped_names(&c), 0);
+
+	/* The debug file: all three names. */
+	snprintf(sub, sizeof(sub), "%s/.build-id/%.2s", dir, id);
+	snprintf(dbg, sizeof(dbg), "%s/%s.debug", sub, id + 2);
+	KT_REQUIRE(!run_cmd("mkdir -p '%s'", sub));
+	data = read_text(good, &len);
+	KT_REQUIRE(data && len > sizeof(Elf64_Ehdr));
+	copy = malloc(len);
+	KT_REQUIRE(copy);
+	KT_REQUIRE(!put_debug(dbg, data, len));
+	KT_CHECK_EQ(stripped_names(&c), 3);
+	s = prof_symbolizer_new();
+	KT_REQUIRE(s);
+	KT_CHECK(prof_symbolize(s, c.at[1], &mapid) != NULL);
+	m = mapping_by_id(s, mapid);
+	KT_CHECK(m && m->has_functions);
+	prof_symbolizer_free(s);
+
+	/* Another build-id in it: ignored. */
+	memcpy(copy, data, len);
+	at = memmem(copy, len, raw, nraw);
+	KT_REQUIRE(at);
+	at[nraw - 1] ^= 1;
+	KT_REQUIRE(!put_debug(dbg, copy, len));
+	KT_CHECK_EQ(stripped_names(&c), 0);
+
+	/* A debug file without .symtab (the stripped copy's): ignored. */
+	KT_REQUIRE(!run_cmd("objcopy --only-keep-debug '%s' '%s'", strip, dbg));
+	KT_CHECK_EQ(stripped_names(&c), 0);
+
+	/* Not a file, not ELF, empty, 32-bit: ignored. */
+	unlink(dbg);
+	KT_REQUIRE(!mkfifo(dbg, 0600));
+	KT_CHECK_EQ(stripped_names(&c), 0);
+	unlink(dbg);
+	KT_REQUIRE(!mkdir(dbg, 0700));
+	KT_CHECK_EQ(stripped_names(&c), 0);
+	rmdir(dbg);
+	KT_REQUIRE(!put_debug(dbg, "just some text\n", 15));
+	KT_CHECK_EQ(stripped_names(&c), 0);
+	KT_REQUIRE(!put_debug(dbg, "", 0));
+	KT_CHECK_EQ(stripped_names(&c), 0);
+	memcpy(copy, data, len);
+	copy[EI_CLASS] = ELFCLASS32;
+	KT_REQUIRE(!put_debug(dbg, copy, len));
+	KT_CHECK_EQ(stripped_names(&c), 0);
+
+	/* Truncated anywhere: the section headers are at the end. */
+	for (int i = 1; i <= 100; i++) {
+		size_t cut =
+			i <= 40 ? (size_t)i * 17 : len / 61 * (size_t)(i - 40);
+
+		KT_REQUIRE(!put_debug(dbg, data, cut < len ? cut : len - 1));
+		r = stripped_names(&c);
+		bad += r != 0;
+	}
+	KT_CHECK_EQ(bad, 0);
+
+	/* The symbol table or its strings out of bounds or malformed. */
+	for (size_t i = 0; i < sizeof(pokes) / sizeof(pokes[0]); i++) {
+		memcpy(copy, data, len);
+		KT_REQUIRE(poke(copy, len, &pokes[i]));
+		KT_REQUIRE(!put_debug(dbg, copy, len));
+		r = stripped_names(&c);
+		KT_CHECK_EQ(r, 0);
+		if (r)
+			fprintf(stderr, "  poke %zu: %d names\n", i, r);
+	}
+
+	/*
+	 * Random bytes anywhere, in the ELF header, in the symbols and their
+	 * strings, in the section headers at the end: a build-id still right
+	 * and a symbol table still sane give names, wrong ones perhaps.
+	 */
+	off = shdr_at(data, len, SHT_SYMTAB);
+	KT_REQUIRE(off);
+	memcpy(&sh, data + off, sizeof(sh));
+	KT_REQUIRE(sh.sh_offset < len && sh.sh_size <= len - sh.sh_offset &&
+		   sh.sh_size > 0);
+	bad = 0;
+	for (int i = 0; i < 200; i++) {
+		memcpy(copy, data, len);
+		for (int k = 0; k < 8; k++) {
+			size_t pos = stress_rand(&rng);
+
+			switch (i % 4) {
+			case 0:
+				pos %= len;
+				break;
+			case 1:
+				pos %= 256;
+				break;
+			case 2: /* the .symtab, then its .strtab */
+				pos = sh.sh_offset + pos % sh.sh_size;
+				pos += k % 2 ? sh.sh_size : 0;
+				pos = pos < len ? pos : len - 1;
+				break;
+			default:
+				pos = len - 1 - pos % 8192 % len;
+			}
+			copy[pos] = (char)stress_rand(&rng);
+		}
+		KT_REQUIRE(!put_debug(dbg, copy, len));
+		r = stripped_names(&c);
+		bad += r < 0;
+		named += r > 0;
+	}
+	KT_CHECK_EQ(bad, 0);
+	KT_CHECK(named > 20); /* not all refused: their tables were read */
+
+	/* And back to the real one. */
+	KT_REQUIRE(!put_debug(dbg, data, len));
+	KT_CHECK_EQ(stripped_names(&c), 3);
+	prof_symbolizer_set_debug_dir(NULL);
+	KT_CHECK_EQ(stripped_names(&c), 0);
+
+	munmap(c.map, c.len);
+	free(copy);
+	free(data);
+	unlink(dbg);
+	rmdir(sub);
+	snprintf(sub, sizeof(sub), "%s/.build-id", dir);
+	rmdir(sub);
+	rmdir(dir);
+	unlink(good);
+	unlink(strip);
+	unlink(full);
+}
+
 /* ---- pprof, decoded back ---- */
 
 struct want_func {
@@ -1084,6 +1426,7 @@ int main(void)
 	KT_RUN(symbolize_vdso);
 	KT_RUN(symbolize_remapped_copy);
 	KT_RUN(symbolize_hostile_files);
+	KT_RUN(symbolize_debug_file);
 	KT_RUN(pprof_roundtrip);
 	KT_RUN(pprof_without_symbolizer);
 	KT_RUN(writer_errors);

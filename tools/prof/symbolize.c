@@ -27,12 +27,23 @@
  * (p_vaddr near p_offset, bias the load address) and for non-PIE
  * executables (p_vaddr absolute, bias 0) alike.
  *
- * Symbols: .symtab if the file has one with functions, else .dynsym;
- * STT_FUNC and STT_GNU_IFUNC symbols that are defined and named, sorted by
- * address, one per address (aliases: sized before size 0, global before
- * weak before local, then by name).  A lookup binary-searches the last
- * symbol at or below the address; a symbol of size 0 covers up to the
- * next one.  No symbol there: dladdr(), whose name is copied.
+ * Symbols: .symtab if the file has one with functions, else the .symtab
+ * of its separate debug file, else .dynsym.  The debug file (Debian ships
+ * the .symtab of its libraries there, in the -dbg and -dbgsym packages) is
+ *
+ *	<debug dir>/.build-id/<2 first hex digits of the build-id>/<rest>.debug
+ *
+ * the debug dir being /usr/lib/debug unless a test says otherwise.  It is
+ * used only if it is an ELF file as above, whose own build-id is the
+ * mapped file's, with a .symtab; its symbol values are the same link-time
+ * addresses, so the bias still comes from the mapped file, and it stays
+ * mapped for the names.  (.gnu_debuglink is not read.)  Of a symbol
+ * table, the STT_FUNC and STT_GNU_IFUNC symbols that are defined and named
+ * are kept, sorted by address, one per address (aliases: sized before
+ * size 0, global before weak before local, then by name).  A lookup
+ * binary-searches the last symbol at or below the address; a symbol of
+ * size 0 covers up to the next one.  No symbol there: dladdr(), whose name
+ * is copied.
  *
  * Every header, table and string is checked against the file size before
  * it is read, and read with memcpy (no alignment assumed), so a truncated
@@ -58,6 +69,7 @@
 
 #define BUILD_ID_MAX 64 /* bytes; GNU ld writes 20 (sha1) */
 #define DELETED_SUFFIX " (deleted)"
+#define DEBUG_DIR "/usr/lib/debug"
 
 struct elf_sym {
 	uint64_t value;
@@ -80,6 +92,7 @@ struct elf_file {
 	Elf64_Ehdr eh;
 	struct elf_sym *syms;
 	size_t nsyms;
+	struct elf_file *debug; /* holds the names in @syms, or NULL */
 	char build_id[2 * BUILD_ID_MAX + 1];
 };
 
@@ -103,6 +116,13 @@ struct prof_symbolizer {
 	struct elf_file *files;
 	struct name_node *names; /* copies of dladdr() names */
 };
+
+static const char *debug_dir = DEBUG_DIR;
+
+void prof_symbolizer_set_debug_dir(const char *dir)
+{
+	debug_dir = dir ? dir : DEBUG_DIR;
+}
 
 /* [@off, @off + @len) lies inside the file. */
 static bool in_file(const struct elf_file *f, uint64_t off, uint64_t len)
@@ -257,7 +277,10 @@ static void unmap_file(struct elf_file *f)
 	f->size = 0;
 }
 
-/* Stage 1: map the file, check its header, read its build-id. */
+/*
+ * Stage 1: map the file, check its header, read its build-id.  @m, the
+ * mapping, is read only for a file in memory (the [vdso]).
+ */
 static bool elf_open(struct elf_file *f, const struct prof_mapping *m)
 {
 	if (f->state != ELF_NEW)
@@ -381,13 +404,60 @@ static bool sym_load(struct elf_file *f, uint32_t type)
 	return false;
 }
 
-/* Stage 2: the symbol table, .symtab else .dynsym. */
+static void elf_free(struct elf_file *f)
+{
+	if (!f)
+		return;
+	unmap_file(f);
+	elf_free(f->debug);
+	free(f->syms);
+	free(f->path);
+	free(f);
+}
+
+/*
+ * The .symtab of the debug file of @f (see the top of the file), opened,
+ * checked and loaded as @f's own would be; it goes to @f->debug.
+ */
+static bool debug_load(struct elf_file *f)
+{
+	static const char fmt[] = "%s/.build-id/%.2s/%s.debug";
+	const char *id = f->build_id;
+	struct elf_file *d;
+	int len;
+
+	if (strlen(id) <= 2 || !debug_dir || !*debug_dir)
+		return false;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return false;
+	len = snprintf(NULL, 0, fmt, debug_dir, id, id + 2);
+	d->path = len > 0 ? malloc((size_t)len + 1) : NULL;
+	if (!d->path) {
+		free(d);
+		return false;
+	}
+	snprintf(d->path, (size_t)len + 1, fmt, debug_dir, id, id + 2);
+	if (!elf_open(d, NULL) || strcmp(d->build_id, id) ||
+	    !sym_load(d, SHT_SYMTAB)) {
+		elf_free(d);
+		return false;
+	}
+	f->syms = d->syms;
+	f->nsyms = d->nsyms;
+	d->syms = NULL;
+	d->nsyms = 0;
+	f->debug = d;
+	return true;
+}
+
+/* Stage 2: the symbol table, .symtab, else the debug file's, else .dynsym. */
 static void elf_read_symbols(struct elf_file *f)
 {
 	if (f->syms_read)
 		return;
 	f->syms_read = true;
-	if (!sym_load(f, SHT_SYMTAB))
+	if (!sym_load(f, SHT_SYMTAB) && !debug_load(f))
 		sym_load(f, SHT_DYNSYM);
 }
 
@@ -658,10 +728,7 @@ void prof_symbolizer_free(struct prof_symbolizer *s)
 		return;
 	for (f = s->files; f; f = fn) {
 		fn = f->next;
-		unmap_file(f);
-		free(f->syms);
-		free(f->path);
-		free(f);
+		elf_free(f);
 	}
 	for (n = s->names; n; n = nn) {
 		nn = n->next;

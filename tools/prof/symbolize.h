@@ -76,7 +76,9 @@ size_t prof_symbolizer_mappings(struct prof_symbolizer *s,
  * @mapping_id:	if not NULL, set to the id of the mapping holding @addr, or
  *		0.
  *
- * Looks in the ELF .symtab (else .dynsym) of the mapped file, then asks
+ * Looks in the ELF .symtab of the mapped file, else in the .symtab of its
+ * separate debug file (found by build-id under the debug directory, see
+ * prof_symbolizer_set_debug_dir()), else in its .dynsym, then asks
  * dladdr().
  *
  * Return: the name (valid until prof_symbolizer_free()), or NULL if nothing
@@ -84,5 +86,15 @@ size_t prof_symbolizer_mappings(struct prof_symbolizer *s,
  */
 const char *prof_symbolize(struct prof_symbolizer *s, uintptr_t addr,
 			   unsigned int *mapping_id);
+
+/**
+ * prof_symbolizer_set_debug_dir() - where separate debug files are looked
+ * for (internal: for the tests).
+ * @dir: the directory holding .build-id/xx/yyyy.debug, or NULL for the
+ *	 default, /usr/lib/debug.  Not copied: it must outlive its use.
+ *
+ * Read at each symbolizer's first lookup in a mapped file without .symtab.
+ */
+void prof_symbolizer_set_debug_dir(const char *dir);
 
 #endif /* PROFRING_PROF_SYMBOLIZE_H */
