@@ -651,6 +651,8 @@ int prof_sampler_start(const struct prof_sampler_config *c)
 	err = install_handler();
 	if (err)
 		goto out;
+	if (c->unwinder == PROFRING_PROF_UNWIND_LIBUNWIND)
+		prof_unwind_libunwind_prepare(); /* not in a handler */
 	sampler.buf = c->buf;
 	sampler.unwinder = c->unwinder;
 	sampler.max_frames = c->max_frames;

@@ -164,6 +164,24 @@ bool prof_unwind_libunwind_available(void)
 }
 
 /**
+ * prof_unwind_libunwind_prepare() - run libunwind's one-time set-up now.
+ *
+ * Its first unwind initialises global state under a mutex with signals
+ * masked: that must not happen first inside a SIGPROF handler (a lock in
+ * a handler; two threads' handlers racing through its init).  Called
+ * from session start, outside any handler.
+ */
+void prof_unwind_libunwind_prepare(void)
+{
+	unw_context_t uc;
+	unw_cursor_t cursor;
+
+	if (unw_getcontext(&uc) || unw_init_local(&cursor, &uc) < 0)
+		return;
+	unw_step(&cursor);
+}
+
+/**
  * prof_unwind_libunwind() - walk a signal context with libunwind.
  * @ucontext:	the handler's third argument.
  * @pcs:	receives the PCs, leaf first.
@@ -196,6 +214,10 @@ void prof_unwind_libunwind(void *ucontext, uintptr_t *pcs, size_t max,
 bool prof_unwind_libunwind_available(void)
 {
 	return false;
+}
+
+void prof_unwind_libunwind_prepare(void)
+{
 }
 
 void prof_unwind_libunwind(void *ucontext, uintptr_t *pcs, size_t max,
