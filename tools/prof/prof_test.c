@@ -180,6 +180,9 @@ static int stop_and_load(int index, struct prof_summary **s,
 #if __has_feature(thread_sanitizer)
 #define UNDER_TSAN 1
 #endif
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
 #endif
 
 /* Most of the samples are in burn_leaf(), called from burn_mid(). */
@@ -394,8 +397,11 @@ static void fork_during_samples(void)
 			struct profring_prof_opts co = opts_at(1000);
 
 			alarm(10);
-#ifdef UNDER_TSAN
-			/* TSan cannot start threads after such a fork. */
+#if defined(UNDER_TSAN) || defined(UNDER_ASAN)
+			/* A child of a threaded parent may only count on
+			 * async-signal-safe calls; glibc's malloc is fork-safe,
+			 * the sanitizers' are not (TSan refuses threads, ASan's
+			 * allocator lock may be held by a parent thread). */
 			(void)co;
 			_exit(profring_prof_stop() == -ESRCH ? 0 : 3);
 #endif
@@ -405,8 +411,10 @@ static void fork_during_samples(void)
 			_exit(profring_prof_stop() ? 3 : 0);
 		}
 		if (pid < 0 || waitpid(pid, &status, 0) != pid ||
-		    !WIFEXITED(status) || WEXITSTATUS(status))
+		    !WIFEXITED(status) || WEXITSTATUS(status)) {
+			fprintf(stderr, "  child %d: status 0x%x\n", i, status);
 			bad++;
+		}
 	}
 	atomic_store(&stop_spinning, 1);
 	for (i = 0; i < 2; i++)

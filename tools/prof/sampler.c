@@ -565,7 +565,8 @@ static void after_fork_in_child(void)
 	prof_self.tid = 0;
 	pthread_mutex_init(&sampler.lock, NULL);
 	sampler.arming = false;
-	free(sampler.timers);
+	/* Not freed: only async-signal-safe calls are sure in the child of
+	 * a threaded parent (the parent's copy is its own to free). */
 	sampler.timers = NULL;
 	sampler.ntimers = sampler.captimers = 0;
 }
