@@ -121,6 +121,7 @@ typedef int uw_bottom_fn(struct uw_case *c, struct bench_sample *s);
  * struct uw_case - the state of one case at one depth.
  * @name:   case name
  * @bottom: what runs at the bottom of the recursion: one repetition
+ * @walk:   the anchor's unwinder (backtrace, unw_backtrace), or NULL
  * @depth:  frames of descend() above @bottom
  * @batch:  samples per timed batch
  * @hdr:    the record header, {1, tid}
@@ -132,6 +133,7 @@ typedef int uw_bottom_fn(struct uw_case *c, struct bench_sample *s);
 struct uw_case {
 	const char *name;
 	uw_bottom_fn *bottom;
+	int (*walk)(void **pcs, int max);
 	unsigned int depth;
 	unsigned int batch;
 	uint64_t hdr[HDR_WORDS];
@@ -371,11 +373,14 @@ static BENCH_NOIPA int fp_bottom(struct uw_case *c, struct bench_sample *s)
 	return 0;
 }
 
+/* An anchor's unwinder: backtrace() and unw_backtrace() alike. */
+typedef int uw_walk_fn(void **pcs, int max);
+
 /*
- * glibc_bottom() - backtrace: glibc's walk of the current stack, room for
- * the reference's PCs.
+ * anchor_bottom() - backtrace or unw_backtrace (@c->walk): the anchor's
+ * walk of the current stack, room for the reference's PCs.
  */
-static BENCH_NOIPA int glibc_bottom(struct uw_case *c, struct bench_sample *s)
+static BENCH_NOIPA int anchor_bottom(struct uw_case *c, struct bench_sample *s)
 {
 	uintptr_t pcs[MAX_FRAMES];
 	struct bench_timer t;
@@ -392,55 +397,22 @@ static BENCH_NOIPA int glibc_bottom(struct uw_case *c, struct bench_sample *s)
 		total = 0;
 		bench_timer_start(&t);
 		for (unsigned int i = 0; i < c->batch; i++) {
-			n = backtrace((void **)pcs, (int)c->nref);
+			n = c->walk((void **)pcs, (int)c->nref);
 			total += n;
 		}
 		bench_timer_stop(&t, s, c->batch);
 		if (total != (long)c->batch * (long)c->nref ||
 		    !anchor_agrees(c, pcs, (size_t)n))
-			return mismatch(c, "backtrace() disagrees with the "
+			return mismatch(c, "the anchor disagrees with the "
 					   "reference");
 	}
 	return 0;
 }
 
-/*
- * libunwind_bottom() - unw_backtrace: libunwind's walk of the current
- * stack, room for the reference's PCs.
- */
-static BENCH_NOIPA int libunwind_bottom(struct uw_case *c,
-					struct bench_sample *s)
-{
-	uintptr_t pcs[MAX_FRAMES];
-	struct bench_timer t;
-	ucontext_t uc;
-	long total;
-
-	if (getcontext(&uc))
-		return fail(c, "getcontext", errno);
-	if (reference_walk(c, &uc))
-		return -1;
-	for (uint32_t done = 0; done < REP_SAMPLES; done += c->batch) {
-		int n = 0;
-
-		total = 0;
-		bench_timer_start(&t);
-		for (unsigned int i = 0; i < c->batch; i++) {
-			n = unw_backtrace((void **)pcs, (int)c->nref);
-			total += n;
-		}
-		bench_timer_stop(&t, s, c->batch);
-		if (total != (long)c->batch * (long)c->nref ||
-		    !anchor_agrees(c, pcs, (size_t)n))
-			return mismatch(c, "unw_backtrace() disagrees with "
-					   "the reference");
-	}
-	return 0;
-}
-
 static uw_bottom_fn *const uw_bottoms[UW_N] = { fp_write_bottom, fp_bottom,
-						glibc_bottom,
-						libunwind_bottom };
+						anchor_bottom, anchor_bottom };
+static uw_walk_fn *const uw_walks[UW_N] = { NULL, NULL, backtrace,
+					    unw_backtrace };
 
 /*
  * descend() - the recursion: @depth frames of descend(), then the case's
@@ -479,6 +451,7 @@ static int uw_init(struct uw_case *c, enum uw_impl impl, unsigned int depth,
 	*c = (struct uw_case){
 		.name = uw_names[impl],
 		.bottom = uw_bottoms[impl],
+		.walk = uw_walks[impl],
 		.depth = depth,
 		.batch = o->batch,
 		.hdr = { 1, tid },
