@@ -74,6 +74,18 @@ struct prof_collector {
 
 /* Test hook: a pause after every read, so that a small ring overflows. */
 static atomic_uint test_stall_us;
+/* Test hook: a small stack table, so that it fills. */
+static atomic_size_t test_table_bytes;
+
+/**
+ * prof_collector_set_test_table_bytes() - size the next collectors' stack
+ * tables (tests only).
+ * @bytes: arena bytes, at least 4096; 0 for the default.
+ */
+void prof_collector_set_test_table_bytes(size_t bytes)
+{
+	atomic_store_explicit(&test_table_bytes, bytes, memory_order_relaxed);
+}
 
 /**
  * prof_collector_set_test_stall() - make the reader slow (tests only).
@@ -260,6 +272,7 @@ static void *collector_main(void *arg)
 struct prof_collector *prof_collector_start(struct profbuf *buf, int *err)
 {
 	struct prof_collector *c = calloc(1, sizeof(*c));
+	size_t table_bytes;
 	sigset_t all, old;
 	int rc;
 
@@ -268,7 +281,10 @@ struct prof_collector *prof_collector_start(struct profbuf *buf, int *err)
 		return NULL;
 	}
 	c->buf = buf;
-	c->tab = stacktab_new(STACKTAB_BYTES, STACKTAB_EXPECTED);
+	table_bytes =
+		atomic_load_explicit(&test_table_bytes, memory_order_relaxed);
+	c->tab = stacktab_new(table_bytes ? table_bytes : STACKTAB_BYTES,
+			      STACKTAB_EXPECTED);
 	if (!c->tab) {
 		*err = -errno;
 		goto fail_tab;

@@ -74,5 +74,6 @@ void prof_collector_add_stats(const struct prof_collector *c,
 			      struct profring_prof_stats *st);
 void prof_collector_free(struct prof_collector *c);
 void prof_collector_set_test_stall(unsigned int us);
+void prof_collector_set_test_table_bytes(size_t bytes);
 
 #endif /* PROFRING_PROF_INTERNAL_H */

@@ -470,6 +470,56 @@ static void tiny_ring_counts_losses(void)
 	prof_summary_free(s);
 }
 
+/* Recurse @depth frames, then burn: one distinct stack per depth. */
+__attribute__((noinline)) static uint64_t burn_at(long depth, long ms)
+{
+	uint64_t x;
+
+	if (depth > 0) {
+		x = burn_at(depth - 1, ms);
+		__asm__ __volatile__("" : "+r"(x)); /* no tail call */
+		return x;
+	}
+	return burn_mid(ms);
+}
+
+static void *deep_burner(void *arg)
+{
+	long depths = *(long *)arg;
+
+	for (long d = 0; d < depths; d++)
+		sink += burn_at(d, 8);
+	return NULL;
+}
+
+/*
+ * A 4 KiB stack table holds a few dozen stacks; 60 distinct ones arrive:
+ * those that find no room are kept, counted, under their own entry.
+ */
+static void stack_table_full(void)
+{
+	struct profring_prof_opts o = opts_at(1000);
+	struct profring_prof_stats st;
+	struct prof_summary *s = NULL;
+	long depths = 60;
+	pthread_t t;
+
+	prof_collector_set_test_table_bytes(4096);
+	KT_REQUIRE(profring_prof_start(&o) == 0);
+	KT_CHECK_EQ(pthread_create(&t, NULL, deep_burner, &depths), 0);
+	pthread_join(t, NULL);
+	KT_REQUIRE(stop_and_load(0, &s, &st) == 0);
+	prof_collector_set_test_table_bytes(0);
+	printf("# small table: %llu samples, %llu stacks interned, %llu kept without\n",
+	       (unsigned long long)st.read, (unsigned long long)st.stacks,
+	       (unsigned long long)st.stack_table_full);
+	KT_CHECK(st.stack_table_full > 0);
+	KT_CHECK_EQ(flat_of(s, PROF_TABLE_FULL_NAME),
+		    (int64_t)st.stack_table_full);
+	KT_CHECK_EQ(s->total, (int64_t)(st.read + st.lost));
+	prof_summary_free(s);
+}
+
 /*
  * setitimer at 10 kHz: one signal a tick for the whole process, each
  * weighed by the process CPU time since the last: the profile's CPU time
@@ -516,6 +566,7 @@ int main(void)
 	KT_RUN(libunwind_stacks);
 	KT_RUN(tiny_ring_counts_losses);
 	KT_RUN(process_timer);
+	KT_RUN(stack_table_full);
 	unlink(output);
 	rmdir(tmpdir);
 	return ktest_exit();
