@@ -12,7 +12,9 @@
  * the lost count, which becomes a "[profring: lost samples]" entry of the
  * profile: a gap is always visible, never silent.  Stacks the table had no
  * room for are counted under "[profring: stack table full]", empty stacks
- * (an unwinder that found no PC) under "[profring: no stack]".
+ * (an unwinder that found no PC) under "[profring: no stack]".  A thread's
+ * name is read from /proc/self/task/TID/comm when its first sample is
+ * taken (a thread gone by then stays nameless).
  *
  * The table and the aggregation are the collector thread's alone until it
  * is joined; prof_collector_profile() reads them after the join, which
@@ -23,8 +25,10 @@
 #include <profring/stacktab.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <semaphore.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +69,10 @@ struct prof_collector {
 	struct agg_entry *agg; /* open addressing, power-of-two size */
 	size_t nagg;
 	size_t capagg;
+
+	struct tid_name *names; /* open addressing, power-of-two size */
+	size_t nnames;
+	size_t capnames;
 
 	uint64_t read;
 	uint64_t lost;
@@ -163,6 +171,117 @@ static int agg_add(struct prof_collector *c, uint32_t stack, uint32_t tid,
 	return 0;
 }
 
+static struct tid_name *name_slot(struct tid_name *v, size_t cap, uint32_t tid)
+{
+	size_t i = agg_hash(0, tid) & (cap - 1);
+
+	while (v[i].tid && v[i].tid != tid)
+		i = (i + 1) & (cap - 1);
+	return &v[i];
+}
+
+static int names_grow(struct prof_collector *c)
+{
+	size_t cap = c->capnames ? 2 * c->capnames : 64;
+	struct tid_name *v = calloc(cap, sizeof(*v));
+	size_t i;
+
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < c->capnames; i++)
+		if (c->names[i].tid)
+			*name_slot(v, cap, c->names[i].tid) = c->names[i];
+	free(c->names);
+	c->names = v;
+	c->capnames = cap;
+	return 0;
+}
+
+/* Read /proc/self/task/@tid/comm into @name ("" if the thread is gone). */
+static void read_comm(uint32_t tid, char name[16])
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	name[0] = 0;
+	snprintf(path, sizeof(path), "/proc/self/task/%u/comm", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, name, 15);
+	close(fd);
+	if (n <= 0)
+		return;
+	name[n] = 0;
+	if (name[n - 1] == '\n')
+		name[n - 1] = 0;
+}
+
+/* The first sample of a thread: note its name while it may still run. */
+static int note_thread(struct prof_collector *c, uint32_t tid)
+{
+	struct tid_name *e;
+	int err;
+
+	if (!tid)
+		return 0;
+	if (2 * (c->nnames + 1) > c->capnames) {
+		err = names_grow(c);
+		if (err)
+			return err;
+	}
+	e = name_slot(c->names, c->capnames, tid);
+	if (e->tid)
+		return 0;
+	e->tid = tid;
+	read_comm(tid, e->name);
+	c->nnames++;
+	return 0;
+}
+
+/* A name the sampler took from an exiting thread: its final one. */
+static void take_exited_name(void *arg, const struct tid_name *n)
+{
+	struct prof_collector *c = arg;
+	struct tid_name *e;
+
+	if (!c->capnames)
+		return;
+	e = name_slot(c->names, c->capnames, n->tid);
+	if (e->tid)
+		memcpy(e->name, n->name, sizeof(e->name));
+}
+
+/*
+ * Final names: threads still alive are asked again (a name set after the
+ * first sample counts), exited ones come from the sampler.
+ */
+static void refresh_names(struct prof_collector *c)
+{
+	char name[16];
+	size_t i;
+
+	for (i = 0; i < c->capnames; i++) {
+		if (!c->names[i].tid)
+			continue;
+		read_comm(c->names[i].tid, name);
+		if (name[0])
+			memcpy(c->names[i].name, name, sizeof(name));
+	}
+	prof_sampler_exited_names(take_exited_name, c);
+}
+
+static const char *thread_name(const struct prof_collector *c, uint32_t tid)
+{
+	const struct tid_name *e;
+
+	if (!tid || !c->capnames)
+		return NULL;
+	e = name_slot(c->names, c->capnames, tid);
+	return e->tid && e->name[0] ? e->name : NULL;
+}
+
 static int take_sample(struct prof_collector *c, const uint64_t *rec,
 		       size_t len)
 {
@@ -183,6 +302,7 @@ static int take_sample(struct prof_collector *c, const uint64_t *rec,
 			c->table_full++;
 		}
 	}
+	note_thread(c, (uint32_t)hdr[PROF_HDR_TID]); /* -ENOMEM: no name */
 	return agg_add(c, stack, (uint32_t)hdr[PROF_HDR_TID], periods);
 }
 
@@ -357,6 +477,7 @@ static int fill_sample(struct prof_collector *c, const struct agg_entry *e,
 
 	memset(s, 0, sizeof(*s));
 	s->tid = e->tid;
+	s->thread_name = thread_name(c, e->tid);
 	s->samples = e->samples;
 	s->periods = e->periods;
 	s->special = special_name(e->stack);
@@ -390,6 +511,7 @@ int prof_collector_profile(struct prof_collector *c, struct prof_profile *p)
 	int err;
 
 	memset(p, 0, sizeof(*p));
+	refresh_names(c);
 	v = calloc(c->nagg + 1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
@@ -460,5 +582,6 @@ void prof_collector_free(struct prof_collector *c)
 	sem_destroy(&c->started);
 	stacktab_free(c->tab);
 	free(c->agg);
+	free(c->names);
 	free(c);
 }

@@ -9,7 +9,8 @@
  *	1  sample_type	("samples", "count"), ("cpu", "nanoseconds")
  *	2  sample	location_id (1, packed, leaf first), value (2, packed:
  *			[samples, periods * period_ns]), label (3: key "tid",
- *			num = tid; only when tid != 0)
+ *			num = tid; only when tid != 0), label (3: key
+ *			"thread", str = the thread's name; when known)
  *	3  mapping	every mapping of the symbolizer: id, memory_start,
  *			memory_limit, file_offset, filename, build_id (when
  *			known), has_functions
@@ -415,7 +416,8 @@ struct enc {
 	struct builder b;
 	struct proto_buf out, msg, sub;
 	uint32_t samples_s, count_s, cpu_s, ns_s;
-	uint32_t tid_s; /* interned at its first use: every string is used */
+	uint32_t tid_s; /* interned at first use: every string is used */
+	uint32_t thread_s;
 };
 
 static void put_value_type(struct enc *e, uint32_t field, uint32_t type,
@@ -450,6 +452,14 @@ static void put_sample(struct enc *e, const struct prof_sample *ps,
 		proto_buf_reset(&e->sub);
 		proto_put_int64(&e->sub, 1, e->tid_s);
 		proto_put_int64(&e->sub, 3, ps->tid);
+		proto_put_message(&e->msg, 3, &e->sub);
+	}
+	if (ps->thread_name && *ps->thread_name) {
+		if (!e->thread_s)
+			e->thread_s = str_intern(&e->b, "thread");
+		proto_buf_reset(&e->sub);
+		proto_put_int64(&e->sub, 1, e->thread_s);
+		proto_put_int64(&e->sub, 2, str_intern(&e->b, ps->thread_name));
 		proto_put_message(&e->msg, 3, &e->sub);
 	}
 	proto_put_message(&e->out, PF_SAMPLE, &e->msg);

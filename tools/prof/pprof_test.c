@@ -92,14 +92,17 @@ static void make_profile(void)
 	memcpy(pcs_d, (uintptr_t[]){ 0x10, root + 9 }, 16);
 	memcpy(pcs_e, (uintptr_t[]){ mid + 12, root + 9 }, 16);
 	memcpy(pcs_f, (uintptr_t[]){ leaf + 4, leaf + 9, root + 9 }, 24);
-	samples[0] = (struct prof_sample){ pcs_a, 3, 101, 3, 4, NULL };
-	samples[1] = (struct prof_sample){ pcs_b, 3, 102, 2, 2, NULL };
-	samples[2] = (struct prof_sample){ pcs_c, 3, 101, 1, 1, NULL };
-	samples[3] = (struct prof_sample){ pcs_d, 2, 0, 1, 1, NULL };
-	samples[4] = (struct prof_sample){ NULL, 0, 0, 7, 9, LOST };
-	samples[5] = (struct prof_sample){ pcs_e, 2, 103, 1, 1, NULL };
-	samples[6] = (struct prof_sample){ pcs_f, 3, 101, 2, 2, NULL };
-	samples[7] = (struct prof_sample){ NULL, 0, 0, 1, 1, ODD };
+	samples[0] =
+		(struct prof_sample){ pcs_a, 3, 101, "worker-a", 3, 4, NULL };
+	samples[1] = (struct prof_sample){ pcs_b, 3, 102, NULL, 2, 2, NULL };
+	samples[2] =
+		(struct prof_sample){ pcs_c, 3, 101, "worker-a", 1, 1, NULL };
+	samples[3] = (struct prof_sample){ pcs_d, 2, 0, NULL, 1, 1, NULL };
+	samples[4] = (struct prof_sample){ NULL, 0, 0, NULL, 7, 9, LOST };
+	samples[5] = (struct prof_sample){ pcs_e, 2, 103, "w3", 1, 1, NULL };
+	samples[6] =
+		(struct prof_sample){ pcs_f, 3, 101, "worker-a", 2, 2, NULL };
+	samples[7] = (struct prof_sample){ NULL, 0, 0, NULL, 1, 1, ODD };
 	profile = (struct prof_profile){
 		.samples = samples,
 		.nsamples = NSAMPLES,
@@ -1033,11 +1036,13 @@ static void check_tids(const struct prof_summary *p, int idx)
 {
 	static const int64_t want[2][4] = { { 6, 2, 1, 9 }, { 7, 2, 1, 11 } };
 	static const uint64_t tids[3] = { 101, 102, 103 };
+	static const char *const names[3] = { "worker-a", "", "w3" };
 	int64_t mul = idx ? (int64_t)PERIOD_NS : 1;
 
 	KT_REQUIRE(p->ntids == 4);
 	for (int i = 0; i < 3; i++) {
 		KT_CHECK(p->tids[i].has_tid && p->tids[i].tid == tids[i]);
+		KT_CHECK(!strcmp(p->tids[i].name, names[i]));
 		KT_CHECK_EQ(p->tids[i].value, want[idx][i] * mul);
 	}
 	KT_CHECK(!p->tids[3].has_tid);
@@ -1180,7 +1185,7 @@ static void pprof_without_symbolizer(void)
 
 static void writer_errors(void)
 {
-	struct prof_sample bad = { NULL, 2, 0, 1, 1, NULL };
+	struct prof_sample bad = { NULL, 2, 0, NULL, 1, 1, NULL };
 	struct prof_profile bp = { .samples = &bad, .nsamples = 1 };
 	struct prof_profile empty = { .period_ns = 1 };
 	const char *missing = tmp_path("no/such/dir.pb.gz");
@@ -1398,7 +1403,8 @@ static void report_text(void)
 			"\n"));
 	KT_CHECK(strstr(text, "      80ms 38.10% 80.95%       80ms 38.10%  "
 			      "leaf_fn\n"));
-	KT_CHECK(strstr(text, "      70ms 33.33%  101\n"));
+	KT_CHECK(strstr(text, "      70ms 33.33%  101  worker-a\n"));
+	KT_CHECK(strstr(text, "      20ms  9.52%  102\n"));
 	KT_CHECK(strstr(text, "     110ms 52.38%  (none)\n"));
 	KT_CHECK(!strstr(text, "root_fn")); /* not in the top 3 */
 	if (ktest_failed_checks != before)

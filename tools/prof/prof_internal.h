@@ -63,6 +63,15 @@ void prof_sampler_add_stats(struct profring_prof_stats *st);
 int prof_real_pthread_create(pthread_t *t, const pthread_attr_t *attr,
 			     void *(*fn)(void *), void *arg);
 
+/* A thread's name (its comm: at most 15 bytes and a NUL; "" if unknown). */
+struct tid_name {
+	uint32_t tid; /* 0: empty slot */
+	char name[16];
+};
+
+typedef void (*prof_name_fn)(void *arg, const struct tid_name *n);
+void prof_sampler_exited_names(prof_name_fn fn, void *arg);
+
 struct prof_collector;
 
 struct prof_collector *prof_collector_start(struct profbuf *buf, int *err);

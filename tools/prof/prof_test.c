@@ -90,6 +90,7 @@ static void *burner_main(void *arg)
 	double t0 = thread_cpu_seconds();
 
 	b->tid = (pid_t)syscall(SYS_gettid);
+	pthread_setname_np(pthread_self(), "burner");
 	b->result = burn_mid(b->ms);
 	b->cpu_seconds = thread_cpu_seconds() - t0;
 	return NULL;
@@ -146,6 +147,16 @@ static int64_t tid_value(const struct prof_summary *s, pid_t tid)
 		if (s->tids[i].has_tid && s->tids[i].tid == (uint64_t)tid)
 			return s->tids[i].value;
 	return 0;
+}
+
+static const char *tid_name(const struct prof_summary *s, pid_t tid)
+{
+	size_t i;
+
+	for (i = 0; i < s->ntids; i++)
+		if (s->tids[i].has_tid && s->tids[i].tid == (uint64_t)tid)
+			return s->tids[i].name;
+	return "";
 }
 
 static struct profring_prof_opts opts_at(unsigned int hz)
@@ -249,6 +260,7 @@ static void every_thread_sampled(void)
 			fprintf(stderr, "  thread %d (tid %d) not sampled\n", i,
 				(int)b[i].tid);
 		KT_CHECK(tid_value(s, b[i].tid) > 0);
+		KT_CHECK(!strcmp(tid_name(s, b[i].tid), "burner"));
 	}
 	KT_CHECK(st.threads >= MAX_THREADS);
 	KT_CHECK_EQ(st.unwind_unchecked, 0);

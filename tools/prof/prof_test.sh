@@ -151,7 +151,7 @@ check threads_run test $? -eq 0
 "$PROF" report --threads "$TMP/threads.pb.gz" >"$TMP/threads.report" 2>&1
 missing=0
 for tid in $(awk '/^tid / { print $2 }' "$TMP/threads.out"); do
-	awk -v t="$tid" '$NF == t && $1 != "0" { found = 1 } END { exit !found }' \
+	awk -v t="$tid" '$3 == t && $1 != "0" { found = 1 } END { exit !found }' \
 		"$TMP/threads.report" || missing=$((missing + 1))
 done
 check threads_all_sampled test "$missing" -eq 0 -a \

@@ -23,6 +23,8 @@
  * @pcs:	leaf first; NULL when @npcs is 0.
  * @npcs:	number of frames.
  * @tid:	thread the samples came from (0: not per-thread).
+ * @thread_name: its name (/proc comm) when the collector first saw it, or
+ *		NULL.
  * @samples:	signals that landed on this stack (pprof "samples/count").
  * @periods:	sampling periods of CPU time they stand for: a signal
  *		counts 1 + the timer overruns it reported (pprof's
@@ -36,6 +38,7 @@ struct prof_sample {
 	const uintptr_t *pcs;
 	size_t npcs;
 	uint32_t tid;
+	const char *thread_name;
 	uint64_t samples;
 	uint64_t periods;
 	const char *special;

@@ -913,20 +913,25 @@ out:
 	return err;
 }
 
-/* The "tid" label of sample @ds: 1 and *tid, or 0. */
+/* The "tid" label of sample @ds: 1 and *tid, or 0; its "thread" name. */
 static int sample_tid(const struct pb *pb, const struct d_sample *ds,
-		      uint64_t *tid)
+		      uint64_t *tid, const char **name)
 {
+	int found = 0;
+
+	*name = "";
 	for (size_t k = 0; k < ds->nlab; k++) {
 		const struct d_label *l =
 			&AT(pb->labels, struct d_label, ds->lab0 + k);
 
 		if (l->has_num && !strcmp(str(pb, l->key), "tid")) {
 			*tid = (uint64_t)l->num;
-			return 1;
+			found = 1;
+		} else if (!l->has_num && !strcmp(str(pb, l->key), "thread")) {
+			*name = str(pb, l->str);
 		}
 	}
-	return 0;
+	return found;
 }
 
 static int tid_cmp(const void *a, const void *b)
@@ -950,7 +955,8 @@ static int sum_tids(struct summary *s)
 		const struct d_sample *ds =
 			&AT(pb->samples, struct d_sample, i);
 
-		s->tids[i].has_tid = sample_tid(pb, ds, &s->tids[i].tid);
+		s->tids[i].has_tid =
+			sample_tid(pb, ds, &s->tids[i].tid, &s->tids[i].name);
 		s->tids[i].value =
 			AT(pb->values, int64_t, ds->val0 + s->pub.sample_index);
 	}
@@ -959,9 +965,12 @@ static int sum_tids(struct summary *s)
 		s->tids[n] = s->tids[i];
 		for (j = i + 1;
 		     j < pb->samples.n && !tid_cmp(&s->tids[i], &s->tids[j]);
-		     j++)
+		     j++) {
 			s->tids[n].value =
 				sat_add(s->tids[n].value, s->tids[j].value);
+			if (!*s->tids[n].name)
+				s->tids[n].name = s->tids[j].name;
+		}
 		n++;
 	}
 	s->pub.tids = s->tids;
@@ -1305,14 +1314,15 @@ static void print_tids(const struct prof_summary *p, FILE *out,
 	char a[48], c[16];
 
 	fprintf(out, "\nBy thread (\"tid\" label):\n%10s %6s  %s\n", "value",
-		"value%", "tid");
+		"value%", "tid  name");
 	for (size_t i = 0; i < p->ntids; i++) {
 		const struct prof_report_tid *t = &p->tids[i];
 
 		fprintf(out, "%10s %s  ", fmt_value(a, sizeof(a), t->value, sc),
 			fmt_pct(c, sizeof(c), t->value, p->total));
 		if (t->has_tid)
-			fprintf(out, "%" PRIu64 "\n", t->tid);
+			fprintf(out, "%" PRIu64 "%s%s\n", t->tid,
+				*t->name ? "  " : "", t->name);
 		else
 			fprintf(out, "(none)\n");
 	}

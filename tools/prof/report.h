@@ -48,11 +48,13 @@ struct prof_report_func {
  * @tid:	the "tid" label's number.
  * @has_tid:	0 for the row of the samples that have no "tid" label.
  * @value:	their value.
+ * @name:	the "thread" label's string of one of them ("" if none).
  */
 struct prof_report_tid {
 	uint64_t tid;
 	int has_tid;
 	int64_t value;
+	const char *name;
 };
 
 /**

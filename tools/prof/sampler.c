@@ -70,6 +70,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
@@ -121,6 +122,10 @@ static struct {
 	struct timer_entry *timers;
 	size_t ntimers;
 	size_t captimers;
+	/* Names of the session's threads that exited, taken as they went. */
+	struct tid_name *exited;
+	size_t nexited;
+	size_t capexited;
 	uint64_t threads_armed;
 	bool handler_installed;
 } sampler = { .lock = PTHREAD_MUTEX_INITIALIZER };
@@ -431,11 +436,52 @@ static int process_timer_set(uint64_t period_ns)
 /* ---- threads ---- */
 
 /* A thread exits: its timer goes (the key's destructor). */
+/* Keep an exiting thread's final name for the profile (under the lock). */
+static void note_exited_name(pid_t tid)
+{
+	struct tid_name *v;
+	size_t cap;
+
+	if (sampler.nexited == sampler.capexited) {
+		cap = sampler.capexited ? 2 * sampler.capexited : 64;
+		v = realloc(sampler.exited, cap * sizeof(*v));
+		if (!v)
+			return; /* the thread stays nameless */
+		sampler.exited = v;
+		sampler.capexited = cap;
+	}
+	v = &sampler.exited[sampler.nexited];
+	memset(v, 0, sizeof(*v));
+	if (prctl(PR_GET_NAME, v->name, 0, 0, 0))
+		return;
+	v->tid = (uint32_t)tid;
+	sampler.nexited++;
+}
+
+/* A thread exits: its timer goes (the key's destructor), its name stays. */
 static void thread_exit(void *unused)
 {
 	(void)unused;
 	pthread_mutex_lock(&sampler.lock);
+	if (sampler.arming)
+		note_exited_name(current_tid());
 	timer_remove(current_tid());
+	pthread_mutex_unlock(&sampler.lock);
+}
+
+/**
+ * prof_sampler_exited_names() - the names of the last session's threads
+ * that exited through pthread_exit or a return from their function.
+ * @fn:  called for each, under the sampler's lock (it must not call back).
+ * @arg: passed to @fn.
+ */
+void prof_sampler_exited_names(prof_name_fn fn, void *arg)
+{
+	size_t i;
+
+	pthread_mutex_lock(&sampler.lock);
+	for (i = 0; i < sampler.nexited; i++)
+		fn(arg, &sampler.exited[i]);
 	pthread_mutex_unlock(&sampler.lock);
 }
 
@@ -569,6 +615,8 @@ static void after_fork_in_child(void)
 	 * a threaded parent (the parent's copy is its own to free). */
 	sampler.timers = NULL;
 	sampler.ntimers = sampler.captimers = 0;
+	sampler.exited = NULL;
+	sampler.nexited = sampler.capexited = 0;
 }
 
 static void init_process_once(void)
@@ -661,6 +709,7 @@ int prof_sampler_start(const struct prof_sampler_config *c)
 	sampler.period_ns = c->period_ns;
 	sampler.exclude_tid = c->exclude_tid;
 	sampler.threads_armed = 0;
+	sampler.nexited = 0;
 	atomic_store_explicit(&sampler.thread_timers,
 			      c->timer == PROFRING_PROF_TIMER_THREAD,
 			      memory_order_relaxed);
