@@ -14,12 +14,18 @@
 #include <stdint.h>
 #include <time.h>
 
-static inline uint64_t ring_clock_mono_ns(void)
+/* @clock in nanoseconds (clock_gettime: async-signal-safe). */
+static inline uint64_t ring_clock_ns(clockid_t clock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t ring_clock_mono_ns(void)
+{
+	return ring_clock_ns(CLOCK_MONOTONIC);
 }
 
 static inline uint64_t ring_clock_ticks(void)

@@ -24,6 +24,9 @@
 
 #include <profring/stacktab.h>
 
+#include "../../ring/clock.h"
+#include "../../ring/hash.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <semaphore.h>
@@ -51,11 +54,28 @@
  */
 #define COLLECT_PERIOD_NS 200000000u
 
+/*
+ * An open-addressing table of fixed-size entries that start with a
+ * nonzero 64-bit key (0 marks an empty slot); power-of-two size, at most
+ * half full.  The collector keeps two: samples by (stack, tid) and thread
+ * names by tid.
+ */
+struct keyed_table {
+	char *v;
+	size_t n;
+	size_t cap;
+	size_t esize;
+};
+
 struct agg_entry {
-	uint32_t stack; /* 0: empty slot */
-	uint32_t tid;
+	uint64_t key; /* stack << 32 | tid */
 	uint64_t samples;
 	uint64_t periods;
+};
+
+struct name_entry {
+	uint64_t key; /* tid */
+	char name[16]; /* comm: at most 15 bytes and a NUL; "" if unknown */
 };
 
 struct prof_collector {
@@ -66,13 +86,8 @@ struct prof_collector {
 	pid_t tid;
 	int error;
 
-	struct agg_entry *agg; /* open addressing, power-of-two size */
-	size_t nagg;
-	size_t capagg;
-
-	struct tid_name *names; /* open addressing, power-of-two size */
-	size_t nnames;
-	size_t capnames;
+	struct keyed_table agg; /* struct agg_entry */
+	struct keyed_table names; /* struct name_entry */
 
 	uint64_t read;
 	uint64_t lost;
@@ -114,86 +129,75 @@ static void test_stall(void)
 		nanosleep(&ts, NULL);
 }
 
-static size_t agg_hash(uint32_t stack, uint32_t tid)
+static uint64_t *kt_entry(const struct keyed_table *t, size_t i)
 {
-	uint64_t h = ((uint64_t)stack << 32 | tid) * 0x9e3779b97f4a7c15u;
-
-	return (size_t)(h >> 17);
+	return (uint64_t *)(t->v + i * t->esize);
 }
 
-static struct agg_entry *agg_slot(struct agg_entry *v, size_t cap,
-				  uint32_t stack, uint32_t tid)
+/* The slot of @key: its entry, or the empty slot it would take. */
+static uint64_t *kt_slot(const struct keyed_table *t, uint64_t key)
 {
-	size_t i = agg_hash(stack, tid) & (cap - 1);
+	size_t i = (size_t)ring_hash_lane(0, key) & (t->cap - 1);
 
-	while (v[i].stack && (v[i].stack != stack || v[i].tid != tid))
-		i = (i + 1) & (cap - 1);
-	return &v[i];
+	while (*kt_entry(t, i) && *kt_entry(t, i) != key)
+		i = (i + 1) & (t->cap - 1);
+	return kt_entry(t, i);
 }
 
-static int agg_grow(struct prof_collector *c)
+static int kt_grow(struct keyed_table *t)
 {
-	size_t cap = c->capagg ? 2 * c->capagg : 1024;
-	struct agg_entry *v = calloc(cap, sizeof(*v));
+	struct keyed_table old = *t;
 	size_t i;
 
-	if (!v)
+	t->cap = old.cap ? 2 * old.cap : 64;
+	t->v = calloc(t->cap, t->esize);
+	if (!t->v) {
+		*t = old;
 		return -ENOMEM;
-	for (i = 0; i < c->capagg; i++)
-		if (c->agg[i].stack)
-			*agg_slot(v, cap, c->agg[i].stack, c->agg[i].tid) =
-				c->agg[i];
-	free(c->agg);
-	c->agg = v;
-	c->capagg = cap;
+	}
+	for (i = 0; i < old.cap; i++)
+		if (*kt_entry(&old, i))
+			memcpy(kt_slot(t, *kt_entry(&old, i)),
+			       kt_entry(&old, i), t->esize);
+	free(old.v);
 	return 0;
+}
+
+/* @key's entry, added zeroed (but for the key) if new; NULL: -ENOMEM. */
+static void *kt_insert(struct keyed_table *t, uint64_t key)
+{
+	uint64_t *e;
+
+	if (2 * (t->n + 1) > t->cap && kt_grow(t))
+		return NULL;
+	e = kt_slot(t, key);
+	if (!*e) {
+		*e = key;
+		t->n++;
+	}
+	return e;
+}
+
+/* @key's entry, or NULL. */
+static void *kt_find(const struct keyed_table *t, uint64_t key)
+{
+	uint64_t *e;
+
+	if (!t->cap)
+		return NULL;
+	e = kt_slot(t, key);
+	return *e ? e : NULL;
 }
 
 static int agg_add(struct prof_collector *c, uint32_t stack, uint32_t tid,
 		   uint64_t periods)
 {
-	struct agg_entry *e;
-	int err;
+	struct agg_entry *e = kt_insert(&c->agg, (uint64_t)stack << 32 | tid);
 
-	if (2 * (c->nagg + 1) > c->capagg) {
-		err = agg_grow(c);
-		if (err)
-			return err;
-	}
-	e = agg_slot(c->agg, c->capagg, stack, tid);
-	if (!e->stack) {
-		e->stack = stack;
-		e->tid = tid;
-		c->nagg++;
-	}
+	if (!e)
+		return -ENOMEM;
 	e->samples++;
 	e->periods += periods;
-	return 0;
-}
-
-static struct tid_name *name_slot(struct tid_name *v, size_t cap, uint32_t tid)
-{
-	size_t i = agg_hash(0, tid) & (cap - 1);
-
-	while (v[i].tid && v[i].tid != tid)
-		i = (i + 1) & (cap - 1);
-	return &v[i];
-}
-
-static int names_grow(struct prof_collector *c)
-{
-	size_t cap = c->capnames ? 2 * c->capnames : 64;
-	struct tid_name *v = calloc(cap, sizeof(*v));
-	size_t i;
-
-	if (!v)
-		return -ENOMEM;
-	for (i = 0; i < c->capnames; i++)
-		if (c->names[i].tid)
-			*name_slot(v, cap, c->names[i].tid) = c->names[i];
-	free(c->names);
-	c->names = v;
-	c->capnames = cap;
 	return 0;
 }
 
@@ -221,22 +225,14 @@ static void read_comm(uint32_t tid, char name[16])
 /* The first sample of a thread: note its name while it may still run. */
 static int note_thread(struct prof_collector *c, uint32_t tid)
 {
-	struct tid_name *e;
-	int err;
+	struct name_entry *e;
 
-	if (!tid)
+	if (!tid || kt_find(&c->names, tid))
 		return 0;
-	if (2 * (c->nnames + 1) > c->capnames) {
-		err = names_grow(c);
-		if (err)
-			return err;
-	}
-	e = name_slot(c->names, c->capnames, tid);
-	if (e->tid)
-		return 0;
-	e->tid = tid;
+	e = kt_insert(&c->names, tid);
+	if (!e)
+		return -ENOMEM;
 	read_comm(tid, e->name);
-	c->nnames++;
 	return 0;
 }
 
@@ -244,12 +240,9 @@ static int note_thread(struct prof_collector *c, uint32_t tid)
 static void take_exited_name(void *arg, const struct tid_name *n)
 {
 	struct prof_collector *c = arg;
-	struct tid_name *e;
+	struct name_entry *e = kt_find(&c->names, n->tid);
 
-	if (!c->capnames)
-		return;
-	e = name_slot(c->names, c->capnames, n->tid);
-	if (e->tid)
+	if (e)
 		memcpy(e->name, n->name, sizeof(e->name));
 }
 
@@ -259,27 +252,26 @@ static void take_exited_name(void *arg, const struct tid_name *n)
  */
 static void refresh_names(struct prof_collector *c)
 {
+	struct name_entry *e;
 	char name[16];
 	size_t i;
 
-	for (i = 0; i < c->capnames; i++) {
-		if (!c->names[i].tid)
+	for (i = 0; i < c->names.cap; i++) {
+		e = (struct name_entry *)kt_entry(&c->names, i);
+		if (!e->key)
 			continue;
-		read_comm(c->names[i].tid, name);
+		read_comm((uint32_t)e->key, name);
 		if (name[0])
-			memcpy(c->names[i].name, name, sizeof(name));
+			memcpy(e->name, name, sizeof(name));
 	}
 	prof_sampler_exited_names(take_exited_name, c);
 }
 
 static const char *thread_name(const struct prof_collector *c, uint32_t tid)
 {
-	const struct tid_name *e;
+	const struct name_entry *e = tid ? kt_find(&c->names, tid) : NULL;
 
-	if (!tid || !c->capnames)
-		return NULL;
-	e = name_slot(c->names, c->capnames, tid);
-	return e->tid && e->name[0] ? e->name : NULL;
+	return e && e->name[0] ? e->name : NULL;
 }
 
 static int take_sample(struct prof_collector *c, const uint64_t *rec,
@@ -332,18 +324,10 @@ static int take_records(struct prof_collector *c, const struct profbuf_read *r)
 	return 0;
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Every COLLECT_PERIOD_NS: arm threads that started unseen. */
 static void maybe_rescan(uint64_t *last)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = ring_clock_mono_ns();
 
 	if (now - *last < COLLECT_PERIOD_NS)
 		return;
@@ -354,7 +338,7 @@ static void maybe_rescan(uint64_t *last)
 static void *collector_main(void *arg)
 {
 	struct prof_collector *c = arg;
-	uint64_t last_rescan = mono_ns();
+	uint64_t last_rescan = ring_clock_mono_ns();
 	struct profbuf_read r;
 	int err;
 
@@ -401,6 +385,8 @@ struct prof_collector *prof_collector_start(struct profbuf *buf, int *err)
 		return NULL;
 	}
 	c->buf = buf;
+	c->agg.esize = sizeof(struct agg_entry);
+	c->names.esize = sizeof(struct name_entry);
 	table_bytes =
 		atomic_load_explicit(&test_table_bytes, memory_order_relaxed);
 	c->tab = stacktab_new(table_bytes ? table_bytes : STACKTAB_BYTES,
@@ -475,15 +461,17 @@ static int fill_sample(struct prof_collector *c, const struct agg_entry *e,
 	uintptr_t *copy;
 	size_t n;
 
+	uint32_t stack = (uint32_t)(e->key >> 32);
+
 	memset(s, 0, sizeof(*s));
-	s->tid = e->tid;
-	s->thread_name = thread_name(c, e->tid);
+	s->tid = (uint32_t)e->key;
+	s->thread_name = thread_name(c, s->tid);
 	s->samples = e->samples;
 	s->periods = e->periods;
-	s->special = special_name(e->stack);
+	s->special = special_name(stack);
 	if (s->special)
 		return 0;
-	n = stacktab_get(c->tab, e->stack, pcs, PROF_MAX_FRAMES);
+	n = stacktab_get(c->tab, stack, pcs, PROF_MAX_FRAMES);
 	if (n > PROF_MAX_FRAMES)
 		n = PROF_MAX_FRAMES;
 	copy = malloc(n * sizeof(*copy) + 1);
@@ -512,14 +500,15 @@ int prof_collector_profile(struct prof_collector *c, struct prof_profile *p)
 
 	memset(p, 0, sizeof(*p));
 	refresh_names(c);
-	v = calloc(c->nagg + 1, sizeof(*v));
+	v = calloc(c->agg.n + 1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	p->samples = v;
-	for (i = 0; i < c->capagg; i++) {
-		if (!c->agg[i].stack)
+	for (i = 0; i < c->agg.cap; i++) {
+		if (!*kt_entry(&c->agg, i))
 			continue;
-		err = fill_sample(c, &c->agg[i], &v[n]);
+		err = fill_sample(c, (struct agg_entry *)kt_entry(&c->agg, i),
+				  &v[n]);
 		if (err) {
 			p->nsamples = n;
 			prof_collector_profile_free(p);
@@ -581,7 +570,7 @@ void prof_collector_free(struct prof_collector *c)
 		return;
 	sem_destroy(&c->started);
 	stacktab_free(c->tab);
-	free(c->agg);
-	free(c->names);
+	free(c->agg.v);
+	free(c->names.v);
 	free(c);
 }

@@ -21,6 +21,7 @@
 #include "symbolize.h"
 #include "unwind.h"
 
+#include "../../ring/clock.h"
 #include "../../ring/compiler.h"
 
 #include <errno.h>
@@ -52,14 +53,6 @@ static struct {
 	int64_t start_mono_ns;
 	struct profring_prof_stats stats;
 } session = { .lock = PTHREAD_MUTEX_INITIALIZER };
-
-static int64_t clock_ns(clockid_t clock)
-{
-	struct timespec ts;
-
-	clock_gettime(clock, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
 
 static int check_opts(const struct profring_prof_opts *o)
 {
@@ -165,8 +158,8 @@ RING_API int profring_prof_start(const struct profring_prof_opts *opts)
 	cfg.unwinder = o->unwinder;
 	cfg.max_frames = o->max_frames ? o->max_frames : PROF_DEFAULT_FRAMES;
 	cfg.exclude_tid = prof_collector_tid(session.collector);
-	session.start_realtime_ns = clock_ns(CLOCK_REALTIME);
-	session.start_mono_ns = clock_ns(CLOCK_MONOTONIC);
+	session.start_realtime_ns = (int64_t)ring_clock_ns(CLOCK_REALTIME);
+	session.start_mono_ns = (int64_t)ring_clock_mono_ns();
 	err = prof_sampler_start(&cfg);
 	if (err)
 		goto fail;
@@ -245,7 +238,7 @@ static int write_outputs(const struct profring_prof_stats *st)
 		lines[i] = comments[i];
 	p.period_ns = 1000000000u / session.hz;
 	p.time_nanos = session.start_realtime_ns;
-	p.duration_nanos = clock_ns(CLOCK_MONOTONIC) - session.start_mono_ns;
+	p.duration_nanos = (int64_t)ring_clock_mono_ns() - session.start_mono_ns;
 	p.comments = lines;
 	p.ncomments = PROF_NCOMMENTS;
 	sym = prof_symbolizer_new();

@@ -65,7 +65,7 @@ int prof_real_pthread_create(pthread_t *t, const pthread_attr_t *attr,
 
 /* A thread's name (its comm: at most 15 bytes and a NUL; "" if unknown). */
 struct tid_name {
-	uint32_t tid; /* 0: empty slot */
+	uint32_t tid;
 	char name[16];
 };
 

@@ -106,13 +106,15 @@ static struct {
 	atomic_int active;
 	atomic_uint inflight;
 
-	/* Statistics, relaxed counters. */
-	atomic_uint_fast64_t signals;
+	/*
+	 * Statistics, relaxed counters (nothing is published through them;
+	 * stop reads them after waiting for the handlers).  A sample is
+	 * either written or refused: signals = written + refused.
+	 */
 	atomic_uint_fast64_t written;
 	atomic_uint_fast64_t refused;
 	atomic_uint_fast64_t truncated;
 	atomic_uint_fast64_t unchecked;
-	atomic_uint_fast64_t ignored;
 
 	/* The timer registry; everything below is under `lock`. */
 	pthread_mutex_t lock;
@@ -185,14 +187,6 @@ static bool signal_is_ours(const siginfo_t *si)
 	       si->si_code == SI_KERNEL;
 }
 
-static uint64_t process_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts); /* async-signal-safe */
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * The periods a signal stands for.  A per-thread timer says how many
  * expiries it missed (si_overrun).  setitimer's signal says nothing, and
@@ -206,7 +200,7 @@ static uint64_t weigh(const siginfo_t *si)
 
 	if (si->si_code == SI_TIMER)
 		return 1 + (si->si_overrun > 0 ? (uint64_t)si->si_overrun : 0);
-	now = process_cpu_ns();
+	now = ring_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 	/* Relaxed: a plain hand-off of a number, nothing else published. */
 	prev = atomic_exchange_explicit(&sampler.last_process_cpu_ns, now,
 					memory_order_relaxed);
@@ -223,12 +217,8 @@ static void sample(const siginfo_t *si, void *ucontext)
 	size_t n;
 	int rc;
 
-	if (!signal_is_ours(si)) {
-		atomic_fetch_add_explicit(&sampler.ignored, 1,
-					  memory_order_relaxed);
+	if (!signal_is_ours(si))
 		return;
-	}
-	atomic_fetch_add_explicit(&sampler.signals, 1, memory_order_relaxed);
 	n = take_stack(ucontext, pcs);
 	hdr[PROF_HDR_PERIODS] = weigh(si);
 	hdr[PROF_HDR_TID] = (uint64_t)current_tid();
@@ -250,7 +240,10 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucontext)
 	atomic_fetch_add_explicit(&sampler.inflight, 1, memory_order_seq_cst);
 	if (atomic_load_explicit(&sampler.active, memory_order_seq_cst))
 		sample(si, ucontext);
-	/* Release: our ring write happens before stop sees inflight 0. */
+	/*
+	 * Release: our ring write and counters happen before stop's seq_cst
+	 * load in wait_handlers() sees inflight 0.
+	 */
 	atomic_fetch_sub_explicit(&sampler.inflight, 1, memory_order_release);
 out:
 	errno = saved_errno;
@@ -713,14 +706,13 @@ int prof_sampler_start(const struct prof_sampler_config *c)
 	atomic_store_explicit(&sampler.thread_timers,
 			      c->timer == PROFRING_PROF_TIMER_THREAD,
 			      memory_order_relaxed);
-	atomic_store_explicit(&sampler.last_process_cpu_ns, process_cpu_ns(),
+	atomic_store_explicit(&sampler.last_process_cpu_ns,
+			      ring_clock_ns(CLOCK_PROCESS_CPUTIME_ID),
 			      memory_order_relaxed);
-	atomic_store_explicit(&sampler.signals, 0, memory_order_relaxed);
 	atomic_store_explicit(&sampler.written, 0, memory_order_relaxed);
 	atomic_store_explicit(&sampler.refused, 0, memory_order_relaxed);
 	atomic_store_explicit(&sampler.truncated, 0, memory_order_relaxed);
 	atomic_store_explicit(&sampler.unchecked, 0, memory_order_relaxed);
-	atomic_store_explicit(&sampler.ignored, 0, memory_order_relaxed);
 	/* Publishes the fields above to the handler's seq_cst load. */
 	atomic_store_explicit(&sampler.active, 1, memory_order_seq_cst);
 	err = start_timers(c);
@@ -779,9 +771,9 @@ static uint64_t counter(atomic_uint_fast64_t *c)
  */
 void prof_sampler_add_stats(struct profring_prof_stats *st)
 {
-	st->signals = counter(&sampler.signals);
 	st->written = counter(&sampler.written);
 	st->refused = counter(&sampler.refused);
+	st->signals = st->written + st->refused;
 	st->truncated = counter(&sampler.truncated);
 	st->unwind_unchecked = counter(&sampler.unchecked);
 	pthread_mutex_lock(&sampler.lock);
