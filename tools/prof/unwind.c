@@ -87,27 +87,25 @@ static inline uintptr_t strip_pac(uintptr_t ret)
 #endif
 }
 
-/* Read a record the bounds check vouched for. */
+/*
+ * Read the record at @fp.  @self_pid 0: the bounds check vouched for it,
+ * read it directly.  Otherwise nobody did: process_vm_readv() on our own
+ * pid fails with EFAULT where a load would fault.
+ */
 __attribute__((no_sanitize("address"))) static bool
-read_record_checked(uintptr_t fp, struct frame_record *rec)
+read_record(uintptr_t fp, pid_t self_pid, struct frame_record *rec)
 {
 	const volatile uintptr_t *p = (const volatile uintptr_t *)fp;
-
-	rec->next_fp = p[0];
-	rec->ret = p[1];
-	return true;
-}
-
-/* Read a record nobody vouched for: fails with EFAULT, never faults. */
-static bool read_record_unchecked(uintptr_t fp, struct frame_record *rec)
-{
 	struct iovec local = { rec, sizeof(*rec) };
 	struct iovec remote = { (void *)fp, sizeof(*rec) };
-	long got;
 
-	got = syscall(SYS_process_vm_readv, (long)getpid(), &local, 1L, &remote,
-		      1L, 0L);
-	return got == (long)sizeof(*rec);
+	if (!self_pid) {
+		rec->next_fp = p[0];
+		rec->ret = p[1];
+		return true;
+	}
+	return syscall(SYS_process_vm_readv, (long)self_pid, &local, 1L,
+		       &remote, 1L, 0L) == (long)sizeof(*rec);
 }
 
 /**
@@ -126,6 +124,7 @@ void prof_unwind_fp(const void *ucontext, const struct prof_stack_bounds *b,
 	struct frame_record rec;
 	uintptr_t pc, fp, sp, lo, hi;
 	bool checked = b->hi > b->lo;
+	pid_t self_pid;
 
 	res->n = 0;
 	res->truncated = false;
@@ -137,12 +136,12 @@ void prof_unwind_fp(const void *ucontext, const struct prof_stack_bounds *b,
 	hi = checked ? b->hi : UINTPTR_MAX;
 	if (checked && (sp < b->lo || sp >= b->hi))
 		return; /* on another stack (sigaltstack, coroutine): leaf only */
+	self_pid = checked ? 0 : getpid(); /* one system call per walk */
 	for (;;) {
 		if (fp < lo || fp & (sizeof(uintptr_t) - 1) ||
 		    fp > hi - sizeof(rec))
 			return;
-		if (checked ? !read_record_checked(fp, &rec)
-			    : !read_record_unchecked(fp, &rec))
+		if (!read_record(fp, self_pid, &rec))
 			return;
 		rec.ret = strip_pac(rec.ret);
 		if (rec.ret < 4096)
