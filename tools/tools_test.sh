@@ -15,23 +15,8 @@
 BUILD=${1:-build}
 DEMO=$BUILD/tools/trace_demo
 TOOL=$BUILD/tools/profring-trace
-fails=0
-
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/tools_test.XXXXXX") || exit 1
-trap 'rm -rf "$TMP"' EXIT
-trap 'exit 1' HUP INT TERM
-
-# check NAME CONDITION-COMMAND...: one PASS/FAIL line.
-check() {
-	name=$1
-	shift
-	if "$@"; then
-		echo "PASS tools_trace_$name"
-	else
-		echo "FAIL tools_trace_$name"
-		fails=$((fails + 1))
-	fi
-}
+CHECK_PREFIX=tools_trace_
+. "$(dirname "$0")/testlib.sh"
 
 # run_ok NAME CMD...: run CMD with stdout to $TMP/NAME.out, stderr shown
 # on failure; check that it exits 0.

@@ -25,7 +25,6 @@ LABEL=${2:-check}
 PROF=$BUILD/tools/profring-prof
 DEMO=$BUILD/tools/prof_demo
 NOFP=$BUILD/tools/prof_demo_nofp
-fails=0
 
 if [ "$LABEL" = tsan ]; then
 	echo "SKIP prof e2e under tsan (see prof_test.c)"
@@ -47,20 +46,8 @@ fi
 [ -x "$DEMO" ] || DEMO=build/tools/prof_demo
 [ -x "$NOFP" ] || NOFP=build/tools/prof_demo_nofp
 
-TMP=$(mktemp -d "${TMPDIR:-/tmp}/prof_test.XXXXXX") || exit 1
-trap 'rm -rf "$TMP"' EXIT
-trap 'exit 1' HUP INT TERM
-
-check() {
-	name=$1
-	shift
-	if "$@"; then
-		echo "PASS prof_$name"
-	else
-		echo "FAIL prof_$name"
-		fails=$((fails + 1))
-	fi
-}
+CHECK_PREFIX=prof_
+. "$(dirname "$0")/../testlib.sh"
 
 # record NAME ARGS... -- CMD...: profile into $TMP/NAME.pb.gz / .folded;
 # the library's summary line goes to $TMP/NAME.err.
