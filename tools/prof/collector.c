@@ -97,7 +97,10 @@ struct prof_collector {
 
 /* Test hook: a pause after every read, so that a small ring overflows. */
 static atomic_uint test_stall_us;
-/* Test hook: a small stack table, so that it fills. */
+/*
+ * Test hook: a small stack table, so that it fills.  The hooks are relaxed
+ * settings: no data is published with them.
+ */
 static atomic_size_t test_table_bytes;
 
 /**

@@ -597,7 +597,10 @@ RING_API int pthread_create(pthread_t *t, const pthread_attr_t *attr,
 
 static void after_fork_in_child(void)
 {
-	/* No timer, no collector crossed the fork: no session here. */
+	/*
+	 * No timer, no collector crossed the fork: no session here.  Relaxed:
+	 * the child has one thread, and no timer to send it a SIGPROF.
+	 */
 	atomic_store_explicit(&sampler.active, 0, memory_order_relaxed);
 	/* Other threads' handlers in flight at the fork do not exist here. */
 	atomic_store_explicit(&sampler.inflight, 0, memory_order_relaxed);
@@ -658,6 +661,8 @@ static int wait_handlers(void)
 	int i;
 
 	for (i = 0; i < 40000; i++) {
+		/* Pairs with the handler's seq_cst increment (Dekker) and
+		 * its release decrement (its writes are done). */
 		if (!atomic_load_explicit(&sampler.inflight,
 					  memory_order_seq_cst))
 			return 0;
@@ -703,6 +708,8 @@ int prof_sampler_start(const struct prof_sampler_config *c)
 	sampler.exclude_tid = c->exclude_tid;
 	sampler.threads_armed = 0;
 	sampler.nexited = 0;
+	/* Relaxed: these, like the plain fields above, are published by
+	 * the seq_cst store of active below. */
 	atomic_store_explicit(&sampler.thread_timers,
 			      c->timer == PROFRING_PROF_TIMER_THREAD,
 			      memory_order_relaxed);
