@@ -185,9 +185,8 @@ static void format_comments(char c[PROF_NCOMMENTS][PROF_COMMENT_LEN],
 							     : "libunwind");
 	snprintf(c[1], PROF_COMMENT_LEN,
 		 "signals %" PRIu64 " = read %" PRIu64 " + lost %" PRIu64
-		 "; refused %" PRIu64,
-		 st->signals, st->read, st->lost,
-		 st->written + st->refused - st->read - st->lost);
+		 " (written %" PRIu64 ", refused %" PRIu64 ")",
+		 st->signals, st->read, st->lost, st->written, st->refused);
 	snprintf(c[2], PROF_COMMENT_LEN,
 		 "threads %" PRIu64 ", stacks %" PRIu64 ", truncated %" PRIu64
 		 ", unchecked unwinds %" PRIu64 ", stack table full %" PRIu64,
@@ -238,7 +237,8 @@ static int write_outputs(const struct profring_prof_stats *st)
 		lines[i] = comments[i];
 	p.period_ns = 1000000000u / session.hz;
 	p.time_nanos = session.start_realtime_ns;
-	p.duration_nanos = (int64_t)ring_clock_mono_ns() - session.start_mono_ns;
+	p.duration_nanos =
+		(int64_t)ring_clock_mono_ns() - session.start_mono_ns;
 	p.comments = lines;
 	p.ncomments = PROF_NCOMMENTS;
 	sym = prof_symbolizer_new();
