@@ -63,7 +63,7 @@ HEADERS := $(wildcard include/profring/*.h ring/*.h $(addsuffix /*.h,$(COMPONENT
 HAVE_LIBUNWIND := $(shell printf '\043include <libunwind.h>\n' | \
 	$(CC) -E -x c - >/dev/null 2>&1 && echo yes)
 PROF_SRCS := $(addprefix tools/prof/,sampler.c collector.c prof.c unwind.c \
-	pprof.c symbolize.c)
+	pprof.c symbolize.c outfile.c)
 PROF_OBJS := $(PROF_SRCS:%.c=$(BUILD)/obj/%.o)
 PROF_LIBS := -lz -ldl -lrt $(if $(HAVE_LIBUNWIND),-lunwind)
 PROF_TESTS := $(BUILD)/test/tools/prof/pprof_test $(BUILD)/test/tools/prof/prof_test

@@ -51,6 +51,7 @@
 #include <zlib.h>
 
 #include "../../ring/hash.h"
+#include "outfile.h"
 #include "pprof.h"
 #include "proto.h"
 
@@ -386,31 +387,6 @@ static int check_profile(const struct prof_profile *p, const char *path)
 	return 0;
 }
 
-static int write_file(const char *path, const void *data, size_t len)
-{
-	const char *p = data;
-	int fd, err = 0;
-	ssize_t n;
-
-	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0)
-		return -errno;
-	while (len) {
-		n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			err = n < 0 ? -errno : -EIO;
-			break;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-	if (close(fd) && !err)
-		err = -errno;
-	return err;
-}
-
 /* Scratch buffers for the nested messages, two levels deep. */
 struct enc {
 	struct builder b;
@@ -650,7 +626,7 @@ int prof_pprof_write(const struct prof_profile *p, struct prof_symbolizer *s,
 	err = gzip_buf(e.out.data, e.out.len, &gz);
 	if (err)
 		goto out;
-	err = write_file(path, gz.data, gz.len);
+	err = prof_outfile_write(path, gz.data, gz.len);
 out:
 	proto_buf_free(&gz);
 	proto_buf_free(&e.out);
@@ -771,7 +747,7 @@ int prof_folded_write(const struct prof_profile *p, struct prof_symbolizer *s,
 	err = folded_text(lines, n, &out);
 	if (err)
 		goto out;
-	err = write_file(path, out.data, out.len);
+	err = prof_outfile_write(path, out.data, out.len);
 out:
 	free(lines);
 	proto_buf_free(&text);

@@ -18,7 +18,9 @@
  * @p:    the profile.
  * @s:    symbolizer for the function names and mappings, or NULL (every
  *        function is then named by its address, no mappings).
- * @path: the file, created or truncated (mode 0644 before the umask).
+ * @path: where to put it, by prof_outfile_write()'s rules: a regular file
+ *        is replaced atomically, a device, FIFO or /dev/stdout written
+ *        through.
  *
  * Sample types ("samples", "count") and ("cpu", "nanoseconds"), the
  * default "cpu"; period_type ("cpu", "nanoseconds"), period @p->period_ns;
@@ -28,7 +30,7 @@
  * outside any mapping.
  *
  * Return: 0, or -errno (-EINVAL for a NULL @p or @path or a sample with
- * frames but NULL pcs; -ENOMEM; or what open/write/close said).
+ * frames but NULL pcs; -ENOMEM; or what prof_outfile_write() said).
  */
 int prof_pprof_write(const struct prof_profile *p, struct prof_symbolizer *s,
 		     const char *path);
@@ -37,7 +39,7 @@ int prof_pprof_write(const struct prof_profile *p, struct prof_symbolizer *s,
  * prof_folded_write() - write @p as folded stacks.
  * @p:    the profile.
  * @s:    symbolizer, or NULL.
- * @path: the file, created or truncated.
+ * @path: where to put it, as prof_pprof_write().
  *
  * One line per distinct path of function names, "root;...;leaf count"
  * (count: the samples of every stack with that path), sorted by path; a

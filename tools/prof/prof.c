@@ -194,33 +194,6 @@ static void format_comments(char c[PROF_NCOMMENTS][PROF_COMMENT_LEN],
 		 st->stack_table_full);
 }
 
-typedef int (*prof_writer)(const struct prof_profile *p,
-			   struct prof_symbolizer *s, const char *path);
-
-/*
- * Write to a temporary name beside @path, then rename: a reader (or a
- * process exiting under us) never sees half a file.
- */
-static int write_replacing(const struct prof_profile *p,
-			   struct prof_symbolizer *s, const char *path,
-			   prof_writer write)
-{
-	size_t len = strlen(path) + 32;
-	char *tmp = malloc(len);
-	int err;
-
-	if (!tmp)
-		return -ENOMEM;
-	snprintf(tmp, len, "%s.tmp.%ld", path, (long)getpid());
-	err = write(p, s, tmp);
-	if (!err && rename(tmp, path))
-		err = -errno;
-	if (err)
-		unlink(tmp);
-	free(tmp);
-	return err;
-}
-
 static int write_outputs(const struct profring_prof_stats *st)
 {
 	char comments[PROF_NCOMMENTS][PROF_COMMENT_LEN];
@@ -246,10 +219,9 @@ static int write_outputs(const struct profring_prof_stats *st)
 		err = -errno;
 		goto out;
 	}
-	err = write_replacing(&p, sym, session.output, prof_pprof_write);
+	err = prof_pprof_write(&p, sym, session.output);
 	if (session.folded) {
-		int ferr = write_replacing(&p, sym, session.folded,
-					   prof_folded_write);
+		int ferr = prof_folded_write(&p, sym, session.folded);
 
 		err = err ? err : ferr;
 	}

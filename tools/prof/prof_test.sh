@@ -18,7 +18,9 @@
 # at 10 kHz signals = samples read + samples lost; a program built without
 # frame pointers is profiled without crashing (frame pointers and
 # libunwind); the setitimer fallback works; a stripped binary gives a
-# valid profile; a profiled shell's children are not profiled.  One PASS/FAIL line per check.
+# valid profile; a profiled shell's children are not profiled; output
+# paths that are symlinks, FIFOs, character devices or /dev/stdout are
+# written through, never replaced.  One PASS/FAIL line per check.
 
 BUILD=${1:-build}
 LABEL=${2:-check}
@@ -187,6 +189,39 @@ if command -v bash >/dev/null 2>&1; then
 		"$DEMO --units 1 >/dev/null; $DEMO --units 1 >/dev/null; true"
 	check bash_children_not_profiled test \
 		"$(grep -c 'profring-prof: wrote' "$TMP/bash.err")" -eq 1
+fi
+
+# 8. Output paths are never replaced unless they are regular files: a
+# symlink's target gets the profile, a FIFO and a character device stay
+# what they were, /dev/stdout appends after the program's own output.
+out_record() { # NAME OUTPUT FOLDED: the demo for a moment
+	LD_PRELOAD=$PRELOAD "$RECORD" record -F 1000 -o "$2" -f "$3" -- \
+		"$DEMO" --units 1 >"$TMP/$1.out" 2>"$TMP/$1.err"
+}
+ln -s real.pb.gz "$TMP/link.pb.gz"
+out_record link "$TMP/link.pb.gz" "$TMP/link.folded"
+check output_symlink_kept test -L "$TMP/link.pb.gz"
+"$PROF" report "$TMP/real.pb.gz" >"$TMP/link.report" 2>&1
+check output_symlink_target_written grep -q hot_seventy "$TMP/link.report"
+mkfifo "$TMP/fifo"
+timeout -k 5 60 cat "$TMP/fifo" >"$TMP/fifo.got" &
+catpid=$!
+out_record fifo "$TMP/fifo.pb.gz" "$TMP/fifo"
+wait $catpid
+check output_fifo_kept test -p "$TMP/fifo"
+check output_fifo_written grep -q 'run_seventy;hot_seventy' "$TMP/fifo.got"
+out_record stdout "$TMP/stdout.pb.gz" /dev/stdout
+check output_stdout_appends awk '
+	NR == 1 && !/^tid / && !/^prof_demo/ { bad = 1 }
+	/^prof_demo: / { prog = NR }
+	/;hot_seventy [0-9]+$/ { prof = NR }
+	END { exit !(!bad && prog && prof > prog) }' "$TMP/stdout.out"
+if mknod "$TMP/null" c 1 3 2>/dev/null; then
+	out_record chardev "$TMP/null" "$TMP/null"
+	check output_chardev_runs test $? -eq 0
+	check output_chardev_kept test -c "$TMP/null"
+else
+	echo "SKIP prof_output_chardev (mknod needs root)"
 fi
 
 if [ $fails -ne 0 ]; then
