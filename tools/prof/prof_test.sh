@@ -193,7 +193,8 @@ fi
 
 # 8. Output paths are never replaced unless they are regular files: a
 # symlink's target gets the profile, a FIFO and a character device stay
-# what they were, /dev/stdout appends after the program's own output.
+# what they were, /proc/self/fd/1 (/dev/stdout) appends after the
+# program's own output.
 out_record() { # NAME OUTPUT FOLDED: the demo for a moment
 	LD_PRELOAD=$PRELOAD "$RECORD" record -F 1000 -o "$2" -f "$3" -- \
 		"$DEMO" --units 1 >"$TMP/$1.out" 2>"$TMP/$1.err"
@@ -210,7 +211,9 @@ out_record fifo "$TMP/fifo.pb.gz" "$TMP/fifo"
 wait $catpid
 check output_fifo_kept test -p "$TMP/fifo"
 check output_fifo_written grep -q 'run_seventy;hot_seventy' "$TMP/fifo.got"
-out_record stdout "$TMP/stdout.pb.gz" /dev/stdout
+# /proc/self/fd/1, which /dev/stdout names: a test never names a
+# system path as an output (a bug would replace it).
+out_record stdout "$TMP/stdout.pb.gz" /proc/self/fd/1
 check output_stdout_appends awk '
 	NR == 1 && !/^tid / && !/^prof_demo/ { bad = 1 }
 	/^prof_demo: / { prog = NR }
