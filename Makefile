@@ -1,12 +1,17 @@
 # profring - one entry point.
 #
-#   make            build/libprofring.a and build/libprofring.so
-#   make check      unit tests (closing line "N passed, N failed")
-#   make tsan       the unit tests under ThreadSanitizer (clang)
-#   make asan       the unit tests under AddressSanitizer + UBSan (clang)
+#   make            the libraries, the profiler and the tools
+#   make deps       install the build's Debian packages (deps.sh)
+#   make check      everything testing/run-tests.sh runs: unit tests, the
+#                   README example, the tools' and the profiler's end-to-end
+#                   checks, each stress program briefly, each fuzzer briefly
+#                   (closing line "check: N passed, N failed")
+#   make tsan       the same (fuzzers aside) under ThreadSanitizer (clang)
+#   make asan       the same (fuzzers aside) under AddressSanitizer + UBSan
 #   make stress     the stress programs, STRESS_SECONDS each
 #   make stress-perturb   the same with schedule perturbation compiled in
 #   make stress-tsan / stress-asan   the same under the sanitizers
+#   make fuzz       each libFuzzer target for FUZZ_SECONDS
 #   make bench      the benchmarks against their anchors
 #   make bench-prof the profiler's overhead beside gperftools
 #   make bench-plot the scaling and record-size curves (gnuplot)
@@ -16,7 +21,8 @@
 #   make format     clang-format every C file
 #
 # Build variants live in their own directories (BUILD=build/tsan, ...), so
-# one tree holds all of them.
+# one tree holds all of them.  Header dependencies come from the compiler
+# (-MMD -MP): touching a header rebuilds exactly what includes it.
 
 CC ?= cc
 BUILD ?= build
@@ -30,102 +36,75 @@ VERSION := 0.1.0
 SONAME := libprofring.so.0
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
-CPPFLAGS += -D_GNU_SOURCE -Iinclude
+CPPFLAGS += -D_GNU_SOURCE -Iinclude -I. $(DEFS)
 CFLAGS += -std=c11 $(WARN) $(OPT) $(SAN) -fPIC -fvisibility=hidden
+DEPFLAGS = -MMD -MP
 LDFLAGS += $(SAN)
 LDLIBS += -lpthread
+FRAMEPTR := -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer
 
-# Library sources: every .c in a component directory except tests.
-COMPONENTS := profbuf stacktab tracebuf
-LIB_SRCS := $(filter-out %_test.c,$(wildcard ring/*.c) \
-	$(foreach c,$(COMPONENTS),$(wildcard $(c)/*.c)))
-LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
-TEST_SRCS := $(wildcard ring/*_test.c) \
-	$(foreach c,$(COMPONENTS),$(wildcard $(c)/*_test.c))
-TESTS := $(TEST_SRCS:%.c=$(BUILD)/test/%)
-STRESS_SRCS := $(filter-out stress/harness.c,$(wildcard stress/*.c))
-STRESS := $(STRESS_SRCS:stress/%.c=$(BUILD)/stress/%)
-BENCH_SRCS := $(filter-out bench/harness.c,$(wildcard bench/*.c))
-BENCHES := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
-TOOL_SRCS := $(wildcard tools/*.c)
-TOOLS := $(TOOL_SRCS:tools/%.c=$(BUILD)/tools/%)
-FUZZ_SRCS := $(wildcard fuzz/*_fuzz.c)
-FUZZERS := $(FUZZ_SRCS:fuzz/%.c=$(BUILD)/fuzz/%)
-FUZZ_SECONDS ?= 60
-CHECK_FUZZ_SECONDS ?= 5
-HEADERS := $(wildcard include/profring/*.h ring/*.h $(addsuffix /*.h,$(COMPONENTS)) \
-	tools/prof/*.h)
+# What is built from where: every .c of a directory except its tests.
+srcs = $(filter-out %_test.c,$(wildcard $(1)/*.c))
+objs = $(patsubst %.c,$(BUILD)/obj/%.o,$(1))
+bins = $(patsubst %.c,$(BUILD)/$(2)/%,$(notdir $(1)))
 
-# profring-prof, the sampling profiler (tools/prof): libprofring-prof.so
-# (LD_PRELOAD or -lprofring-prof) holds the library's objects too, so it
-# is the only file a profiled program needs.  libunwind is used when its
-# header is there (.ci/run installs it).
+# libprofring: the buffers.
+LIB_OBJS := $(call objs,$(call srcs,ring) $(call srcs,profbuf) \
+	$(call srcs,stacktab) $(call srcs,tracebuf))
+LIB_A := $(BUILD)/libprofring.a
+# The test kit every unit test and stress program links.
+TESTKIT_OBJS := $(call objs,$(call srcs,testing))
+# pprof/: profile.proto encoding and decoding, folded stacks, symbols,
+# reports; an internal static library (never installed).
+PPROF_OBJS := $(call objs,$(call srcs,pprof))
+PPROF_A := $(BUILD)/libpprof.a
+PPROF_LIBS := -lz -ldl
+# prof/: the profiler.  libunwind is used when its header is there.
 HAVE_LIBUNWIND := $(shell printf '\043include <libunwind.h>\n' | \
 	$(CC) -E -x c - >/dev/null 2>&1 && echo yes)
-PROF_SRCS := $(addprefix tools/prof/,sampler.c collector.c prof.c unwind.c \
-	pprof.c symbolize.c outfile.c)
-PROF_OBJS := $(PROF_SRCS:%.c=$(BUILD)/obj/%.o)
-PROF_LIBS := -lz -ldl -lrt $(if $(HAVE_LIBUNWIND),-lunwind)
-PROF_TESTS := $(BUILD)/test/tools/prof/pprof_test $(BUILD)/test/tools/prof/prof_test
-PROF_TOOLS := $(BUILD)/libprofring-prof.so $(BUILD)/tools/profring-prof \
-	$(BUILD)/tools/prof_demo $(BUILD)/tools/prof_demo_nofp
-TESTS += $(PROF_TESTS)
+PROF_OBJS := $(call objs,$(call srcs,prof))
+PROF_LIBS := $(PPROF_LIBS) -lrt $(if $(HAVE_LIBUNWIND),-lunwind)
+PROF_SO := $(BUILD)/libprofring-prof.so
+
+TESTS := $(patsubst %.c,$(BUILD)/test/%,$(wildcard ring/*_test.c \
+	profbuf/*_test.c stacktab/*_test.c tracebuf/*_test.c \
+	pprof/*_test.c prof/*_test.c))
+STRESS := $(call bins,$(wildcard stress/*.c),stress)
+BENCHES := $(call bins,$(filter-out bench/harness.c,$(wildcard bench/*.c)),bench)
 ifneq ($(HAVE_LIBUNWIND),yes)
 BENCHES := $(filter-out $(BUILD)/bench/unwind_bench,$(BENCHES))
 endif
-TOOLS += $(PROF_TOOLS)
+TOOLS := $(call bins,$(filter-out tools/prof_demo.c,$(wildcard tools/*.c)),tools)
+DEMOS := $(BUILD)/tools/prof_demo $(BUILD)/tools/prof_demo_nofp
+FUZZ_SRCS := $(wildcard fuzz/*_fuzz.c)
+FUZZERS := $(call bins,$(FUZZ_SRCS),fuzz)
+FUZZ_SECONDS ?= 60
+CHECK_FUZZ_SECONDS ?= 5
+PROF_TOOLS := $(PROF_SO) $(BUILD)/tools/profring-prof $(DEMOS)
 
-.PHONY: all check run-tests tsan asan stress stress-perturb stress-tsan stress-asan stress-build run-stress bench \
-	demo demo-stress bench-prof install format clean fuzz fuzz-build fuzz-replay bench-plot
+.PHONY: all deps check run-tests tsan asan stress stress-perturb stress-tsan \
+	stress-asan stress-build run-stress bench demo demo-stress bench-prof \
+	install format clean fuzz fuzz-build fuzz-replay bench-plot
 
-all: $(BUILD)/libprofring.a $(BUILD)/libprofring.so $(TOOLS)
+all: $(LIB_A) $(BUILD)/libprofring.so $(PROF_SO) $(TOOLS) $(DEMOS)
 
-$(BUILD)/obj/tools/prof/unwind.o: CPPFLAGS += $(if $(HAVE_LIBUNWIND),-DPROFRING_HAVE_LIBUNWIND)
+deps:
+	sh deps.sh
 
-# -z nodelete: its handler and thread-exit destructor must outlive a
-# dlclose; -z now: no lazy binding inside the SIGPROF handler.
-$(BUILD)/libprofring-prof.so: $(PROF_OBJS) $(LIB_OBJS) tools/prof/libprofring-prof.map
-	$(CC) -shared $(LDFLAGS) -Wl,-soname,libprofring-prof.so \
-		-Wl,--version-script,tools/prof/libprofring-prof.map -Wl,-z,nodelete -Wl,-z,now \
-		-o $@ $(PROF_OBJS) $(LIB_OBJS) $(PROF_LIBS) $(LDLIBS)
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
-$(BUILD)/tools/profring-prof: tools/prof/profring-prof.c tools/prof/report.c $(HEADERS)
+$(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ tools/prof/profring-prof.c tools/prof/report.c $(LDFLAGS) -lz
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -c -o $@ $<
 
-# The demo workload, with frame pointers and (for the unwinder's safety
-# test) without.  Built without sanitizers: it is run under LD_PRELOAD.
-$(BUILD)/tools/prof_demo: tools/prof/prof_demo.c
-	@mkdir -p $(dir $@)
-	$(CC) -D_GNU_SOURCE -std=c11 -O2 -g -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -o $@ $< -lpthread
+$(BUILD)/obj/prof/unwind.o: CPPFLAGS += $(if $(HAVE_LIBUNWIND),-DPROFRING_HAVE_LIBUNWIND)
 
-$(BUILD)/tools/prof_demo_nofp: tools/prof/prof_demo.c
+$(LIB_A): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) -D_GNU_SOURCE -std=c11 -O2 -fomit-frame-pointer -o $@ $< -lpthread
+	rm -f $@
+	ar rcs $@ $^
 
-$(BUILD)/test/tools/prof/%: tools/prof/%.c $(PROF_OBJS) $(BUILD)/libprofring.a ring/ktest.h stress/harness.c stress/harness.h
-	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -fno-omit-frame-pointer -mno-omit-leaf-frame-pointer -o $@ $< stress/harness.c tools/prof/report.c $(PROF_OBJS) \
-		$(LDFLAGS) $(BUILD)/libprofring.a $(PROF_LIBS) $(LDLIBS)
-
-# The profiler's per-sample work (unwind + write) against glibc's
-# backtrace() and libunwind's unw_backtrace(); needs libunwind.
-$(BUILD)/bench/unwind_bench: bench/unwind_bench.c bench/harness.c bench/harness.h \
-		$(BUILD)/obj/tools/prof/unwind.o $(BUILD)/libprofring.a
-	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -fno-omit-frame-pointer -o $@ $< bench/harness.c \
-		$(BUILD)/obj/tools/prof/unwind.o $(LDFLAGS) $(BUILD)/libprofring.a -lunwind $(LDLIBS) -lrt -lm
-
-$(BUILD)/tools/%: tools/%.c $(BUILD)/libprofring.a
-	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LDFLAGS) $(BUILD)/libprofring.a $(LDLIBS)
-
-$(BUILD)/obj/%.o: %.c $(HEADERS)
-	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
-
-$(BUILD)/libprofring.a: $(LIB_OBJS)
-	@mkdir -p $(dir $@)
+$(PPROF_A): $(PPROF_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
@@ -134,33 +113,81 @@ $(BUILD)/libprofring.so: $(LIB_OBJS)
 	ln -sf libprofring.so.$(VERSION) $(BUILD)/$(SONAME)
 	ln -sf libprofring.so.$(VERSION) $@
 
-$(BUILD)/test/%: %.c $(BUILD)/libprofring.a ring/ktest.h stress/harness.c stress/harness.h
-	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< stress/harness.c $(LDFLAGS) $(BUILD)/libprofring.a $(LDLIBS)
+# libprofring-prof.so (LD_PRELOAD or -lprofring-prof) holds the library's
+# objects too, so it is the only file a profiled program needs.
+# -z nodelete: its handler and thread-exit destructor must outlive a
+# dlclose; -z now: no lazy binding inside the SIGPROF handler.
+$(PROF_SO): $(PROF_OBJS) $(PPROF_A) $(LIB_A) prof/libprofring-prof.map
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,libprofring-prof.so \
+		-Wl,--version-script,prof/libprofring-prof.map -Wl,-z,nodelete -Wl,-z,now \
+		-o $@ $(PROF_OBJS) $(PPROF_A) $(LIB_OBJS) $(PROF_LIBS) $(LDLIBS)
 
-$(BUILD)/stress/prof_stress: stress/prof_stress.c stress/harness.c stress/harness.h \
-		$(PROF_OBJS) tools/prof/report.c $(BUILD)/libprofring.a
-	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -fno-omit-frame-pointer -o $@ $< stress/harness.c tools/prof/report.c \
-		$(PROF_OBJS) $(LDFLAGS) $(BUILD)/libprofring.a $(PROF_LIBS) $(LDLIBS)
+# Programs: one source file each, linked against what they name:
+# $(call link,LIBS[,EXTRA CFLAGS]).
+link = $(CC) $(CPPFLAGS) $(CFLAGS) $(2) $(DEPFLAGS) -MF $(dir $@).$(notdir $@).d -MT $@ -o $@ \
+	$(filter %.c %.o %.a,$^) $(LDFLAGS) $(1) $(LDLIBS)
 
-$(BUILD)/stress/%: stress/%.c stress/harness.c stress/harness.h $(BUILD)/libprofring.a
+$(BUILD)/tools/profring-prof: tools/profring-prof.c $(PPROF_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< stress/harness.c $(LDFLAGS) $(BUILD)/libprofring.a $(LDLIBS) -lrt
+	$(call link,$(PPROF_LIBS))
 
-$(BUILD)/bench/%: bench/%.c bench/harness.c bench/harness.h $(BUILD)/libprofring.a
+$(BUILD)/tools/%: tools/%.c $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< bench/harness.c $(LDFLAGS) $(BUILD)/libprofring.a $(LDLIBS) -lck -lurcu-cds -lurcu -lrt -lm
+	$(call link,)
+
+# The demo workload, with frame pointers and (for the unwinder's safety
+# test) without.  Built without sanitizers: it is run under LD_PRELOAD.
+$(BUILD)/tools/prof_demo: tools/prof_demo.c
+	@mkdir -p $(dir $@)
+	$(CC) -D_GNU_SOURCE -std=c11 -O2 -g $(FRAMEPTR) -o $@ $< -lpthread
+
+$(BUILD)/tools/prof_demo_nofp: tools/prof_demo.c
+	@mkdir -p $(dir $@)
+	$(CC) -D_GNU_SOURCE -std=c11 -O2 -fomit-frame-pointer -o $@ $< -lpthread
+
+# Unit tests: one binary per *_test.c, beside its code's directory.
+$(BUILD)/test/%: %.c $(TESTKIT_OBJS) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(call link,)
+
+$(BUILD)/test/pprof/%: pprof/%.c $(TESTKIT_OBJS) $(PPROF_A) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(call link,$(PPROF_LIBS),$(FRAMEPTR))
+
+$(BUILD)/test/prof/%: prof/%.c $(TESTKIT_OBJS) $(PROF_OBJS) $(PPROF_A) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(call link,$(PROF_LIBS),$(FRAMEPTR))
 
 # The README's example, extracted and compiled, so that it stays true.
-$(BUILD)/test/readme_example: README.md $(BUILD)/libprofring.a
+$(BUILD)/test/readme_example: README.md $(LIB_A)
 	@mkdir -p $(dir $@)
 	awk '/^```c$$/ { on = 1; next } /^```$$/ { on = 0 } on' README.md > $@.c
-	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -o $@ $@.c $(LDFLAGS) $(BUILD)/libprofring.a $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -Wno-missing-prototypes -o $@ $@.c $(LDFLAGS) $(LIB_A) $(LDLIBS)
 
-$(BUILD)/fuzz/%: fuzz/%.c $(BUILD)/libprofring.a
+$(BUILD)/stress/prof_stress: stress/prof_stress.c $(TESTKIT_OBJS) $(PROF_OBJS) $(PPROF_A) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -fsanitize=fuzzer -o $@ $< $(LDFLAGS) $(BUILD)/libprofring.a $(LDLIBS)
+	$(call link,$(PROF_LIBS),-fno-omit-frame-pointer)
+
+$(BUILD)/stress/%: stress/%.c $(TESTKIT_OBJS) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(call link,-lrt)
+
+BENCH_LIBS := -lck -lurcu-cds -lurcu -lrt -lm
+
+# The profiler's per-sample work (unwind + write) against glibc's
+# backtrace() and libunwind's unw_backtrace(); needs libunwind.
+$(BUILD)/bench/unwind_bench: bench/unwind_bench.c $(BUILD)/obj/bench/harness.o \
+		$(BUILD)/obj/prof/unwind.o $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(call link,-lunwind $(BENCH_LIBS),-fno-omit-frame-pointer)
+
+$(BUILD)/bench/%: bench/%.c $(BUILD)/obj/bench/harness.o $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(call link,$(BENCH_LIBS))
+
+$(BUILD)/fuzz/%: fuzz/%.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(call link,-fsanitize=fuzzer)
 
 # libFuzzer targets: the library built with the fuzzer's coverage and
 # ASan+UBSan.  `make fuzz` runs each for FUZZ_SECONDS, new inputs going to
@@ -169,6 +196,9 @@ $(BUILD)/fuzz/%: fuzz/%.c $(BUILD)/libprofring.a
 # once and each target for FUZZ_SECONDS (as `make check` does, briefly).
 FUZZ_VARS = BUILD=build/fuzz CC=clang OPT="-O1 -g" \
 	SAN="-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=all"
+TSAN_VARS = BUILD=build/tsan CC=clang OPT="-O1 -g" SAN="-fsanitize=thread"
+ASAN_VARS = BUILD=build/asan CC=clang OPT="-O1 -g -fno-omit-frame-pointer" \
+	SAN="-fsanitize=address,undefined -fno-sanitize-recover=all"
 
 fuzz:
 	$(MAKE) fuzz-build $(FUZZ_VARS)
@@ -185,53 +215,16 @@ fuzz-build: $(FUZZERS)
 
 fuzz-replay:
 	@$(MAKE) --no-print-directory fuzz-build $(FUZZ_VARS) >/dev/null
-	@for f in $(FUZZ_SRCS:fuzz/%.c=%); do \
-		mkdir -p build/fuzz/scratch/$$f; \
-		if build/fuzz/fuzz/$$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 \
-			-artifact_prefix=build/fuzz/ build/fuzz/scratch/$$f \
-			fuzz/corpus/$$f > build/fuzz/$$f.log 2>&1; \
-		then echo "PASS fuzz $$f ($$(grep -o 'cov: [0-9]*' build/fuzz/$$f.log | tail -1), $$(sed -n 's/stat::number_of_executed_units: //p' build/fuzz/$$f.log) runs)"; \
-		else tail -30 build/fuzz/$$f.log; echo "FAIL fuzz $$f"; fi; \
-	done
+	@sh testing/fuzz-replay.sh build/fuzz $(FUZZ_SECONDS) $(FUZZ_SRCS:fuzz/%.c=%)
 
-# Every test binary prints PASS/FAIL lines; the totals are the closing line.
+# Every test program prints PASS/FAIL/SKIP lines; testing/run-tests.sh
+# runs them all and prints the totals as the closing line.
 LABEL ?= check
-check: all $(TESTS) $(BUILD)/test/readme_example $(STRESS) $(TOOLS)
+check: all $(TESTS) $(BUILD)/test/readme_example $(STRESS)
 	@$(MAKE) --no-print-directory run-tests BUILD=$(BUILD) LABEL=$(LABEL)
 
-# Unit tests, the README example, then each stress program for a moment.
 run-tests: $(TESTS) $(BUILD)/test/readme_example $(STRESS)
-	@pass=0; fail=0; \
-	for t in $(TESTS); do \
-		out=$$($$t 2>&1); rc=$$?; echo "$$out"; \
-		p=$$(echo "$$out" | grep -c '^PASS'); f=$$(echo "$$out" | grep -c '^FAIL'); \
-		if [ $$rc -ne 0 ] && [ $$f -eq 0 ]; then f=1; echo "FAIL $$t exited $$rc"; fi; \
-		pass=$$((pass + p)); fail=$$((fail + f)); \
-	done; \
-	if out=$$($(BUILD)/test/readme_example 2>&1) && echo "$$out" | grep -q '^[1-9][0-9]* samples'; \
-	then echo "PASS readme_example ($$out)"; pass=$$((pass + 1)); \
-	else echo "$$out"; echo "FAIL readme_example"; fail=$$((fail + 1)); fi; \
-	out=$$(sh tools/tools_test.sh $(BUILD) 2>&1); \
-	echo "$$out" | grep -E '^(PASS|FAIL)'; \
-	pass=$$((pass + $$(echo "$$out" | grep -c '^PASS'))); \
-	fail=$$((fail + $$(echo "$$out" | grep -c '^FAIL'))); \
-	out=$$(sh tools/prof/prof_test.sh $(BUILD) $(LABEL) 2>&1); \
-	echo "$$out" | grep -E '^(PASS|FAIL|SKIP|#)'; \
-	pass=$$((pass + $$(echo "$$out" | grep -c '^PASS'))); \
-	fail=$$((fail + $$(echo "$$out" | grep -c '^FAIL'))); \
-	out=$$(stress/run.sh --quick 2 $(BUILD) 2>&1); \
-	echo "$$out" | grep -E '^(PASS|FAIL|[a-z_]+_stress:)'; \
-	pass=$$((pass + $$(echo "$$out" | grep -c '^PASS'))); \
-	fail=$$((fail + $$(echo "$$out" | grep -c '^FAIL'))); \
-	if [ "$(LABEL)" = check ]; then \
-		out=$$($(MAKE) --no-print-directory fuzz-replay FUZZ_SECONDS=$(CHECK_FUZZ_SECONDS) 2>&1); \
-		echo "$$out" | grep -E '^(PASS|FAIL)' || echo "$$out" | tail -5; \
-		pass=$$((pass + $$(echo "$$out" | grep -c '^PASS'))); \
-		fail=$$((fail + $$(echo "$$out" | grep -c '^FAIL') + \
-			$$(echo "$$out" | grep -c '^PASS\|^FAIL' | grep -c '^0$$'))); \
-	fi; \
-	echo "$(LABEL): $$pass passed, $$fail failed"; \
-	test $$fail -eq 0
+	@sh testing/run-tests.sh $(BUILD) $(LABEL) $(TESTS)
 
 tsan:
 	$(MAKE) check $(TSAN_VARS) LABEL=tsan
@@ -256,12 +249,7 @@ run-stress: $(STRESS)
 	stress/run.sh $(or $(STRESS_SECONDS),$(STRESS_SECONDS_DEFAULT)) $(BUILD)
 
 stress-perturb:
-	$(MAKE) run-stress BUILD=build/perturb \
-		CPPFLAGS="-D_GNU_SOURCE -Iinclude -DPROFRING_PERTURB"
-
-TSAN_VARS = BUILD=build/tsan CC=clang OPT="-O1 -g" SAN="-fsanitize=thread"
-ASAN_VARS = BUILD=build/asan CC=clang OPT="-O1 -g -fno-omit-frame-pointer" \
-	SAN="-fsanitize=address,undefined -fno-sanitize-recover=all"
+	$(MAKE) run-stress BUILD=build/perturb DEFS=-DPROFRING_PERTURB
 
 stress-tsan:
 	$(MAKE) run-stress $(TSAN_VARS)
@@ -285,7 +273,7 @@ bench-prof: $(PROF_TOOLS)
 
 # The main job: profile the bundled workload (two threads, 70% / 30% of
 # the CPU in hot_seventy / hot_thirty) and print its top functions.
-demo: $(BUILD)/libprofring-prof.so $(BUILD)/tools/profring-prof $(BUILD)/tools/prof_demo
+demo: $(PROF_TOOLS)
 	$(BUILD)/tools/profring-prof record -F 1000 -o $(BUILD)/demo.pb.gz \
 		-f $(BUILD)/demo.folded -- $(BUILD)/tools/prof_demo
 	$(BUILD)/tools/profring-prof report -n 10 $(BUILD)/demo.pb.gz
@@ -299,14 +287,16 @@ demo-stress: $(BUILD)/stress/profbuf_stress
 bench-plot:
 	sh bench/plot.sh bench/results/latest.csv bench/results
 
+# The public headers, libprofring (static and shared) with its pkg-config
+# file, the profiler's preload library and its launcher.
 install: all
 	install -d $(DESTDIR)$(INCLUDEDIR)/profring $(DESTDIR)$(LIBDIR)/pkgconfig
 	install -m 644 include/profring/*.h $(DESTDIR)$(INCLUDEDIR)/profring/
-	install -m 644 $(BUILD)/libprofring.a $(DESTDIR)$(LIBDIR)/
+	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
 	install -m 755 $(BUILD)/libprofring.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
 	ln -sf libprofring.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf libprofring.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libprofring.so
-	install -m 755 $(BUILD)/libprofring-prof.so $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(PROF_SO) $(DESTDIR)$(LIBDIR)/
 	install -d $(DESTDIR)$(BINDIR)
 	install -m 755 $(BUILD)/tools/profring-prof $(DESTDIR)$(BINDIR)/
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \

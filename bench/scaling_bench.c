@@ -1294,7 +1294,7 @@ static void sig_handler(int signo)
 
 /*
  * sig_timer_start() - a CLOCK_MONOTONIC timer sending SIGPROF to the
- * calling thread at SIG_HZ (as stress/harness.c stress_timer_start()).
+ * calling thread at SIG_HZ (as testing/harness.c stress_timer_start()).
  */
 static int sig_timer_start(timer_t *id)
 {

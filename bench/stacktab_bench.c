@@ -78,7 +78,7 @@
 
 #include <profring/stacktab.h>
 
-#include "../ring/hash.h"
+#include "ring/hash.h"
 #include "harness.h"
 
 #define DEPTH 32

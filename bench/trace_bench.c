@@ -83,9 +83,9 @@
 #include <profring/tracebuf.h>
 #include <profring/tracedec.h>
 
-#include "../ring/clock.h"
-#include "../ring/compiler.h"
-#include "../ring/varint.h"
+#include "ring/clock.h"
+#include "ring/compiler.h"
+#include "ring/varint.h"
 #include "harness.h"
 
 #define REP_EVENTS (1u << 21) /* events per repetition of a case */

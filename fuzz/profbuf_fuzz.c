@@ -24,7 +24,7 @@
 #include "fuzz_input.h"
 #include <profring/profbuf.h>
 
-#include "../profbuf/profbuf_testing.h"
+#include "profbuf/profbuf_testing.h"
 
 #define MAX_WORDS 512
 #define MAX_TAGS 64

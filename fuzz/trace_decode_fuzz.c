@@ -17,7 +17,7 @@
 
 #include <profring/tracedec.h>
 
-#include "../tracebuf/tracebuf_format.h"
+#include "tracebuf/tracebuf_format.h"
 
 static uint64_t sink;
 

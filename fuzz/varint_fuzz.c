@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../ring/varint.h"
+#include "ring/varint.h"
 
 static void fail(const char *what, uint64_t v)
 {

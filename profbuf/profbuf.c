@@ -116,11 +116,11 @@
 
 #include <profring/profbuf.h>
 
-#include "../ring/compiler.h"
-#include "../ring/futex.h"
-#include "../ring/perturb.h"
-#include "../ring/pindex.h"
-#include "profbuf_testing.h"
+#include "ring/compiler.h"
+#include "ring/futex.h"
+#include "ring/perturb.h"
+#include "ring/pindex.h"
+#include "profbuf/profbuf_testing.h"
 
 #define PB_SLEEPING RING_PINDEX_FLAG_A
 #define PB_EXTRA RING_PINDEX_FLAG_B

@@ -5,7 +5,7 @@
  * The single-threaded cases are Go's runtime/profbuf_test.go, word for
  * word; then wrap-around, misuse, close/EOF, timeouts, watermark and wakeup
  * accounting; then concurrent writers and writers nested in a real SIGPROF
- * handler, with exact accounting (stress/checkrec.h).
+ * handler, with exact accounting (testing/checkrec.h).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -18,20 +18,9 @@
 
 #include <profring/profbuf.h>
 
-#include "../ring/ktest.h"
-#include "../stress/checkrec.h"
-#include "profbuf_testing.h"
-
-#if defined(__SANITIZE_THREAD__)
-#define UNDER_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
-#ifndef UNDER_TSAN
-#define UNDER_TSAN 0
-#endif
+#include "testing/ktest.h"
+#include "testing/checkrec.h"
+#include "profbuf/profbuf_testing.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define U64S(...) ((const uint64_t[]){ __VA_ARGS__ })
@@ -962,7 +951,7 @@ static void nested_sigprof_writers(void)
 	KT_CHECK(hw > 0);
 	KT_CHECK_EQ(atomic_load(&sig_errno_broken), 0);
 	/* TSan defers signals to safe points: no nesting to observe there. */
-	if (!UNDER_TSAN)
+	if (!TESTING_UNDER_TSAN)
 		KT_CHECK(atomic_load(&sig_nested) > 0);
 	printf("  handler writes %llu, nested in a write %lu\n",
 	       (unsigned long long)hw, atomic_load(&sig_nested));

@@ -4,7 +4,7 @@
  */
 #include <pthread.h>
 
-#include "clock.h"
+#include "ring/clock.h"
 
 static uint64_t clock_hz;
 static pthread_once_t clock_once = PTHREAD_ONCE_INIT;

@@ -14,9 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "grace.h"
-#include "perturb.h"
-#include "region.h"
+#include "ring/grace.h"
+#include "ring/perturb.h"
+#include "ring/region.h"
 
 _Thread_local struct ring_grace_tls ring_grace_tls
 	__attribute__((tls_model("initial-exec")));

@@ -63,8 +63,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "compiler.h"
-#include "perturb.h"
+#include "ring/compiler.h"
+#include "ring/perturb.h"
 
 #define RING_GRACE_DEPTH_MASK ((uint64_t)0xff)
 #define RING_GRACE_PERIOD ((uint64_t)0x100)

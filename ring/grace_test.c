@@ -7,8 +7,8 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
-#include "grace.h"
-#include "ktest.h"
+#include "ring/grace.h"
+#include "testing/ktest.h"
 
 struct waiter {
 	struct ring_grace *g;

@@ -23,7 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "compiler.h"
+#include "ring/compiler.h"
 
 struct ring_mpscq_node {
 	_Atomic(struct ring_mpscq_node *) next;

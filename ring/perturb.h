@@ -17,7 +17,7 @@
 #include <sched.h>
 #include <stdint.h>
 
-#include "compiler.h"
+#include "ring/compiler.h"
 
 static inline void ring_perturb(void)
 {

@@ -7,7 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "region.h"
+#include "ring/region.h"
 
 void *ring_map_zeroed(size_t bytes)
 {

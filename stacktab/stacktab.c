@@ -47,11 +47,11 @@
 
 #include <profring/stacktab.h>
 
-#include "../ring/compiler.h"
-#include "../ring/grace.h"
-#include "../ring/hash.h"
-#include "../ring/perturb.h"
-#include "../ring/region.h"
+#include "ring/compiler.h"
+#include "ring/grace.h"
+#include "ring/hash.h"
+#include "ring/perturb.h"
+#include "ring/region.h"
 
 struct st_node {
 	_Atomic uint32_t next; /* arena offset in words, 0 = end */

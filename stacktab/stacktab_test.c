@@ -15,8 +15,8 @@
 
 #include <profring/stacktab.h>
 
-#include "../ring/ktest.h"
-#include "../stress/harness.h"
+#include "testing/ktest.h"
+#include "testing/harness.h"
 
 #define POOL 512
 #define MAXN 160

@@ -25,10 +25,11 @@
  */
 #include <profring/prof.h>
 
-#include "../tools/prof/prof_internal.h"
-#include "../tools/prof/report.h"
-#include "../tools/prof/unwind.h"
-#include "harness.h"
+#include "prof/collector.h"
+#include "pprof/report.h"
+#include "prof/unwind.h"
+#include "testing/harness.h"
+#include "testing/sanitizer.h"
 
 #include <errno.h>
 #include <stdatomic.h>
@@ -109,13 +110,7 @@ static void *job_main(void *arg)
 	return NULL;
 }
 
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#endif
-
-#ifndef UNDER_TSAN
+#if !TESTING_UNDER_TSAN
 static int job_main_c11(void *arg)
 {
 	job_main(arg);
@@ -130,7 +125,7 @@ static int job_main_c11(void *arg)
  */
 static bool unseen_thread(struct job *j)
 {
-#ifdef UNDER_TSAN
+#if TESTING_UNDER_TSAN
 	pthread_t pt;
 
 	if (prof_real_pthread_create(&pt, NULL, job_main, j))

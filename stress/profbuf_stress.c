@@ -3,7 +3,7 @@
  * profbuf_stress.c - torture profbuf with many writers, signal storms and
  * awkward readers, and account for every record.
  *
- * N writer threads write self-checking records (stress/checkrec.h) of
+ * N writer threads write self-checking records (testing/checkrec.h) of
  * random length as fast as they can.  With --signals, each writer thread
  * also gets SIGPROF from its own timer, and the handler writes to the same
  * buffer - often while its thread is in the middle of a write (nested
@@ -29,9 +29,9 @@
 
 #include <profring/profbuf.h>
 
-#include "../profbuf/profbuf_testing.h"
-#include "checkrec.h"
-#include "harness.h"
+#include "profbuf/profbuf_testing.h"
+#include "testing/checkrec.h"
+#include "testing/harness.h"
 
 #define PROG "profbuf_stress"
 #define MAX_STACK 256

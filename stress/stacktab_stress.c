@@ -28,7 +28,7 @@
 
 #include <profring/stacktab.h>
 
-#include "harness.h"
+#include "testing/harness.h"
 
 #define PROG "stacktab_stress"
 #define MAX_FRAMES (STACKTAB_MAX_DEPTH + 32)

@@ -35,8 +35,8 @@
 #include <profring/tracebuf.h>
 #include <profring/tracedec.h>
 
-#include "../tracebuf/tracebuf_format.h"
-#include "harness.h"
+#include "tracebuf/tracebuf_format.h"
+#include "testing/harness.h"
 
 #define PROG "tracebuf_stress"
 #define MAX_WRITERS (1 << 16)

@@ -16,7 +16,7 @@ BUILD=${1:-build}
 DEMO=$BUILD/tools/trace_demo
 TOOL=$BUILD/tools/profring-trace
 CHECK_PREFIX=tools_trace_
-. "$(dirname "$0")/testlib.sh"
+. "$(dirname "$0")/../testing/testlib.sh"
 
 # run_ok NAME CMD...: run CMD with stdout to $TMP/NAME.out, stderr shown
 # on failure; check that it exits 0.

@@ -50,15 +50,15 @@
 #include <profring/stacktab.h>
 #include <profring/tracebuf.h>
 
-#include "../ring/clock.h"
-#include "../ring/compiler.h"
-#include "../ring/futex.h"
-#include "../ring/grace.h"
-#include "../ring/mpscq.h"
-#include "../ring/perturb.h"
-#include "../ring/region.h"
-#include "../ring/varint.h"
-#include "tracebuf_format.h"
+#include "ring/clock.h"
+#include "ring/compiler.h"
+#include "ring/futex.h"
+#include "ring/grace.h"
+#include "ring/mpscq.h"
+#include "ring/perturb.h"
+#include "ring/region.h"
+#include "ring/varint.h"
+#include "tracebuf/tracebuf_format.h"
 
 #define TB_MAX_THREADS 4096
 #define TB_STRING_MAX 1000

@@ -19,8 +19,8 @@
 #include <profring/tracebuf.h>
 #include <profring/tracedec.h>
 
-#include "../ring/ktest.h"
-#include "../stress/harness.h"
+#include "testing/ktest.h"
+#include "testing/harness.h"
 
 /* ---- collecting and decoding a stream ------------------------------------ */
 

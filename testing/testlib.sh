@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 #
-# tools/testlib.sh - what the tools' end-to-end tests share; sourced with
+# testing/testlib.sh - what the end-to-end test scripts share; sourced with
 # CHECK_PREFIX set (the name every PASS/FAIL line starts with).
 #
 # Sets TMP (a scratch directory removed at exit) and fails (the count of

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tools/prof/outfile.h - write an output file without replacing what is
+ * pprof/outfile.h - write an output file without replacing what is
  * not ours to replace.
  *
  * Internal header of the profiler: never installed.

@@ -14,7 +14,7 @@
  * $PROFRING_PROF_LIB, then beside this program, then in ../lib, then on the
  * loader's path.
  */
-#include "report.h"
+#include "pprof/report.h"
 
 #include <errno.h>
 #include <getopt.h>

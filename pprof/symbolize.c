@@ -65,7 +65,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "symbolize.h"
+#include "pprof/symbolize.h"
 
 #define BUILD_ID_MAX 64 /* bytes; GNU ld writes 20 (sha1) */
 #define DELETED_SUFFIX " (deleted)"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tools/prof/proto.h - the protocol-buffers wire format, as much of it as
+ * pprof/proto.h - the protocol-buffers wire format, as much of it as
  * pprof's profile.proto needs, shared by the encoder (pprof.c) and the
  * decoder (report.c).
  *
@@ -32,7 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../ring/varint.h"
+#include "ring/varint.h"
 
 enum proto_wire {
 	PROTO_VARINT = 0,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * decode.c - the trace stream decoder and validator (see tracedec.h and
+ * tracebuf/tracedec.c - the trace stream decoder and validator (see tracedec.h and
  * FORMAT.md).
  *
  * A cursor walks the buffer; every read checks the bytes left first, so
@@ -15,9 +15,9 @@
 
 #include <profring/tracedec.h>
 
-#include "../ring/compiler.h"
-#include "../ring/varint.h"
-#include "tracebuf_format.h"
+#include "ring/compiler.h"
+#include "ring/varint.h"
+#include "tracebuf/tracebuf_format.h"
 
 #define DEC_OPEN_GENS 8
 #define DEC_MAX_FRAMES 128

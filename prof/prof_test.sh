@@ -4,7 +4,7 @@
 # prof_test.sh - end-to-end tests of profring-prof on unmodified programs
 # (LD_PRELOAD through the launcher).
 #
-#	sh tools/prof/prof_test.sh [BUILD [LABEL]]
+#	sh prof/prof_test.sh [BUILD [LABEL]]
 #
 # BUILD defaults to "build".  LABEL asan runs the ASan-built library with
 # the ASan runtime preloaded before it; LABEL tsan runs nothing (TSan
@@ -49,7 +49,7 @@ fi
 [ -x "$NOFP" ] || NOFP=build/tools/prof_demo_nofp
 
 CHECK_PREFIX=prof_
-. "$(dirname "$0")/../testlib.sh"
+. "$(dirname "$0")/../testing/testlib.sh"
 
 # record NAME ARGS... -- CMD...: profile into $TMP/NAME.pb.gz / .folded;
 # the library's summary line goes to $TMP/NAME.err.

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * stress/harness.h - what every stress program shares: flags, a seeded
- * PRNG, clocks, per-thread signal timers and the one-line summary.
+ * testing/harness.h - what the stress programs and the unit tests share:
+ * flags, a seeded PRNG, clocks, per-thread signal timers and the stress
+ * programs' one-line summary.
  */
-#ifndef PROFRING_STRESS_HARNESS_H
-#define PROFRING_STRESS_HARNESS_H
+#ifndef PROFRING_TESTING_HARNESS_H
+#define PROFRING_TESTING_HARNESS_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -55,4 +56,4 @@ void stress_timer_stop(struct stress_timer *t);
 /* Prints "PROG: k=v ... OK|FAILED" and returns the exit status. */
 int stress_summary(const char *prog, const char *fields, uint64_t violations);
 
-#endif /* PROFRING_STRESS_HARNESS_H */
+#endif /* PROFRING_TESTING_HARNESS_H */

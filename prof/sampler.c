@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * tools/prof/sampler.c - the SIGPROF side of profring-prof: the handler,
+ * prof/sampler.c - the SIGPROF side of profring-prof: the handler,
  * the per-thread CPU timers, and the thread tracking that arms them.
  *
  * Protocol.
@@ -57,11 +57,11 @@
  * thread when the library loads, and kept in initial-exec TLS, which the
  * handler reads without allocating.
  */
-#include "prof_internal.h"
-#include "unwind.h"
+#include "prof/sampler.h"
+#include "prof/unwind.h"
 
-#include "../../ring/clock.h"
-#include "../../ring/compiler.h"
+#include "ring/clock.h"
+#include "ring/compiler.h"
 
 #include <dirent.h>
 #include <dlfcn.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * tools/prof/unwind.c - stack walkers that run inside the SIGPROF handler.
+ * prof/unwind.c - stack walkers that run inside the SIGPROF handler.
  *
  * Both are async-signal-safe: they read only the signal's register context
  * and the interrupted thread's stack, allocate nothing and take no lock.
@@ -27,7 +27,7 @@
  * pointers.  It finds the tables through dl_iterate_phdr(), which takes the
  * dynamic loader's lock: see PROFRING_PROF_UNWIND_LIBUNWIND in prof.h.
  */
-#include "unwind.h"
+#include "prof/unwind.h"
 
 #include <errno.h>
 #include <signal.h>

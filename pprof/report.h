@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tools/prof/report.h - read a pprof profile.proto file (ours or Go's,
+ * pprof/report.h - read a pprof profile.proto file (ours or Go's,
  * gzip'd or not) and summarize it per function, like `go tool pprof -top`.
  *
  * The decoder is bounds-checked throughout and checks what the profile

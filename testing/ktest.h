@@ -1,15 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ring/ktest.h - the unit-test harness: one binary per component, one
- * PASS or FAIL line per test case, counted by `make check`.
+ * testing/ktest.h - the unit-test harness: one binary per component, one
+ * PASS, FAIL or SKIP line per test case, counted by testing/run-tests.sh.
+ *
+ * A case fails if any check in it failed; it is skipped (SKIP, never
+ * counted as a pass) if it called KT_SKIP() with no check failed before.
  */
-#ifndef PROFRING_RING_KTEST_H
-#define PROFRING_RING_KTEST_H
+#ifndef PROFRING_TESTING_KTEST_H
+#define PROFRING_TESTING_KTEST_H
 
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "testing/sanitizer.h"
+
 static int ktest_failed_checks;
+static const char *ktest_skip_reason;
 
 /* Record a failed check and go on (the case is reported FAIL). */
 #define KT_CHECK(cond)                                                 \
@@ -43,13 +49,25 @@ static int ktest_failed_checks;
 		}                                                            \
 	} while (0)
 
+/* Stop the case here and report it SKIP: what it tests cannot run here. */
+#define KT_SKIP(reason)                      \
+	do {                                 \
+		ktest_skip_reason = (reason); \
+		return;                      \
+	} while (0)
+
 static inline int ktest_run(const char *name, void (*fn)(void))
 {
 	int before = ktest_failed_checks;
 
+	ktest_skip_reason = NULL;
 	fn();
-	printf("%s %s\n", ktest_failed_checks == before ? "PASS" : "FAIL",
-	       name);
+	if (ktest_failed_checks != before)
+		printf("FAIL %s\n", name);
+	else if (ktest_skip_reason)
+		printf("SKIP %s (%s)\n", name, ktest_skip_reason);
+	else
+		printf("PASS %s\n", name);
 	fflush(stdout);
 	return ktest_failed_checks == before;
 }
@@ -61,4 +79,4 @@ static inline int ktest_exit(void)
 	return ktest_failed_checks ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
-#endif /* PROFRING_RING_KTEST_H */
+#endif /* PROFRING_TESTING_KTEST_H */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * stress/harness.c - shared pieces of the stress programs.
+ * testing/harness.c - the test kit shared by the stress programs and the
+ * unit tests (testing/harness.h).
  */
 #include <errno.h>
 #include <signal.h>
@@ -9,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "harness.h"
+#include "testing/harness.h"
 
 static void usage(const char *prog, const struct stress_flag *flags, int rc)
 {

@@ -50,10 +50,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "../../ring/hash.h"
-#include "outfile.h"
-#include "pprof.h"
-#include "proto.h"
+#include "ring/hash.h"
+#include "pprof/outfile.h"
+#include "pprof/pprof.h"
+#include "pprof/proto.h"
 
 /* Profile fields. */
 enum {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * tools/prof/prof.c - profring-prof's sessions: profring_prof_start() and
+ * prof/prof.c - profring-prof's sessions: profring_prof_start() and
  * profring_prof_stop(), and the LD_PRELOAD entry (a constructor that starts
  * a session when PROFRING_PROF names an output file, a destructor that
  * stops it at exit).
@@ -16,13 +16,13 @@
  * races no writer; the collector then drains to EOF, overflow included; so
  * at stop signals = samples read + samples lost.
  */
-#include "prof_internal.h"
-#include "pprof.h"
-#include "symbolize.h"
-#include "unwind.h"
+#include "prof/collector.h"
+#include "pprof/pprof.h"
+#include "pprof/symbolize.h"
+#include "prof/unwind.h"
 
-#include "../../ring/clock.h"
-#include "../../ring/compiler.h"
+#include "ring/clock.h"
+#include "ring/compiler.h"
 
 #include <errno.h>
 #include <inttypes.h>

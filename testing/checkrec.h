@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * stress/checkrec.h - self-checking profbuf records, shared by the unit
+ * testing/checkrec.h - self-checking profbuf records, shared by the unit
  * tests and the stress programs.
  *
  * A record written by writer W (0-based) with sequence number S has
@@ -11,8 +11,8 @@
  * the counts in overflow records add up to the writes that returned
  * -ENOSPC.
  */
-#ifndef PROFRING_STRESS_CHECKREC_H
-#define PROFRING_STRESS_CHECKREC_H
+#ifndef PROFRING_TESTING_CHECKREC_H
+#define PROFRING_TESTING_CHECKREC_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -127,4 +127,4 @@ static inline void checkrec_run(struct checkrec_state *st, const uint64_t *data,
 		checkrec_violation(st, "records and tags out of step", di, ti);
 }
 
-#endif /* PROFRING_STRESS_CHECKREC_H */
+#endif /* PROFRING_TESTING_CHECKREC_H */

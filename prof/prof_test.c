@@ -11,10 +11,10 @@
  */
 #include <profring/prof.h>
 
-#include "../../ring/ktest.h"
-#include "prof_internal.h"
-#include "report.h"
-#include "unwind.h"
+#include "testing/ktest.h"
+#include "prof/collector.h"
+#include "pprof/report.h"
+#include "prof/unwind.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -187,22 +187,13 @@ static int stop_and_load(int index, struct prof_summary **s,
 	return err;
 }
 
-#if defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define UNDER_TSAN 1
-#endif
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-
 /* Most of the samples are in burn_leaf(), called from burn_mid(). */
 static void check_stacks(const struct prof_summary *s, double min_share)
 {
 	int64_t leaf = flat_of(s, "burn_leaf");
 
 	KT_CHECK(s->total > 0);
-#ifdef UNDER_TSAN
+#if TESTING_UNDER_TSAN
 	/* TSan runs handlers late, at its next interceptor: the samples
 	 * land there, not where the signal came. */
 	(void)leaf;
@@ -411,7 +402,7 @@ static void fork_during_samples(void)
 			struct profring_prof_opts co = opts_at(1000);
 
 			alarm(10);
-#if defined(UNDER_TSAN) || defined(UNDER_ASAN)
+#if TESTING_UNDER_TSAN || TESTING_UNDER_ASAN
 			/* A child of a threaded parent may only count on
 			 * async-signal-safe calls; glibc's malloc is fork-safe,
 			 * the sanitizers' are not (TSan refuses threads, ASan's

@@ -40,7 +40,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "outfile.h"
+#include "pprof/outfile.h"
 
 #define OUTFILE_MAX_LINKS 40
 

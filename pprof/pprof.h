@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tools/prof/pprof.h - write a struct prof_profile as gzip'd pprof
+ * pprof/pprof.h - write a struct prof_profile as gzip'd pprof
  * profile.proto or as folded stacks (flame graph input).
  *
  * Not async-signal-safe: the profiler calls these at stop time.
@@ -10,8 +10,8 @@
 #ifndef PROFRING_PROF_PPROF_H
 #define PROFRING_PROF_PPROF_H
 
-#include "profile.h"
-#include "symbolize.h"
+#include "pprof/profile.h"
+#include "pprof/symbolize.h"
 
 /**
  * prof_pprof_write() - write @p as a gzip'd pprof profile.proto file.

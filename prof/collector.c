@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * tools/prof/collector.c - the reader side of profring-prof.
+ * prof/collector.c - the reader side of profring-prof.
  *
  * One thread, with every signal blocked (it is never sampled), drains the
  * session's profbuf until EOF: blocking reads with a timeout, woken by the
@@ -20,12 +20,12 @@
  * is joined; prof_collector_profile() reads them after the join, which
  * orders everything (pthread_join synchronizes with the thread's end).
  */
-#include "prof_internal.h"
+#include "prof/collector.h"
 
 #include <profring/stacktab.h>
 
-#include "../../ring/clock.h"
-#include "../../ring/hash.h"
+#include "ring/clock.h"
+#include "ring/hash.h"
 
 #include <errno.h>
 #include <fcntl.h>

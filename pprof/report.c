@@ -7,7 +7,7 @@
  * stream that is corrupt (CRC) or ends early is -EBADMSG.
  *
  * Decoding happens in two passes.  The first walks the wire format
- * (tools/prof/proto.h, every read bounds-checked) and keeps every field of
+ * (pprof/proto.h, every read bounds-checked) and keeps every field of
  * interest in flat arrays, as the fields may come in any order (the string
  * table is usually last).  Each message is a table of its known fields
  * (struct field_spec: number, kind, place), read by one loop, dec_fields().
@@ -38,8 +38,8 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "proto.h"
-#include "report.h"
+#include "pprof/proto.h"
+#include "pprof/report.h"
 
 #define MAX_FILE (1ull << 30)
 #define NONE SIZE_MAX

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tools/prof/profile.h - the aggregated CPU profile, between the collector
+ * pprof/profile.h - the aggregated CPU profile, between the collector
  * (which builds it from profbuf records) and the writers and readers
  * (pprof profile.proto, folded stacks, the report).
  *

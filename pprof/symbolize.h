@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tools/prof/symbolize.h - in-process symbolization: which executable
+ * pprof/symbolize.h - in-process symbolization: which executable
  * mapping holds an address, and the name of the function there, from the
  * ELF symbol tables of the mapped files (dladdr() as the fallback).
  *

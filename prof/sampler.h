@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tools/prof/prof_internal.h - the profiler's parts and how prof.c wires
- * them: the sampler (SIGPROF handler, timers, thread tracking), the
- * collector (reader thread, aggregation) and the writers (pprof.h).
+ * prof/sampler.h - the profiler's signal side: the SIGPROF handler, the
+ * timers that drive it, the threads it tracks, and the record it writes
+ * for the collector (collector.h) to read.
  *
  * Internal header of the profiler: never installed.
  */
-#ifndef PROFRING_PROF_INTERNAL_H
-#define PROFRING_PROF_INTERNAL_H
+#ifndef PROFRING_PROF_SAMPLER_H
+#define PROFRING_PROF_SAMPLER_H
 
 #include <profring/prof.h>
 #include <profring/profbuf.h>
@@ -16,8 +16,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
-
-#include "profile.h"
 
 /* Header words of a sample record: periods it stands for, thread id. */
 #define PROF_HDR_PERIODS 0
@@ -30,11 +28,6 @@
 #define PROF_MAX_FRAMES 128
 #define PROF_DEFAULT_BUFFER_WORDS ((size_t)1 << 20)
 #define PROF_WAKE_WORDS ((size_t)8192) /* at most a quarter of the ring */
-
-/* Names of the synthetic entries (struct prof_sample.special). */
-#define PROF_LOST_NAME "[profring: lost samples]"
-#define PROF_TABLE_FULL_NAME "[profring: stack table full]"
-#define PROF_NO_STACK_NAME "[profring: no stack]"
 
 /**
  * struct prof_sampler_config - what the handler needs for one session.
@@ -72,17 +65,4 @@ struct tid_name {
 typedef void (*prof_name_fn)(void *arg, const struct tid_name *n);
 void prof_sampler_exited_names(prof_name_fn fn, void *arg);
 
-struct prof_collector;
-
-struct prof_collector *prof_collector_start(struct profbuf *buf, int *err);
-pid_t prof_collector_tid(const struct prof_collector *c);
-int prof_collector_join(struct prof_collector *c);
-int prof_collector_profile(struct prof_collector *c, struct prof_profile *p);
-void prof_collector_profile_free(struct prof_profile *p);
-void prof_collector_add_stats(const struct prof_collector *c,
-			      struct profring_prof_stats *st);
-void prof_collector_free(struct prof_collector *c);
-void prof_collector_set_test_stall(unsigned int us);
-void prof_collector_set_test_table_bytes(size_t bytes);
-
-#endif /* PROFRING_PROF_INTERNAL_H */
+#endif /* PROFRING_PROF_SAMPLER_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tools/prof/unwind.h - stack walkers for the SIGPROF handler.
+ * prof/unwind.h - stack walkers for the SIGPROF handler.
  *
  * Internal header of the profiler: never installed.
  */

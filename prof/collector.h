@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * prof/collector.h - the profiler's reader side: a thread that drains the
+ * sampler's profbuf, interns stacks and aggregates them into the profile
+ * (pprof/profile.h) that prof.c writes.
+ *
+ * Internal header of the profiler: never installed.
+ */
+#ifndef PROFRING_PROF_COLLECTOR_H
+#define PROFRING_PROF_COLLECTOR_H
+
+#include <profring/prof.h>
+#include <profring/profbuf.h>
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "pprof/profile.h"
+#include "prof/sampler.h"
+
+/* Names of the synthetic entries (struct prof_sample.special). */
+#define PROF_LOST_NAME "[profring: lost samples]"
+#define PROF_TABLE_FULL_NAME "[profring: stack table full]"
+#define PROF_NO_STACK_NAME "[profring: no stack]"
+
+struct prof_collector;
+
+struct prof_collector *prof_collector_start(struct profbuf *buf, int *err);
+pid_t prof_collector_tid(const struct prof_collector *c);
+int prof_collector_join(struct prof_collector *c);
+int prof_collector_profile(struct prof_collector *c, struct prof_profile *p);
+void prof_collector_profile_free(struct prof_profile *p);
+void prof_collector_add_stats(const struct prof_collector *c,
+			      struct profring_prof_stats *st);
+void prof_collector_free(struct prof_collector *c);
+void prof_collector_set_test_stall(unsigned int us);
+void prof_collector_set_test_table_bytes(size_t bytes);
+
+#endif /* PROFRING_PROF_COLLECTOR_H */

@@ -1,0 +1,70 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# testing/run-tests.sh - run every test of one build and count.
+#
+#	sh testing/run-tests.sh BUILD LABEL TEST...
+#
+# Runs each unit-test binary TEST, the README example, the tools' and the
+# profiler's end-to-end scripts, the first scenario of each stress
+# program for 2 s and, when LABEL is "check", each fuzzer for
+# CHECK_FUZZ_SECONDS (make fuzz-replay).  Every part prints PASS, FAIL and
+# SKIP lines; a part that exits nonzero without a FAIL line counts as one
+# failure.  A SKIP is not a pass.  The closing line is
+# "LABEL: N passed, N failed, N skipped"; the exit status is nonzero if
+# anything failed.
+BUILD=$1
+LABEL=$2
+shift 2
+pass=0
+fail=0
+skip=0
+
+# count NAME RC OUTPUT: show the result lines of one part and add them up.
+count() {
+	printf '%s\n' "$3" | grep -E '^(PASS|FAIL|SKIP|#|[a-z_]+_stress:)'
+	p=$(printf '%s\n' "$3" | grep -c '^PASS')
+	f=$(printf '%s\n' "$3" | grep -c '^FAIL')
+	s=$(printf '%s\n' "$3" | grep -c '^SKIP')
+	if [ "$2" -ne 0 ] && [ "$f" -eq 0 ]; then
+		printf '%s\n' "$3" | tail -20
+		echo "FAIL $1 exited $2 without a FAIL line"
+		f=1
+	fi
+	pass=$((pass + p))
+	fail=$((fail + f))
+	skip=$((skip + s))
+}
+
+for t in "$@"; do
+	out=$("$t" 2>&1)
+	count "$t" $? "$out"
+done
+
+if out=$("$BUILD/test/readme_example" 2>&1) &&
+	echo "$out" | grep -q '^[1-9][0-9]* samples'; then
+	count readme_example 0 "PASS readme_example ($out)"
+else
+	count readme_example 1 "$out
+FAIL readme_example"
+fi
+
+out=$(sh tools/tools_test.sh "$BUILD" 2>&1)
+count tools_test.sh $? "$out"
+out=$(sh prof/prof_test.sh "$BUILD" "$LABEL" 2>&1)
+count prof_test.sh $? "$out"
+out=$(stress/run.sh --quick 2 "$BUILD" 2>&1)
+count stress/run.sh $? "$out"
+if [ "$LABEL" = check ]; then
+	out=$(${MAKE:-make} --no-print-directory fuzz-replay \
+		FUZZ_SECONDS="${CHECK_FUZZ_SECONDS:-5}" 2>&1)
+	rc=$?
+	if ! printf '%s\n' "$out" | grep -q '^PASS\|^FAIL'; then
+		out="$out
+FAIL fuzz-replay ran no fuzzer"
+	fi
+	count fuzz-replay $rc "$out"
+fi
+
+echo "$LABEL: $pass passed, $fail failed, $skip skipped"
+test "$fail" -eq 0
