@@ -11,7 +11,10 @@
  * profring's documented differences (records larger than the ring, an
  * all-zero header or a write after close are -EINVAL; a second close is
  * -EALREADY) - and every return code, every word and every tag of every
- * read must be what the model says.  Any difference aborts.
+ * read must be what the model says.  Every read is also walked with the
+ * record iterator, which must take it apart exactly, and at the end the
+ * records it found and the overflow counts it summed must equal the
+ * writes that returned 0 and -ENOSPC.  Any difference aborts.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -160,6 +163,39 @@ static void model_read(struct model *m, struct profbuf_read *r)
 
 /* ---- driving both ------------------------------------------------------ */
 
+/*
+ * The accounting, seen through the record iterator: writes that returned
+ * 0 or -ENOSPC, against records read plus the counts of overflow records.
+ */
+static struct {
+	uint64_t accepted, lost, records, counted;
+} tally;
+
+/* Walk a library read with the iterator: it must take it all apart. */
+static void walk_read(const struct profbuf_read *got, size_t hdrsize)
+{
+	struct profbuf_iter it;
+	struct profbuf_record rec;
+	size_t n = 0, words = 0;
+
+	profbuf_iter_init(&it, got, hdrsize);
+	while (profbuf_iter_next(&it, &rec)) {
+		if (rec.tag != got->tags[n] || rec.nhdr != hdrsize ||
+		    rec.hdr != got->data + words + 2)
+			fuzz_fail("iterator record", (long long)n,
+				  (long long)words);
+		if (profbuf_record_is_overflow(&rec))
+			tally.counted += profbuf_record_overflow_count(&rec);
+		else
+			tally.records++;
+		words += 2 + hdrsize + rec.nstk;
+		n++;
+	}
+	if (profbuf_iter_malformed(&it) || n != got->ntags ||
+	    words != got->ndata)
+		fuzz_fail("iterator walk", (long long)n, (long long)words);
+}
+
 static void compare_reads(const struct profbuf_read *got,
 			  const struct profbuf_read *want)
 {
@@ -203,6 +239,8 @@ static void do_write(struct profbuf *b, struct model *m, struct fuzz_input *in,
 	want = model_write(m, tag, now, hdr, nhdr, stk, nstk);
 	if (got != want)
 		fuzz_fail("write result", got, want);
+	tally.accepted += got == 0;
+	tally.lost += got == -ENOSPC;
 }
 
 static void do_read(struct profbuf *b, struct model *m)
@@ -214,6 +252,7 @@ static void do_read(struct profbuf *b, struct model *m)
 		fuzz_fail("read result", rc, 0);
 	model_read(m, &want);
 	compare_reads(&got, &want);
+	walk_read(&got, m->hdrsize);
 }
 
 static void do_close(struct profbuf *b, struct model *m)
@@ -254,6 +293,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint32_t d0, t0;
 	uint64_t now = 1;
 
+	memset(&tally, 0, sizeof(tally));
 	setup(m, &in, &d0, &t0);
 	b = profbuf_new_at(m->hdrsize, m->dlen, m->tlen, d0, t0);
 	if (!b)
@@ -275,6 +315,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!m->eof)
 		fuzz_fail("no eof after draining", 0, 0);
 	do_read(b, m);
+	/* Nothing accepted went missing, nothing discarded went uncounted. */
+	if (tally.records != tally.accepted || tally.counted != tally.lost)
+		fuzz_fail("accounting", (long long)tally.records,
+			  (long long)tally.counted);
 	profbuf_free(b);
 	free(m);
 	return 0;

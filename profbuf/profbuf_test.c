@@ -3,9 +3,11 @@
  * profbuf_test.c - unit tests for profbuf.
  *
  * The single-threaded cases are Go's runtime/profbuf_test.go, word for
- * word; then wrap-around, misuse, close/EOF, timeouts, watermark and wakeup
- * accounting; then concurrent writers and writers nested in a real SIGPROF
- * handler, with exact accounting (testing/checkrec.h).
+ * word (every subtest; see "Go's cases"); then the record iterator
+ * (normal, overflow and malformed reads); then wrap-around, misuse,
+ * close/EOF, timeouts, watermark and wakeup accounting; then concurrent
+ * writers and writers nested in a real SIGPROF handler, with exact
+ * accounting (testing/checkrec.h, cross-checked with the iterator).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -48,9 +50,37 @@ static void sleep_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
-/* Compare a read with the expected words and tags. */
-static void expect(const struct profbuf_read *r, const uint64_t *data,
-		   size_t ndata, const void *const *tags, size_t ntags)
+/*
+ * Walk @r with the iterator: it must take every record, in order, with its
+ * tag, and end exactly at the end of the words and the tags.
+ */
+static void expect_walk(const struct profbuf_read *r, size_t hdrsize)
+{
+	struct profbuf_iter it;
+	struct profbuf_record rec;
+	size_t n = 0, words = 0;
+
+	profbuf_iter_init(&it, r, hdrsize);
+	while (profbuf_iter_next(&it, &rec)) {
+		KT_REQUIRE(n < r->ntags);
+		KT_CHECK(rec.hdr == r->data + words + 2);
+		KT_CHECK(rec.tag == r->tags[n]);
+		words += 2 + rec.nhdr + rec.nstk;
+		n++;
+	}
+	KT_CHECK(!profbuf_iter_malformed(&it));
+	KT_CHECK_EQ(n, r->ntags);
+	KT_CHECK_EQ(words, r->ndata);
+	KT_CHECK(!profbuf_iter_next(&it, &rec));
+}
+
+/*
+ * Compare a read with the expected words and tags.  As in Go, where an
+ * empty read is (nil, nil), an empty read has data and tags NULL.
+ */
+static void expect(const struct profbuf_read *r, size_t hdrsize,
+		   const uint64_t *data, size_t ndata, const void *const *tags,
+		   size_t ntags)
 {
 	KT_CHECK_EQ(r->ndata, ndata);
 	KT_CHECK_EQ(r->ntags, ntags);
@@ -60,23 +90,83 @@ static void expect(const struct profbuf_read *r, const uint64_t *data,
 	if (r->ntags == ntags)
 		for (size_t i = 0; i < ntags; i++)
 			KT_CHECK(r->tags[i] == tags[i]);
+	if (ndata == 0)
+		KT_CHECK(r->data == NULL);
+	if (ntags == 0)
+		KT_CHECK(r->tags == NULL);
+	expect_walk(r, hdrsize);
 }
 
-static void read_nb(struct profbuf *b, const uint64_t *data, size_t ndata,
-		    const void *const *tags, size_t ntags)
+/*
+ * checkrec_run() plus the iterator over the same read: the iterator must
+ * find the records and overflow counts checkrec found, and no malformed
+ * read.  Disagreements are checkrec violations.
+ */
+static void check_run(struct checkrec_state *st, const struct profbuf_read *r)
+{
+	uint64_t records = st->records, ovf = st->overflow_records;
+	uint64_t lost = st->lost, n = 0, nov = 0, nlost = 0;
+	struct profbuf_iter it;
+	struct profbuf_record rec;
+
+	checkrec_run(st, r->data, r->ndata, r->tags, r->ntags);
+	profbuf_iter_init(&it, r, st->hdrsize);
+	while (profbuf_iter_next(&it, &rec)) {
+		if (profbuf_record_is_overflow(&rec)) {
+			nov++;
+			nlost += profbuf_record_overflow_count(&rec);
+		} else {
+			n++;
+		}
+	}
+	if (profbuf_iter_malformed(&it))
+		checkrec_violation(st, "iterator: malformed read", r->ndata,
+				   r->ntags);
+	if (n != st->records - records || nov != st->overflow_records - ovf)
+		checkrec_violation(st, "iterator: record count", n, nov);
+	if (nlost != st->lost - lost)
+		checkrec_violation(st, "iterator: overflow count", nlost,
+				   st->lost - lost);
+}
+
+static void read_nb(struct profbuf *b, size_t hdrsize, const uint64_t *data,
+		    size_t ndata, const void *const *tags, size_t ntags)
 {
 	struct profbuf_read r;
 
 	KT_CHECK_EQ(profbuf_read(b, PROFBUF_NONBLOCKING, &r), 0);
-	expect(&r, data, ndata, tags, ntags);
+	expect(&r, hdrsize, data, ndata, tags, ntags);
 }
 
 #define TAGS(...) ((const void *const[]){ __VA_ARGS__ })
+/* A non-blocking read of a buffer of hdrsize 2 (READ) or 1 (READ1). */
 #define READ(b, data, ...) \
-	read_nb(b, data, TAGS(__VA_ARGS__), ARRAY_SIZE(TAGS(__VA_ARGS__)))
-#define READ_NONE(b) read_nb(b, NULL, 0, NULL, 0)
+	read_nb(b, 2, data, TAGS(__VA_ARGS__), ARRAY_SIZE(TAGS(__VA_ARGS__)))
+#define READ1(b, data, ...) \
+	read_nb(b, 1, data, TAGS(__VA_ARGS__), ARRAY_SIZE(TAGS(__VA_ARGS__)))
+#define READ_NONE(b) read_nb(b, 1, NULL, 0, NULL, 0)
 
-/* ---- Go's cases ----------------------------------------------------- */
+/*
+ * ---- Go's cases -----------------------------------------------------
+ *
+ * Every subtest of TestProfBuf in Go 1.19's runtime/profbuf_test.go, with
+ * its sizes, writes and expected reads:
+ *	BasicWriteRead		basic_write_read
+ *	ReadMany		read_many
+ *	ReadManyShortData	read_many_short_data
+ *	ReadManyShortTags	read_many_short_tags
+ *	ReadAfterOverflow1	overflow_written_by_writer
+ *	ReadAfterOverflow2	overflow_synthesized_by_reader
+ *	ReadAtEndAfterOverflow	overflow_at_end
+ *	BlockingWriteRead	blocking_write_read
+ *	DataWraparound, TagWraparound, BothWraparound	(same names)
+ * profring rounds ring sizes up to powers of two (Go uses them as given):
+ * 11 and 12 words become 16, 50 become 64, 5 tags become 8, 50 become 64.
+ * No expected read changes with it.  The one case Go's words cannot pass
+ * as they stand is ReadAfterOverflow2, which writes a record larger than
+ * the ring: see there.  Beyond Go, each read is also walked with the
+ * iterator (expect()), and the writes' return codes are checked.
+ */
 
 static void basic_write_read(void)
 {
@@ -109,6 +199,40 @@ static void read_many(void)
 	profbuf_free(b);
 }
 
+/*
+ * Go's ReadManyShortData and ReadManyShortTags.  In Go 1.19 both are the
+ * same words: ReadMany's buffer (2, 50, 50), its first two writes, one
+ * read of both; ported as they are.  (Reads cut short by the end of the
+ * tag ring or by a rewind are read_stops_at_tag_ring_end and
+ * read_stops_at_rewind below.)
+ */
+static void read_many_short_case(void)
+{
+	struct profbuf *b = profbuf_new(2, 50, 50);
+
+	KT_REQUIRE(b);
+	KT_CHECK_EQ(WRITE(b, &my_tags[0], 1, HDR(2, 3), STK(4, 5, 6, 7, 8, 9)),
+		    0);
+	KT_CHECK_EQ(WRITE(b, &my_tags[2], 99, HDR(101, 102),
+			  STK(201, 202, 203, 204)),
+		    0);
+	READ(b,
+	     WORDS(10, 1, 2, 3, 4, 5, 6, 7, 8, 9, 8, 99, 101, 102, 201, 202,
+		   203, 204),
+	     &my_tags[0], &my_tags[2]);
+	profbuf_free(b);
+}
+
+static void read_many_short_data(void)
+{
+	read_many_short_case();
+}
+
+static void read_many_short_tags(void)
+{
+	read_many_short_case();
+}
+
 /* A read stops at the end of the tag ring and goes on from its start. */
 static void read_stops_at_tag_ring_end(void)
 {
@@ -130,12 +254,12 @@ static void read_stops_at_rewind(void)
 
 	KT_REQUIRE(b);
 	WRITE(b, &my_tags[0], 1, HDR(2), STK(3, 4, 5, 6, 7, 8, 9)); /* 10 */
-	READ(b, WORDS(10, 1, 2, 3, 4, 5, 6, 7, 8, 9), &my_tags[0]);
+	READ1(b, WORDS(10, 1, 2, 3, 4, 5, 6, 7, 8, 9), &my_tags[0]);
 	WRITE(b, &my_tags[1], 11, HDR(12), STK(13)); /* 4: ends at 14 */
-	READ(b, WORDS(4, 11, 12, 13), &my_tags[1]);
+	READ1(b, WORDS(4, 11, 12, 13), &my_tags[1]);
 	WRITE(b, &my_tags[2], 21, HDR(22), STK(23)); /* rewinds to 0 */
 	WRITE(b, &my_tags[3], 31, HDR(32), STK(33));
-	READ(b, WORDS(4, 21, 22, 23, 4, 31, 32, 33), &my_tags[2], &my_tags[3]);
+	READ1(b, WORDS(4, 21, 22, 23, 4, 31, 32, 33), &my_tags[2], &my_tags[3]);
 	profbuf_free(b);
 }
 
@@ -265,9 +389,24 @@ static void start_blocked_read(struct blocked_read *br, struct profbuf *b)
 	sleep_ms(10);
 }
 
+/*
+ * Wait for the blocked read to return (Go's wait()).  Go gives it 1 s;
+ * 5 s here, for sanitizer builds on a loaded machine.  On timeout, fail
+ * and close the buffer so that the reader returns and can be joined.
+ */
 static void finish_blocked_read(struct blocked_read *br)
 {
-	pthread_join(br->thread, NULL);
+	struct timespec deadline;
+	int rc;
+
+	clock_gettime(CLOCK_REALTIME, &deadline);
+	deadline.tv_sec += 5;
+	rc = pthread_timedjoin_np(br->thread, NULL, &deadline);
+	KT_CHECK_EQ(rc, 0); /* ETIMEDOUT: timeout waiting for blocked read */
+	if (rc) {
+		profbuf_close(br->b);
+		pthread_join(br->thread, NULL);
+	}
 	KT_CHECK_EQ(br->rc, 0);
 }
 
@@ -283,27 +422,37 @@ static void blocking_write_read(void)
 	KT_CHECK(!atomic_load(&br.done));
 	WRITE(b, &my_tags[0], 1, HDR(2, 3), STK(4, 5, 6, 7, 8, 9));
 	finish_blocked_read(&br);
-	KT_CHECK_EQ(br.r.ndata, 10);
-	KT_CHECK(!memcmp(br.data, U64S(10, 1, 2, 3, 4, 5, 6, 7, 8, 9), 80));
-	KT_CHECK(br.r.ntags == 1 && br.tags[0] == &my_tags[0]);
+	/* No read since: br.r's words are still valid. */
+	expect(&br.r, 2, WORDS(10, 1, 2, 3, 4, 5, 6, 7, 8, 9),
+	       TAGS(&my_tags[0]), 1);
 
 	start_blocked_read(&br, b);
+	KT_CHECK(!atomic_load(&br.done));
 	sleep_ms(10);
 	WRITE(b, &my_tags[2], 99, HDR(101, 102), STK(201, 202, 203, 204));
 	finish_blocked_read(&br);
-	KT_CHECK_EQ(br.r.ndata, 8);
-	KT_CHECK(!memcmp(br.data, U64S(8, 99, 101, 102, 201, 202, 203, 204),
-			 64));
+	expect(&br.r, 2, WORDS(8, 99, 101, 102, 201, 202, 203, 204),
+	       TAGS(&my_tags[2]), 1);
 
+	/* readBlock(nil, nil): close wakes it with EOF, no data, no tags. */
 	start_blocked_read(&br, b);
 	KT_CHECK_EQ(profbuf_close(b), 0);
 	finish_blocked_read(&br);
 	KT_CHECK(br.r.eof && br.r.ndata == 0 && br.r.ntags == 0);
+	KT_CHECK(br.r.data == NULL && br.r.tags == NULL);
+	/* readBlock(nil, nil) again: EOF at once. */
+	start_blocked_read(&br, b);
+	finish_blocked_read(&br);
+	KT_CHECK(br.r.eof && br.r.ndata == 0 && br.r.ntags == 0);
+	KT_CHECK(br.r.data == NULL && br.r.tags == NULL);
 
+	/* readEOF: blocking, then non-blocking. */
 	KT_CHECK_EQ(profbuf_read(b, PROFBUF_BLOCKING, &r), 0);
 	KT_CHECK(r.eof && r.ndata == 0 && r.data == NULL && r.tags == NULL);
+	KT_CHECK_EQ(r.ntags, 0);
 	KT_CHECK_EQ(profbuf_read(b, PROFBUF_NONBLOCKING, &r), 0);
-	KT_CHECK(r.eof && r.ndata == 0);
+	KT_CHECK(r.eof && r.ndata == 0 && r.data == NULL && r.tags == NULL);
+	KT_CHECK_EQ(r.ntags, 0);
 
 	/* Each of the three sleeps was ended by exactly one wakeup. */
 	profbuf_test_counters(b, &c);
@@ -343,6 +492,276 @@ static void tag_wraparound(void)
 static void both_wraparound(void)
 {
 	wraparound_case(16, 2, 0, 0, 10);
+}
+
+/* ---- the record iterator --------------------------------------------- */
+
+/* Ordinary records: every field, the end of the walk, empty reads. */
+static void iter_records(void)
+{
+	struct profbuf *b = profbuf_new(2, 64, 8);
+	struct profbuf_read r;
+	struct profbuf_iter it;
+	struct profbuf_record rec;
+
+	KT_REQUIRE(b);
+	KT_CHECK_EQ(WRITE(b, &my_tags[0], 1, HDR(2, 3), STK(4, 5, 6, 7, 8, 9)),
+		    0);
+	/* A padded header, an empty stack, a negative time. */
+	KT_CHECK_EQ(wr(b, &my_tags[2], -99, HDR(101), 1, NULL, 0), 0);
+	/* An overflow record's shape but for one header word. */
+	KT_CHECK_EQ(wr(b, NULL, 500, HDR(0, 504), 2, STK(506), 1), 0);
+	KT_CHECK_EQ(profbuf_read(b, PROFBUF_NONBLOCKING, &r), 0);
+	KT_CHECK_EQ(r.ntags, 3);
+	profbuf_iter_init(&it, &r, 2);
+
+	KT_REQUIRE(profbuf_iter_next(&it, &rec));
+	KT_CHECK_EQ(rec.time, 1);
+	KT_CHECK(rec.hdr == r.data + 2 && rec.nhdr == 2);
+	KT_CHECK(rec.hdr[0] == 2 && rec.hdr[1] == 3);
+	KT_CHECK(rec.stk == (const uintptr_t *)r.data + 4);
+	KT_CHECK_EQ(rec.nstk, 6);
+	KT_CHECK(rec.stk[0] == 4 && rec.stk[5] == 9);
+	KT_CHECK(rec.tag == &my_tags[0]);
+	KT_CHECK(!profbuf_record_is_overflow(&rec));
+	KT_CHECK_EQ(profbuf_record_overflow_count(&rec), 0);
+
+	KT_REQUIRE(profbuf_iter_next(&it, &rec));
+	KT_CHECK_EQ(rec.time, -99);
+	KT_CHECK(rec.hdr == r.data + 12 && rec.nhdr == 2);
+	KT_CHECK(rec.hdr[0] == 101 && rec.hdr[1] == 0);
+	KT_CHECK_EQ(rec.nstk, 0);
+	KT_CHECK(rec.tag == &my_tags[2]);
+	KT_CHECK(!profbuf_record_is_overflow(&rec));
+
+	KT_REQUIRE(profbuf_iter_next(&it, &rec));
+	KT_CHECK_EQ(rec.time, 500);
+	KT_CHECK(rec.hdr[0] == 0 && rec.hdr[1] == 504);
+	KT_CHECK(rec.nstk == 1 && rec.stk[0] == 506);
+	KT_CHECK(rec.tag == NULL);
+	KT_CHECK(!profbuf_record_is_overflow(&rec));
+	KT_CHECK_EQ(profbuf_record_overflow_count(&rec), 0);
+
+	/* The end, on this call and every later one. */
+	KT_CHECK(!profbuf_iter_next(&it, &rec));
+	KT_CHECK(!profbuf_iter_malformed(&it));
+	KT_CHECK(!profbuf_iter_next(&it, &rec));
+	KT_CHECK(!profbuf_iter_malformed(&it));
+
+	/* An empty read and an EOF read have no records, and are fine. */
+	KT_CHECK_EQ(profbuf_read(b, PROFBUF_NONBLOCKING, &r), 0);
+	KT_CHECK(r.ndata == 0 && !r.eof);
+	profbuf_iter_init(&it, &r, 2);
+	KT_CHECK(!profbuf_iter_next(&it, &rec));
+	KT_CHECK(!profbuf_iter_malformed(&it));
+	KT_CHECK_EQ(profbuf_close(b), 0);
+	KT_CHECK_EQ(profbuf_read(b, PROFBUF_NONBLOCKING, &r), 0);
+	KT_CHECK(r.eof);
+	profbuf_iter_init(&it, &r, 2);
+	KT_CHECK(!profbuf_iter_next(&it, &rec));
+	KT_CHECK(!profbuf_iter_malformed(&it));
+	profbuf_free(b);
+}
+
+/*
+ * Overflow records, written by a writer (Go's ReadAfterOverflow1) and
+ * synthesized by the reader (Go's ReadAtEndAfterOverflow).
+ */
+static void iter_overflow_records(void)
+{
+	struct profbuf *b = profbuf_new(2, 16, 5);
+	struct profbuf_read r;
+	struct profbuf_iter it;
+	struct profbuf_record rec;
+
+	KT_REQUIRE(b);
+	WRITE(b, &my_tags[0], 1, HDR(2, 3), STK(4, 5, 6, 7, 8, 9));
+	READ(b, WORDS(10, 1, 2, 3, 4, 5, 6, 7, 8, 9), &my_tags[0]);
+	WRITE(b, &my_tags[0], 1, HDR(2, 3), STK(4, 5));
+	READ(b, WORDS(6, 1, 2, 3, 4, 5), &my_tags[0]);
+	KT_CHECK_EQ(WRITE(b, &my_tags[2], 99, HDR(101, 102),
+			  STK(201, 202, 203, 204, 205, 206, 207, 208, 209)),
+		    -ENOSPC);
+	for (int i = 0; i < 299; i++)
+		WRITE(b, &my_tags[3], 100 + i, HDR(101, 102),
+		      STK(201, 202, 203, 204));
+	KT_CHECK_EQ(WRITE(b, &my_tags[1], 500, HDR(502, 504), STK(506)), 0);
+	KT_CHECK_EQ(profbuf_read(b, PROFBUF_NONBLOCKING, &r), 0);
+	profbuf_iter_init(&it, &r, 2);
+	KT_REQUIRE(profbuf_iter_next(&it, &rec));
+	KT_CHECK(profbuf_record_is_overflow(&rec));
+	KT_CHECK_EQ(profbuf_record_overflow_count(&rec), 300);
+	KT_CHECK_EQ(rec.time, 99); /* the first lost write's */
+	KT_CHECK(rec.nhdr == 2 && rec.hdr[0] == 0 && rec.hdr[1] == 0);
+	KT_CHECK(rec.nstk == 1 && rec.stk[0] == 300 && rec.tag == NULL);
+	KT_REQUIRE(profbuf_iter_next(&it, &rec));
+	KT_CHECK(!profbuf_record_is_overflow(&rec));
+	KT_CHECK_EQ(profbuf_record_overflow_count(&rec), 0);
+	KT_CHECK(rec.time == 500 && rec.tag == &my_tags[1]);
+	KT_CHECK(rec.nstk == 1 && rec.stk[0] == 506);
+	KT_CHECK(!profbuf_iter_next(&it, &rec));
+	KT_CHECK(!profbuf_iter_malformed(&it));
+	profbuf_free(b);
+
+	b = profbuf_new(2, 12, 5);
+	KT_REQUIRE(b);
+	WRITE(b, &my_tags[0], 1, HDR(2, 3), STK(4, 5, 6, 7, 8, 9));
+	WRITE(b, &my_tags[2], 99, HDR(101, 102), STK(201, 202, 203, 204));
+	for (int i = 0; i < 299; i++)
+		WRITE(b, &my_tags[3], 100, HDR(101, 102),
+		      STK(201, 202, 203, 204));
+	READ(b, WORDS(10, 1, 2, 3, 4, 5, 6, 7, 8, 9), &my_tags[0]);
+	KT_CHECK_EQ(profbuf_read(b, PROFBUF_NONBLOCKING, &r), 0);
+	profbuf_iter_init(&it, &r, 2);
+	KT_REQUIRE(profbuf_iter_next(&it, &rec));
+	KT_CHECK(profbuf_record_is_overflow(&rec));
+	KT_CHECK_EQ(profbuf_record_overflow_count(&rec), 300);
+	KT_CHECK_EQ(rec.time, 99);
+	KT_CHECK(!profbuf_iter_next(&it, &rec));
+	KT_CHECK(!profbuf_iter_malformed(&it));
+	profbuf_free(b);
+}
+
+/*
+ * Walk @nw words and @nt tags held in heap blocks of exactly that size, so
+ * that ASan catches any read past them.  Return: the records returned; the
+ * walk's malformed flag in *@malformed.
+ */
+static size_t walk_words(const uint64_t *w, size_t nw, size_t nt,
+			 size_t hdrsize, bool *malformed)
+{
+	uint64_t *data = malloc(nw * sizeof(*data) + !nw);
+	const void **tags = malloc(nt * sizeof(*tags) + !nt);
+	struct profbuf_read r = { 0 };
+	struct profbuf_iter it;
+	struct profbuf_record rec;
+	size_t n = 0;
+
+	*malformed = true;
+	if (!data || !tags) {
+		KT_CHECK(data && tags);
+		goto out;
+	}
+	memcpy(data, w, nw * sizeof(*data));
+	for (size_t i = 0; i < nt; i++)
+		tags[i] = &my_tags[i % 8];
+	r.data = data;
+	r.ndata = nw;
+	r.tags = tags;
+	r.ntags = nt;
+	profbuf_iter_init(&it, &r, hdrsize);
+	while (profbuf_iter_next(&it, &rec)) {
+		KT_CHECK(rec.hdr >= data &&
+			 rec.stk + rec.nstk <= (const uintptr_t *)data + nw);
+		KT_CHECK(rec.tag == tags[n]);
+		if (++n > nw) /* cannot happen: each record is >= 3 words */
+			break;
+	}
+	*malformed = profbuf_iter_malformed(&it);
+	/* Stopped for good: a later call returns nothing, touches nothing. */
+	memset(&rec, 0xa5, sizeof(rec));
+	KT_CHECK(!profbuf_iter_next(&it, &rec));
+	KT_CHECK(rec.nstk == (size_t)0xa5a5a5a5a5a5a5a5ull);
+out:
+	free(data);
+	free(tags);
+	return n;
+}
+
+#define WALK(nt, hdrsize, bad, ...)                                      \
+	walk_words(U64S(__VA_ARGS__), ARRAY_SIZE(U64S(__VA_ARGS__)), nt, \
+		   hdrsize, bad)
+
+/* A malformed read stops the walk, and nothing past it is ever read. */
+static void iter_malformed(void)
+{
+	struct profbuf_read r = { 0 };
+	struct profbuf_iter it;
+	struct profbuf_record rec;
+	bool bad;
+
+	/* Well-formed, for contrast: two records, the second stackless. */
+	KT_CHECK_EQ(WALK(2, 2, &bad, 5, 1, 2, 3, 4, 4, 5, 6, 7), 2);
+	KT_CHECK(!bad);
+	/* A zero length word (a naive loop would spin on it forever). */
+	KT_CHECK_EQ(WALK(1, 2, &bad, 0, 1, 2, 3), 0);
+	KT_CHECK(bad);
+	/* Shorter than 2 + hdrsize. */
+	KT_CHECK_EQ(WALK(1, 2, &bad, 3, 1, 2), 0);
+	KT_CHECK(bad);
+	KT_CHECK_EQ(WALK(2, 2, &bad, 5, 1, 2, 3, 4, 1, 0, 0, 0), 1);
+	KT_CHECK(bad);
+	/* Longer than the words left: the first record, then a stop. */
+	KT_CHECK_EQ(WALK(2, 2, &bad, 5, 1, 2, 3, 4, 6, 7, 8, 9, 10), 1);
+	KT_CHECK(bad);
+	KT_CHECK_EQ(WALK(1, 2, &bad, UINT64_MAX, 1, 2, 3), 0);
+	KT_CHECK(bad);
+	KT_CHECK_EQ(WALK(1, 2, &bad, 1ull << 63, 1, 2, 3), 0);
+	KT_CHECK(bad);
+	/* More tags than records, more records than tags. */
+	KT_CHECK_EQ(WALK(2, 2, &bad, 5, 1, 2, 3, 4), 1);
+	KT_CHECK(bad);
+	KT_CHECK_EQ(WALK(1, 2, &bad, 4, 1, 2, 3, 4, 5, 6, 7), 1);
+	KT_CHECK(bad);
+	KT_CHECK_EQ(WALK(0, 2, &bad, 4, 1, 2, 3), 0);
+	KT_CHECK(bad);
+	/* The wrong hdrsize misreads the words but stays inside them. */
+	KT_CHECK_EQ(WALK(2, 3, &bad, 5, 1, 2, 3, 4, 4, 5, 6, 7), 1);
+	KT_CHECK(bad);
+	/* hdrsize 0 (profbuf_new() refuses it) and absurd ones. */
+	KT_CHECK_EQ(WALK(2, 0, &bad, 5, 1, 2, 3, 4, 4, 5, 6, 7), 0);
+	KT_CHECK(bad);
+	KT_CHECK_EQ(WALK(1, SIZE_MAX, &bad, 5, 1, 2, 3, 4), 0);
+	KT_CHECK(bad);
+	KT_CHECK_EQ(WALK(1, SIZE_MAX - 1, &bad, 5, 1, 2, 3, 4), 0);
+	KT_CHECK(bad);
+	/* NULL words or tags with a count: never dereferenced. */
+	r.ndata = 4;
+	r.ntags = 1;
+	r.tags = TAGS(NULL);
+	profbuf_iter_init(&it, &r, 2);
+	KT_CHECK(!profbuf_iter_next(&it, &rec));
+	KT_CHECK(profbuf_iter_malformed(&it));
+	r.data = U64S(4, 1, 2, 3);
+	r.tags = NULL;
+	profbuf_iter_init(&it, &r, 2);
+	KT_CHECK(!profbuf_iter_next(&it, &rec));
+	KT_CHECK(profbuf_iter_malformed(&it));
+}
+
+/* Only the exact overflow shape is an overflow record. */
+static void iter_overflow_shape(void)
+{
+	const uint64_t zero[3] = { 0, 0, 0 }, hdr[2] = { 0, 1 };
+	const uintptr_t count[2] = { 7, 8 };
+	struct profbuf_record rec = { .time = 1,
+				      .hdr = zero,
+				      .nhdr = 2,
+				      .stk = count,
+				      .nstk = 1,
+				      .tag = NULL };
+
+	KT_CHECK(profbuf_record_is_overflow(&rec));
+	KT_CHECK_EQ(profbuf_record_overflow_count(&rec), 7);
+	rec.nhdr = 3;
+	KT_CHECK(profbuf_record_is_overflow(&rec));
+	rec.tag = &my_tags[0];
+	KT_CHECK(!profbuf_record_is_overflow(&rec));
+	KT_CHECK_EQ(profbuf_record_overflow_count(&rec), 0);
+	rec.tag = NULL;
+	rec.nstk = 2;
+	KT_CHECK(!profbuf_record_is_overflow(&rec));
+	KT_CHECK_EQ(profbuf_record_overflow_count(&rec), 0);
+	rec.nstk = 0; /* the count is not read */
+	rec.stk = NULL;
+	KT_CHECK(!profbuf_record_is_overflow(&rec));
+	KT_CHECK_EQ(profbuf_record_overflow_count(&rec), 0);
+	rec.stk = count;
+	rec.nstk = 1;
+	rec.hdr = hdr;
+	rec.nhdr = 2;
+	KT_CHECK(!profbuf_record_is_overflow(&rec));
+	KT_CHECK_EQ(profbuf_record_overflow_count(&rec), 0);
 }
 
 /* ---- counters across their 2^32 / 2^30 wrap ----------------------- */
@@ -413,14 +832,13 @@ static void wrap_random_ops(void)
 				KT_CHECK_EQ(profbuf_read(b, PROFBUF_NONBLOCKING,
 							 &r),
 					    0);
-				checkrec_run(st, r.data, r.ndata, r.tags,
-					     r.ntags);
+				check_run(st, &r);
 			}
 		}
 		profbuf_close(b);
 		do {
 			KT_CHECK_EQ(profbuf_read(b, PROFBUF_BLOCKING, &r), 0);
-			checkrec_run(st, r.data, r.ndata, r.tags, r.ntags);
+			check_run(st, &r);
 		} while (!r.eof);
 		KT_CHECK_EQ(st->violations, 0);
 		KT_CHECK_EQ(st->records, ok);
@@ -513,8 +931,8 @@ static void errno_preserved(void)
 	KT_CHECK_EQ(errno, 1234);
 	KT_CHECK_EQ(wr(b, NULL, 1, HDR(0), 1, STK(1), 1), -EINVAL);
 	KT_CHECK_EQ(errno, 1234);
-	READ(b, WORDS(4, 1, 1, 1), NULL);
-	READ(b, WORDS(4, 1, 0, 1), NULL);
+	READ1(b, WORDS(4, 1, 1, 1), NULL);
+	READ1(b, WORDS(4, 1, 0, 1), NULL);
 	READ_NONE(b);
 	/* The wake path makes a futex syscall: errno survives it too. */
 	start_blocked_read(&br, b);
@@ -542,8 +960,8 @@ static void eof_after_drain(void)
 		    -ENOSPC);
 	KT_CHECK_EQ(profbuf_close(b), 0);
 	/* Data first, then the pending overflow, then EOF, then EOF. */
-	READ(b, WORDS(9, 1, 5, 1, 2, 3, 4, 5, 6), &my_tags[0]);
-	READ(b, WORDS(4, 2, 0, 1), NULL);
+	READ1(b, WORDS(9, 1, 5, 1, 2, 3, 4, 5, 6), &my_tags[0]);
+	READ1(b, WORDS(4, 2, 0, 1), NULL);
 	KT_CHECK_EQ(profbuf_read(b, PROFBUF_BLOCKING, &r), 0);
 	KT_CHECK(r.eof && r.ndata == 0 && r.ntags == 0);
 	KT_CHECK_EQ(profbuf_read(b, PROFBUF_NONBLOCKING, &r), 0);
@@ -572,13 +990,13 @@ static void read_timeout(void)
 	KT_CHECK_EQ(profbuf_read_timeout(b, 0, &r), -ETIMEDOUT);
 	KT_CHECK_EQ(WRITE(b, &my_tags[0], 3, HDR(5), STK(6)), 0);
 	KT_CHECK_EQ(profbuf_read_timeout(b, 20 * 1000000, &r), 0);
-	expect(&r, WORDS(4, 3, 5, 6), TAGS(&my_tags[0]), 1);
+	expect(&r, 1, WORDS(4, 3, 5, 6), TAGS(&my_tags[0]), 1);
 	/* UINT64_MAX means no limit, not a wrapped deadline. */
 	pthread_t th;
 
 	pthread_create(&th, NULL, delayed_write, b);
 	KT_CHECK_EQ(profbuf_read_timeout(b, UINT64_MAX, &r), 0);
-	expect(&r, WORDS(4, 4, 5, 6), TAGS(&my_tags[1]), 1);
+	expect(&r, 1, WORDS(4, 4, 5, 6), TAGS(&my_tags[1]), 1);
 	pthread_join(th, NULL);
 	profbuf_test_counters(b, &c);
 	KT_CHECK(c.sleeps >= 1);
@@ -687,7 +1105,7 @@ static void drain_checked(struct profbuf *b, struct checkrec_state *st,
 		KT_CHECK_EQ(rc, 0);
 		if (rc || r.eof)
 			break;
-		checkrec_run(st, r.data, r.ndata, r.tags, r.ntags);
+		check_run(st, &r);
 		if (stall && rand_r(&seed) % 64 == 0)
 			usleep(rand_r(&seed) % 500);
 	}
@@ -740,7 +1158,7 @@ static void concurrent_writers_case(size_t bufwords, size_t ntags, bool stall)
 	/* Non-blocking reader while they write, then close and drain. */
 	while (atomic_load(&writers_done) < NW) {
 		KT_REQUIRE(profbuf_read(b, PROFBUF_NONBLOCKING, &r) == 0);
-		checkrec_run(st, r.data, r.ndata, r.tags, r.ntags);
+		check_run(st, &r);
 		if (r.ndata == 0)
 			sched_yield();
 		if (stall && rand_r(&seed) % 256 == 0)
@@ -819,7 +1237,7 @@ static void close_under_load(void)
 
 	for (int n = 0; n < 2000; n++) {
 		KT_REQUIRE(profbuf_read(cr.b, PROFBUF_BLOCKING, &r) == 0);
-		checkrec_run(st, r.data, r.ndata, r.tags, r.ntags);
+		check_run(st, &r);
 	}
 	KT_CHECK_EQ(profbuf_close(cr.b), 0);
 	drain_checked(cr.b, st, 3, false);
@@ -936,7 +1354,7 @@ static void nested_sigprof_writers(void)
 		int rc = profbuf_read_timeout(sig_buf, 1000000, &r);
 
 		KT_REQUIRE(rc == 0 || rc == -ETIMEDOUT);
-		checkrec_run(st, r.data, r.ndata, r.tags, r.ntags);
+		check_run(st, &r);
 	}
 	for (int i = 0; i < NT; i++) {
 		pthread_join(th[i], NULL);
@@ -963,6 +1381,8 @@ int main(void)
 {
 	KT_RUN(basic_write_read);
 	KT_RUN(read_many);
+	KT_RUN(read_many_short_data);
+	KT_RUN(read_many_short_tags);
 	KT_RUN(read_stops_at_tag_ring_end);
 	KT_RUN(read_stops_at_rewind);
 	KT_RUN(overflow_written_by_writer);
@@ -972,6 +1392,10 @@ int main(void)
 	KT_RUN(data_wraparound);
 	KT_RUN(tag_wraparound);
 	KT_RUN(both_wraparound);
+	KT_RUN(iter_records);
+	KT_RUN(iter_overflow_records);
+	KT_RUN(iter_malformed);
+	KT_RUN(iter_overflow_shape);
 	KT_RUN(counters_wrap);
 	KT_RUN(overflow_near_wrap);
 	KT_RUN(wrap_random_ops);

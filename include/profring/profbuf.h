@@ -77,6 +77,10 @@ enum profbuf_mode {
 	PROFBUF_NONBLOCKING,
 };
 
+/*
+ * One read: @ntags whole records in @ndata words, walked with struct
+ * profbuf_iter below.  An empty read (ndata == 0) has data and tags NULL.
+ */
 struct profbuf_read {
 	const uint64_t *data; /* whole records; valid until the next read */
 	size_t ndata; /* words */
@@ -178,6 +182,215 @@ int profbuf_close(struct profbuf *b);
  * Return: 0, -EINVAL for NULL or a watermark larger than the ring.
  */
 int profbuf_set_wake_watermark(struct profbuf *b, size_t words);
+
+/*
+ * Walking a read.  A reader takes a read apart with an iterator instead of
+ * parsing the layout itself:
+ *
+ *	struct profbuf_iter it;
+ *	struct profbuf_record rec;
+ *
+ *	profbuf_iter_init(&it, &r, hdrsize);
+ *	while (profbuf_iter_next(&it, &rec)) {
+ *		if (profbuf_record_is_overflow(&rec))
+ *			lost += profbuf_record_overflow_count(&rec);
+ *		else
+ *			use(rec.time, rec.hdr, rec.stk, rec.nstk, rec.tag);
+ *	}
+ *
+ * The functions below are static inline (no call, no library symbol).
+ * They allocate nothing, take no lock, make no system call, touch no
+ * global state and leave errno alone: they are async-signal-safe and may
+ * run on any thread.  They only read the words and tags of the read and
+ * write the iterator and the record the caller passes.  Whatever the words
+ * hold, they never read outside data[0, ndata) and tags[0, ntags): every
+ * length word is checked against hdrsize and the words left before it is
+ * used, and a bad one ends the walk (profbuf_iter_malformed()).
+ */
+
+/* Stack words are the ring's uint64_t words, seen as uintptr_t. */
+#ifdef __cplusplus
+static_assert(sizeof(uintptr_t) == sizeof(uint64_t),
+	      "profbuf stack words are 64 bits");
+#else
+_Static_assert(sizeof(uintptr_t) == sizeof(uint64_t),
+	       "profbuf stack words are 64 bits");
+#endif
+
+/**
+ * struct profbuf_record - one record of a read, from profbuf_iter_next().
+ * @time: its time stamp (@now of profbuf_write()); for an overflow record,
+ *        the time of the first write it counts
+ * @hdr:  the header, @nhdr words, zero-padded by the writer; all zero only
+ *        in an overflow record
+ * @nhdr: the hdrsize given to profbuf_iter_init()
+ * @stk:  the stack, @nstk words; for an overflow record, the count
+ * @nstk: the stack's length (1 in an overflow record)
+ * @tag:  its tag; NULL for an overflow record
+ *
+ * @hdr and @stk point into the read's words: like the read, they are valid
+ * until the next profbuf_read() or profbuf_read_timeout() on the buffer.
+ */
+struct profbuf_record {
+	int64_t time;
+	const uint64_t *hdr;
+	size_t nhdr;
+	const uintptr_t *stk;
+	size_t nstk;
+	const void *tag;
+};
+
+/**
+ * struct profbuf_iter - a walk over the records of one read.
+ *
+ * Set up by profbuf_iter_init(); the fields are private.  It is plain
+ * caller storage (on the stack, say): there is nothing to free.
+ */
+struct profbuf_iter {
+	const uint64_t *data;
+	const void *const *tags;
+	size_t ndata;
+	size_t ntags;
+	size_t hdrsize;
+	size_t off; /* word offset of the next record */
+	size_t idx; /* its tag index */
+	bool malformed;
+};
+
+/**
+ * profbuf_iter_init() - start walking the records of a read.
+ * @it:      the iterator to set up
+ * @r:       a read filled in by profbuf_read() or profbuf_read_timeout();
+ *           an empty read (nothing yet, or EOF) has no records
+ * @hdrsize: the hdrsize the buffer was created with (profbuf_new())
+ *
+ * @it refers to @r's words and tags, not to @r itself, so @r may go out of
+ * scope; the walk is valid until the next read on the buffer.  A @hdrsize
+ * of 0 (profbuf_new() refuses it) or a NULL @r->data or @r->tags with a
+ * nonzero count marks the read malformed: the walk returns no record.
+ *
+ * Context: async-signal-safe, allocation-free, O(1).
+ */
+static inline void profbuf_iter_init(struct profbuf_iter *it,
+				     const struct profbuf_read *r,
+				     size_t hdrsize)
+{
+	it->data = r->data;
+	it->tags = r->tags;
+	it->ndata = r->ndata;
+	it->ntags = r->ntags;
+	it->hdrsize = hdrsize;
+	it->off = 0;
+	it->idx = 0;
+	it->malformed = hdrsize == 0 || hdrsize > SIZE_MAX - 3 ||
+			(r->ndata && !r->data) || (r->ntags && !r->tags);
+}
+
+/**
+ * profbuf_iter_next() - the next record of the read.
+ * @it:  the iterator
+ * @rec: filled in when true is returned; untouched otherwise
+ *
+ * Records come in the read's order, each with its own tag.  The walk ends
+ * when the words and the tags are used up together (a well-formed read);
+ * it ends early, and profbuf_iter_malformed() becomes true, at a length
+ * word below 2 + hdrsize or beyond the words left, or when the words run
+ * out before the tags or the tags before the words.  A read returned by
+ * profbuf walked with the buffer's hdrsize is never malformed unless
+ * memory was corrupted.
+ *
+ * Context: async-signal-safe, allocation-free, O(1); never reads outside
+ * the read's words and tags.
+ *
+ * Return: true with @rec filled in; false at the end of the walk, and on
+ * every later call.
+ */
+static inline bool profbuf_iter_next(struct profbuf_iter *it,
+				     struct profbuf_record *rec)
+{
+	const uint64_t *w;
+	uint64_t len;
+
+	if (it->malformed)
+		return false;
+	if (it->off == it->ndata || it->idx == it->ntags) {
+		/* In a well-formed read, words and tags end together. */
+		it->malformed = it->off != it->ndata || it->idx != it->ntags;
+		return false;
+	}
+	w = it->data + it->off;
+	len = w[0];
+	/* off < ndata here: ndata - off cannot wrap. */
+	if (len < 2 + it->hdrsize || len > it->ndata - it->off) {
+		it->malformed = true;
+		return false;
+	}
+	rec->time = (int64_t)w[1];
+	rec->hdr = w + 2;
+	rec->nhdr = it->hdrsize;
+	rec->stk = (const uintptr_t *)(w + 2 + it->hdrsize);
+	rec->nstk = (size_t)len - 2 - it->hdrsize;
+	rec->tag = it->tags[it->idx];
+	it->off += (size_t)len;
+	it->idx++;
+	return true;
+}
+
+/**
+ * profbuf_iter_malformed() - did the walk stop before the end of the read?
+ * @it: the iterator
+ *
+ * Context: async-signal-safe, O(1).
+ *
+ * Return: true once profbuf_iter_next() has stopped early (see there) or
+ * if profbuf_iter_init() refused the read; false while the walk goes on
+ * and after a well-formed read was walked to its end.
+ */
+static inline bool profbuf_iter_malformed(const struct profbuf_iter *it)
+{
+	return it->malformed;
+}
+
+/**
+ * profbuf_record_is_overflow() - does @rec count discarded writes?
+ * @rec: a record from profbuf_iter_next()
+ *
+ * An overflow record stands for writes discarded for want of room (see
+ * "Lost records" above): all-zero header, NULL tag, a one-word stack
+ * holding the count, and the time of the first discarded write.  All three
+ * are checked; profbuf_write() refuses an all-zero header, so no ordinary
+ * record passes.
+ *
+ * Context: async-signal-safe, allocation-free, O(hdrsize).
+ *
+ * Return: true for an overflow record.
+ */
+static inline bool profbuf_record_is_overflow(const struct profbuf_record *rec)
+{
+	uint64_t any = 0;
+
+	if (rec->tag != NULL || rec->nstk != 1)
+		return false;
+	for (size_t i = 0; i < rec->nhdr; i++)
+		any |= rec->hdr[i];
+	return any == 0;
+}
+
+/**
+ * profbuf_record_overflow_count() - how many writes an overflow record
+ * counts.
+ * @rec: a record from profbuf_iter_next()
+ *
+ * Context: async-signal-safe, allocation-free, O(hdrsize).
+ *
+ * Return: the count, 1 ... 2^32 - 1 in an overflow record profbuf
+ * returned; 0 if @rec is not an overflow record.
+ */
+static inline uint64_t
+profbuf_record_overflow_count(const struct profbuf_record *rec)
+{
+	return profbuf_record_is_overflow(rec) ? (uint64_t)rec->stk[0] : 0;
+}
 
 #ifdef __cplusplus
 }
