@@ -88,12 +88,13 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
+#include <profring/prof.h>
 #include <profring/profbuf.h>
 
 #include "prof/unwind.h"
 #include "harness.h"
 
-#define MAX_FRAMES 128 /* PROF_MAX_FRAMES in tools/prof/prof_internal.h */
+#define MAX_FRAMES PROFRING_PROF_MAX_FRAMES /* the handler's room */
 #define HDR_WORDS 2 /* PROF_HDR_WORDS: periods, thread id */
 #define REP_SAMPLES (1u << 17) /* samples per repetition */
 #define FN_SPAN 4096 /* a PC that far above a bottom's entry is in it */

@@ -23,8 +23,10 @@
  * @pcs:	leaf first; NULL when @npcs is 0.
  * @npcs:	number of frames.
  * @tid:	thread the samples came from (0: not per-thread).
- * @thread_name: its name (/proc comm) when the collector first saw it, or
- *		NULL.
+ * @thread_name: its name (/proc comm): at stop for a thread still running
+ *		then, at its exit for one the sampler saw exit, else when
+ *		its first sample was read; NULL if none could be had
+ *		(collector.c, "Thread names").
  * @samples:	signals that landed on this stack (pprof "samples/count").
  * @periods:	sampling periods of CPU time they stand for: a signal
  *		counts 1 + the timer overruns it reported (pprof's

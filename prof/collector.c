@@ -12,9 +12,14 @@
  * the lost count, which becomes a "[profring: lost samples]" entry of the
  * profile: a gap is always visible, never silent.  Stacks the table had no
  * room for are counted under "[profring: stack table full]", empty stacks
- * (an unwinder that found no PC) under "[profring: no stack]".  A thread's
- * name is read from /proc/self/task/TID/comm when its first sample is
- * taken (a thread gone by then stays nameless).
+ * (an unwinder that found no PC) under "[profring: no stack]".
+ *
+ * Thread names.  A thread's name (its comm) is read from
+ * /proc/self/task/TID/comm when its first sample is read, and again when
+ * the profile is made, so that a name set later counts.  A thread gone
+ * by then has the name it exited with if the sampler saw it exit
+ * (prof_sampler_exited_names()), else the one read at its first sample;
+ * it is nameless only if neither could be had.
  *
  * The table and the aggregation are the collector thread's alone until it
  * is joined; prof_collector_profile() reads them after the join, which
@@ -43,8 +48,16 @@
 #define STACK_TABLE_FULL UINT32_MAX
 #define STACK_EMPTY (UINT32_MAX - 1)
 
-#define STACKTAB_BYTES ((size_t)64 << 20) /* virtual; committed as used */
-#define STACKTAB_EXPECTED 16384
+/*
+ * The collector's stack table: its arena (address space, committed as
+ * used) and the number of distinct stacks it is sized for.
+ */
+#define COLLECTOR_STACKS_MAX_BYTES ((size_t)64 << 20)
+#define COLLECTOR_EXPECTED_STACKS 16384
+
+/* Samples are interned whole: the stack table must not cut them. */
+_Static_assert(PROFRING_PROF_MAX_FRAMES <= STACKTAB_MAX_DEPTH,
+	       "a sample's frames must fit the stack table");
 
 /*
  * The writers wake the collector only once PROF_WAKE_WORDS are pending (or
@@ -350,8 +363,9 @@ static void *collector_main(void *arg)
 	for (;;) {
 		maybe_rescan(&last_rescan);
 		err = profbuf_read_timeout(c->buf, COLLECT_PERIOD_NS, &r);
+		/* On a timeout the next read takes what is below the mark. */
 		if (err == -ETIMEDOUT)
-			continue; /* the next read takes what is below the mark */
+			continue;
 		if (!err)
 			err = take_records(c, &r);
 		if (err) {
@@ -392,8 +406,9 @@ struct prof_collector *prof_collector_start(struct profbuf *buf, int *err)
 	c->names.esize = sizeof(struct name_entry);
 	table_bytes =
 		atomic_load_explicit(&test_table_bytes, memory_order_relaxed);
-	c->tab = stacktab_new(table_bytes ? table_bytes : STACKTAB_BYTES,
-			      STACKTAB_EXPECTED);
+	c->tab = stacktab_new(table_bytes ? table_bytes
+					  : COLLECTOR_STACKS_MAX_BYTES,
+			      COLLECTOR_EXPECTED_STACKS);
 	if (!c->tab) {
 		*err = -errno;
 		goto fail_tab;
@@ -460,7 +475,7 @@ static const char *special_name(uint32_t stack)
 static int fill_sample(struct prof_collector *c, const struct agg_entry *e,
 		       struct prof_sample *s)
 {
-	uintptr_t pcs[PROF_MAX_FRAMES];
+	uintptr_t pcs[PROFRING_PROF_MAX_FRAMES];
 	uintptr_t *copy;
 	size_t n;
 
@@ -474,9 +489,9 @@ static int fill_sample(struct prof_collector *c, const struct agg_entry *e,
 	s->special = special_name(stack);
 	if (s->special)
 		return 0;
-	n = stacktab_get(c->tab, stack, pcs, PROF_MAX_FRAMES);
-	if (n > PROF_MAX_FRAMES)
-		n = PROF_MAX_FRAMES;
+	n = stacktab_get(c->tab, stack, pcs, PROFRING_PROF_MAX_FRAMES);
+	if (n > PROFRING_PROF_MAX_FRAMES)
+		n = PROFRING_PROF_MAX_FRAMES;
 	copy = malloc(n * sizeof(*copy) + 1);
 	if (!copy)
 		return -ENOMEM;

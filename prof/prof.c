@@ -34,7 +34,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PROF_DEFAULT_OUTPUT "profring.pb.gz"
 #define PROF_NCOMMENTS 3
 #define PROF_COMMENT_LEN 256
 
@@ -56,7 +55,11 @@ static struct {
 
 static int check_opts(const struct profring_prof_opts *o)
 {
-	if (o->hz > PROF_MAX_HZ || o->max_frames > PROF_MAX_FRAMES)
+	size_t frames =
+		o->max_frames ? o->max_frames : PROFRING_PROF_DEFAULT_FRAMES;
+
+	if (o->hz > PROFRING_PROF_MAX_HZ ||
+	    o->max_frames > PROFRING_PROF_MAX_FRAMES)
 		return -EINVAL;
 	if (o->timer != PROFRING_PROF_TIMER_THREAD &&
 	    o->timer != PROFRING_PROF_TIMER_PROCESS)
@@ -68,11 +71,9 @@ static int check_opts(const struct profring_prof_opts *o)
 	    !prof_unwind_libunwind_available())
 		return -ENOTSUP;
 	/* Room for two of the largest records, or samples are refused. */
-	if (o->buffer_words > ((size_t)1 << 27) ||
+	if (o->buffer_words > PROFRING_PROF_MAX_BUFFER_WORDS ||
 	    (o->buffer_words &&
-	     o->buffer_words < 2 * (2 + PROF_HDR_WORDS +
-				    (o->max_frames ? o->max_frames
-						   : PROF_DEFAULT_FRAMES))))
+	     o->buffer_words < 2 * (2 + PROF_HDR_WORDS + frames)))
 		return -EINVAL;
 	return 0;
 }
@@ -90,13 +91,14 @@ static void session_release(void)
 
 static int session_setup(const struct profring_prof_opts *o)
 {
-	size_t words =
-		o->buffer_words ? o->buffer_words : PROF_DEFAULT_BUFFER_WORDS;
+	size_t words = o->buffer_words ? o->buffer_words
+				       : PROFRING_PROF_DEFAULT_BUFFER_WORDS;
 	int err = -ENOMEM;
 
-	session.hz = o->hz ? o->hz : PROF_DEFAULT_HZ;
+	session.hz = o->hz ? o->hz : PROFRING_PROF_DEFAULT_HZ;
 	session.unwinder = o->unwinder;
-	session.output = strdup(o->output ? o->output : PROF_DEFAULT_OUTPUT);
+	session.output =
+		strdup(o->output ? o->output : PROFRING_PROF_DEFAULT_OUTPUT);
 	session.folded = o->folded ? strdup(o->folded) : NULL;
 	if (!session.output || (o->folded && !session.folded))
 		return -ENOMEM;
@@ -156,7 +158,8 @@ RING_API int profring_prof_start(const struct profring_prof_opts *opts)
 	cfg.period_ns = 1000000000u / session.hz;
 	cfg.timer = o->timer;
 	cfg.unwinder = o->unwinder;
-	cfg.max_frames = o->max_frames ? o->max_frames : PROF_DEFAULT_FRAMES;
+	cfg.max_frames =
+		o->max_frames ? o->max_frames : PROFRING_PROF_DEFAULT_FRAMES;
 	cfg.exclude_tid = prof_collector_tid(session.collector);
 	session.start_realtime_ns = (int64_t)ring_clock_ns(CLOCK_REALTIME);
 	session.start_mono_ns = (int64_t)ring_clock_mono_ns();
@@ -257,7 +260,7 @@ RING_API int profring_prof_stop(void)
 	int err, werr;
 
 	pthread_mutex_lock(&session.lock);
-	err = -ESRCH;
+	err = -ESHUTDOWN;
 	if (!session.running || session.owner != getpid())
 		goto out;
 	session.running = false;
@@ -308,7 +311,7 @@ RING_API int profring_prof_get_stats(struct profring_prof_stats *st)
 	return 0;
 }
 
-/* ---- LD_PRELOAD: PROFRING_PROF=file and friends ---- */
+/* ---- LD_PRELOAD: PROFRING_PROF=file and friends (PROFRING_PROF_ENV_*) ---- */
 
 static unsigned long env_number(const char *name, unsigned long dflt)
 {
@@ -337,25 +340,27 @@ static bool env_is(const char *name, const char *value)
 static void preload_opts(struct profring_prof_opts *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->output = getenv("PROFRING_PROF");
-	o->folded = getenv("PROFRING_PROF_FOLDED");
-	o->hz = (unsigned int)env_number("PROFRING_PROF_HZ", 0);
-	o->max_frames = (unsigned int)env_number("PROFRING_PROF_FRAMES", 0);
-	o->buffer_words = env_number("PROFRING_PROF_BUFFER_WORDS", 0);
-	if (env_is("PROFRING_PROF_TIMER", "process"))
+	o->output = getenv(PROFRING_PROF_ENV_OUTPUT);
+	o->folded = getenv(PROFRING_PROF_ENV_FOLDED);
+	o->hz = (unsigned int)env_number(PROFRING_PROF_ENV_HZ, 0);
+	o->max_frames = (unsigned int)env_number(PROFRING_PROF_ENV_FRAMES, 0);
+	o->buffer_words = env_number(PROFRING_PROF_ENV_BUFFER_WORDS, 0);
+	if (env_is(PROFRING_PROF_ENV_TIMER, "process"))
 		o->timer = PROFRING_PROF_TIMER_PROCESS;
-	if (env_is("PROFRING_PROF_UNWIND", "libunwind"))
+	if (env_is(PROFRING_PROF_ENV_UNWIND, "libunwind"))
 		o->unwinder = PROFRING_PROF_UNWIND_LIBUNWIND;
 }
 
 /*
  * Children inherit LD_PRELOAD, not the session: they must not overwrite
- * our output.  The entries are taken out of environ by hand: a program
- * may define its own unsetenv() that does nothing this early (bash does).
+ * our output.  Every variable of prof.h's list is named PROFRING_PROF or
+ * PROFRING_PROF_*: all such entries go.  They are taken out of environ by
+ * hand: a program may define its own unsetenv() that does nothing this
+ * early (bash does).
  */
 static void preload_unset_env(void)
 {
-	static const char prefix[] = "PROFRING_PROF";
+	static const char prefix[] = PROFRING_PROF_ENV_OUTPUT;
 	char **from, **to;
 
 	for (from = to = environ; *from; from++)
@@ -398,7 +403,8 @@ __attribute__((constructor)) static void prof_library_init(void)
 
 	prof_sampler_init_process(); /* the main thread's stack bounds */
 	pthread_atfork(NULL, NULL, session_after_fork_in_child);
-	if (!getenv("PROFRING_PROF") || !*getenv("PROFRING_PROF")) {
+	if (!getenv(PROFRING_PROF_ENV_OUTPUT) ||
+	    !*getenv(PROFRING_PROF_ENV_OUTPUT)) {
 		disarm_inherited_itimer();
 		return;
 	}

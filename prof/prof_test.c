@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_THREADS 8
+#define NBURNERS 8 /* every_thread_sampled()'s threads, in two waves */
 
 static char tmpdir[64];
 static char output[128];
@@ -210,12 +210,12 @@ static void api_errors(void)
 	struct profring_prof_opts o = opts_at(100);
 	struct profring_prof_stats st;
 
-	KT_CHECK_EQ(profring_prof_stop(), -ESRCH);
+	KT_CHECK_EQ(profring_prof_stop(), -ESHUTDOWN);
 	KT_CHECK_EQ(profring_prof_get_stats(NULL), -EINVAL);
-	o.hz = 10001;
+	o.hz = PROFRING_PROF_MAX_HZ + 1;
 	KT_CHECK_EQ(profring_prof_start(&o), -EINVAL);
 	o = opts_at(100);
-	o.max_frames = PROF_MAX_FRAMES + 1;
+	o.max_frames = PROFRING_PROF_MAX_FRAMES + 1;
 	KT_CHECK_EQ(profring_prof_start(&o), -EINVAL);
 	o = opts_at(100);
 	o.timer = (enum profring_prof_timer)7;
@@ -227,7 +227,7 @@ static void api_errors(void)
 	KT_REQUIRE(profring_prof_start(&o) == 0);
 	KT_CHECK_EQ(profring_prof_start(&o), -EBUSY);
 	KT_CHECK_EQ(profring_prof_stop(), 0);
-	KT_CHECK_EQ(profring_prof_stop(), -ESRCH);
+	KT_CHECK_EQ(profring_prof_stop(), -ESHUTDOWN);
 	KT_CHECK_EQ(profring_prof_get_stats(&st), 0);
 	KT_CHECK_EQ(st.signals, st.read + st.lost);
 	KT_CHECK_EQ(access(output, R_OK), 0);
@@ -237,23 +237,25 @@ static void api_errors(void)
 static void every_thread_sampled(void)
 {
 	struct profring_prof_opts o = opts_at(1000);
-	struct burner b[MAX_THREADS];
+	struct burner b[NBURNERS];
 	struct profring_prof_stats st;
 	struct prof_summary *s = NULL;
 	int i;
 
 	KT_REQUIRE(profring_prof_start(&o) == 0);
-	KT_CHECK_EQ(run_burners(b, 4, 60, pthread_create), 0);
-	KT_CHECK_EQ(run_burners(b + 4, 4, 60, pthread_create), 0);
+	KT_CHECK_EQ(run_burners(b, NBURNERS / 2, 60, pthread_create), 0);
+	KT_CHECK_EQ(
+		run_burners(b + NBURNERS / 2, NBURNERS / 2, 60, pthread_create),
+		0);
 	KT_REQUIRE(stop_and_load(0, &s, &st) == 0);
-	for (i = 0; i < MAX_THREADS; i++) {
+	for (i = 0; i < NBURNERS; i++) {
 		if (tid_value(s, b[i].tid) <= 0)
 			fprintf(stderr, "  thread %d (tid %d) not sampled\n", i,
 				(int)b[i].tid);
 		KT_CHECK(tid_value(s, b[i].tid) > 0);
 		KT_CHECK(!strcmp(tid_name(s, b[i].tid), "burner"));
 	}
-	KT_CHECK(st.threads >= MAX_THREADS);
+	KT_CHECK(st.threads >= NBURNERS);
 	KT_CHECK_EQ(st.unwind_unchecked, 0);
 	check_stacks(s, 0.8);
 	prof_summary_free(s);
@@ -333,7 +335,7 @@ static void fork_child_has_no_session(void)
 	pid = fork();
 	if (pid == 0) {
 		sink += burn_mid(50);
-		_exit(profring_prof_stop() == -ESRCH ? 0 : 1);
+		_exit(profring_prof_stop() == -ESHUTDOWN ? 0 : 1);
 	}
 	KT_REQUIRE(pid > 0);
 	KT_CHECK_EQ(run_burners(b, 1, 100, pthread_create), 0);
@@ -392,7 +394,8 @@ static void fork_during_samples(void)
 	pid_t pid;
 
 	snprintf(child_out, sizeof(child_out), "%s/child.pb.gz", tmpdir);
-	atomic_store(&stop_spinning, 0);
+	/* Relaxed: before the spinners are created. */
+	atomic_store_explicit(&stop_spinning, 0, memory_order_relaxed);
 	KT_REQUIRE(profring_prof_start(&o) == 0);
 	for (i = 0; i < 2; i++)
 		KT_REQUIRE(pthread_create(&t[i], NULL, spinner, NULL) == 0);
@@ -408,7 +411,7 @@ static void fork_during_samples(void)
 			 * the sanitizers' are not (TSan refuses threads, ASan's
 			 * allocator lock may be held by a parent thread). */
 			(void)co;
-			_exit(profring_prof_stop() == -ESRCH ? 0 : 3);
+			_exit(profring_prof_stop() == -ESHUTDOWN ? 0 : 3);
 #endif
 			/* Never a system path: run as root, a bug in the
 			 * output code would replace it. */
@@ -424,7 +427,8 @@ static void fork_during_samples(void)
 		}
 		unlink(child_out);
 	}
-	atomic_store(&stop_spinning, 1);
+	/* Relaxed: a flag only, nothing published (the joins follow). */
+	atomic_store_explicit(&stop_spinning, 1, memory_order_relaxed);
 	for (i = 0; i < 2; i++)
 		pthread_join(t[i], NULL);
 	KT_CHECK_EQ(bad, 0);

@@ -82,7 +82,7 @@ struct prof_thread {
 	pid_t tid; /* 0 until first needed */
 };
 
-static __thread struct prof_thread prof_self
+static _Thread_local struct prof_thread prof_self
 	__attribute__((tls_model("initial-exec")));
 
 struct timer_entry {
@@ -98,7 +98,13 @@ static struct {
 	unsigned int max_frames;
 	int generation;
 	uint64_t period_ns;
-	/* false: setitimer; relaxed: it may fall back while active is set */
+	/*
+	 * false: setitimer.  Relaxed everywhere: written under `lock` (which
+	 * orders stop's and start's reads), published to the handler by the
+	 * seq_cst store of `active`.  Its one change while `active` is set,
+	 * the fall back to setitimer, may reach a handler late: that handler
+	 * ignores a setitimer signal, which is then counted nowhere.
+	 */
 	atomic_bool thread_timers;
 	/* setitimer mode: process CPU time at the last sample (see weigh) */
 	atomic_uint_fast64_t last_process_cpu_ns;
@@ -212,7 +218,7 @@ static uint64_t weigh(const siginfo_t *si)
 
 static void sample(const siginfo_t *si, void *ucontext)
 {
-	uintptr_t pcs[PROF_MAX_FRAMES];
+	uintptr_t pcs[PROFRING_PROF_MAX_FRAMES];
 	uint64_t hdr[PROF_HDR_WORDS];
 	size_t n;
 	int rc;
@@ -236,7 +242,11 @@ static void on_sigprof(int sig, siginfo_t *si, void *ucontext)
 	/* A cheap filter only; the seq_cst load below decides. */
 	if (!atomic_load_explicit(&sampler.active, memory_order_relaxed))
 		goto out;
-	/* Pairs with stop's store of active and load of inflight (Dekker). */
+	/*
+	 * The increment and the load pair with stop's store of active and
+	 * load of inflight (Dekker); the load also pairs with start's store
+	 * of active, which publishes the configuration.
+	 */
 	atomic_fetch_add_explicit(&sampler.inflight, 1, memory_order_seq_cst);
 	if (atomic_load_explicit(&sampler.active, memory_order_seq_cst))
 		sample(si, ucontext);
@@ -428,7 +438,6 @@ static int process_timer_set(uint64_t period_ns)
 
 /* ---- threads ---- */
 
-/* A thread exits: its timer goes (the key's destructor). */
 /* Keep an exiting thread's final name for the profile (under the lock). */
 static void note_exited_name(pid_t tid)
 {
@@ -439,7 +448,7 @@ static void note_exited_name(pid_t tid)
 		cap = sampler.capexited ? 2 * sampler.capexited : 64;
 		v = realloc(sampler.exited, cap * sizeof(*v));
 		if (!v)
-			return; /* the thread stays nameless */
+			return; /* its first sample's name, if any, stands */
 		sampler.exited = v;
 		sampler.capexited = cap;
 	}
@@ -464,7 +473,10 @@ static void thread_exit(void *unused)
 
 /**
  * prof_sampler_exited_names() - the names of the last session's threads
- * that exited through pthread_exit or a return from their function.
+ * that exited while its per-thread timers were armed, of those started
+ * through our pthread_create (their key destructor takes the name; a
+ * thread started otherwise, or an exit during a setitimer session, leaves
+ * none).
  * @fn:  called for each, under the sampler's lock (it must not call back).
  * @arg: passed to @fn.
  */
@@ -648,7 +660,10 @@ static int start_timers(const struct prof_sampler_config *c)
 		timers_delete_all();
 		sampler.arming = false;
 	}
-	/* setitimer: one timer, signals to whichever thread runs. */
+	/*
+	 * setitimer: one timer, signals to whichever thread runs.  Relaxed:
+	 * see thread_timers.
+	 */
 	atomic_store_explicit(&sampler.thread_timers, false,
 			      memory_order_relaxed);
 	return process_timer_set(c->period_ns);
@@ -744,6 +759,7 @@ int prof_sampler_stop(void)
 {
 	pthread_mutex_lock(&sampler.lock);
 	sampler.arming = false;
+	/* Relaxed: its writers held the lock too. */
 	if (atomic_load_explicit(&sampler.thread_timers, memory_order_relaxed))
 		timers_delete_all();
 	else
@@ -757,10 +773,14 @@ int prof_sampler_stop(void)
 /**
  * prof_sampler_timer_used() - the timer kind the last start armed.
  *
+ * Not under the sampler's lock: the caller must be ordered after that
+ * start (prof.c calls both under its session lock).
+ *
  * Return: PROFRING_PROF_TIMER_THREAD or PROFRING_PROF_TIMER_PROCESS.
  */
 enum profring_prof_timer prof_sampler_timer_used(void)
 {
+	/* Relaxed: ordered after start by the caller (above). */
 	return atomic_load_explicit(&sampler.thread_timers,
 				    memory_order_relaxed)
 		       ? PROFRING_PROF_TIMER_THREAD
@@ -769,6 +789,10 @@ enum profring_prof_timer prof_sampler_timer_used(void)
 
 static uint64_t counter(atomic_uint_fast64_t *c)
 {
+	/*
+	 * Relaxed: after stop, wait_handlers() already ordered the handlers'
+	 * increments before us; while a session runs, any recent value does.
+	 */
 	return atomic_load_explicit(c, memory_order_relaxed);
 }
 

@@ -22,12 +22,12 @@
 #define PROF_HDR_TID 1
 #define PROF_HDR_WORDS 2
 
-#define PROF_DEFAULT_HZ 99
-#define PROF_MAX_HZ 10000
-#define PROF_DEFAULT_FRAMES 64
-#define PROF_MAX_FRAMES 128
-#define PROF_DEFAULT_BUFFER_WORDS ((size_t)1 << 20)
-#define PROF_WAKE_WORDS ((size_t)8192) /* at most a quarter of the ring */
+/*
+ * Wake the collector once this many words are pending, or a quarter of
+ * the ring if that is less (prof.c).  A session's limits and defaults are
+ * prof.h's PROFRING_PROF_MAX_* and PROFRING_PROF_DEFAULT_*.
+ */
+#define PROF_WAKE_WORDS ((size_t)8192)
 
 /**
  * struct prof_sampler_config - what the handler needs for one session.
@@ -35,7 +35,7 @@
  * @period_ns:	CPU nanoseconds between samples.
  * @timer:	requested timer kind.
  * @unwinder:	stack walker.
- * @max_frames:	frames per sample, at most PROF_MAX_FRAMES.
+ * @max_frames:	frames per sample, at most PROFRING_PROF_MAX_FRAMES.
  * @exclude_tid: a thread never to arm (the collector's).
  */
 struct prof_sampler_config {
@@ -56,7 +56,10 @@ void prof_sampler_add_stats(struct profring_prof_stats *st);
 int prof_real_pthread_create(pthread_t *t, const pthread_attr_t *attr,
 			     void *(*fn)(void *), void *arg);
 
-/* A thread's name (its comm: at most 15 bytes and a NUL; "" if unknown). */
+/*
+ * An exited thread's name (its comm: at most 15 bytes and a NUL; "" if
+ * unknown), kept for the profile (prof_sampler_exited_names()).
+ */
 struct tid_name {
 	uint32_t tid;
 	char name[16];

@@ -134,8 +134,9 @@ void prof_unwind_fp(const void *ucontext, const struct prof_stack_bounds *b,
 	pcs[res->n++] = pc;
 	lo = sp;
 	hi = checked ? b->hi : UINTPTR_MAX;
+	/* On another stack (sigaltstack, coroutine): the leaf only. */
 	if (checked && (sp < b->lo || sp >= b->hi))
-		return; /* on another stack (sigaltstack, coroutine): leaf only */
+		return;
 	self_pid = checked ? 0 : getpid(); /* one system call per walk */
 	for (;;) {
 		if (fp < lo || fp & (sizeof(uintptr_t) - 1) ||

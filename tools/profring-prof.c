@@ -9,11 +9,14 @@
  *	profring-prof report [-n top] [--threads] [file.pb.gz]
  *
  * record puts libprofring-prof.so in LD_PRELOAD, passes the options in
- * PROFRING_PROF* variables and execs the command; the library profiles it
- * from before main() to exit.  The library is looked for in
- * $PROFRING_PROF_LIB, then beside this program, then in ../lib, then on the
- * loader's path.
+ * the PROFRING_PROF* variables prof.h lists (PROFRING_PROF_ENV_*) and
+ * execs the command; the library profiles it from before main() to exit.
+ * The library is looked for in $PROFRING_PROF_LIB, then beside this
+ * program, then one directory up, then in ../lib, then on the loader's
+ * path.
  */
+#include <profring/prof.h>
+
 #include "pprof/report.h"
 
 #include <errno.h>
@@ -48,7 +51,7 @@ static void find_library(char *out, size_t len)
 {
 	static const char *const rel[] = { "/" LIB_NAME, "/../" LIB_NAME,
 					   "/../lib/" LIB_NAME };
-	const char *env = getenv("PROFRING_PROF_LIB");
+	const char *env = getenv(PROFRING_PROF_ENV_LIB);
 	char self[PATH_MAX];
 	ssize_t n;
 	size_t i;
@@ -100,12 +103,12 @@ static const char *record_env(int c)
 		int opt;
 		const char *env;
 	} vars[] = {
-		{ 'F', "PROFRING_PROF_HZ" },
-		{ 'f', "PROFRING_PROF_FOLDED" },
-		{ 't', "PROFRING_PROF_TIMER" },
-		{ 'u', "PROFRING_PROF_UNWIND" },
-		{ 'd', "PROFRING_PROF_FRAMES" },
-		{ 'b', "PROFRING_PROF_BUFFER_WORDS" },
+		{ 'F', PROFRING_PROF_ENV_HZ },
+		{ 'f', PROFRING_PROF_ENV_FOLDED },
+		{ 't', PROFRING_PROF_ENV_TIMER },
+		{ 'u', PROFRING_PROF_ENV_UNWIND },
+		{ 'd', PROFRING_PROF_ENV_FRAMES },
+		{ 'b', PROFRING_PROF_ENV_BUFFER_WORDS },
 	};
 
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
@@ -127,7 +130,7 @@ static int record(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *out = "profring.pb.gz";
+	const char *out = PROFRING_PROF_DEFAULT_OUTPUT;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "+F:o:f:h", longopts, NULL)) !=
@@ -150,7 +153,7 @@ static int record(int argc, char **argv)
 	}
 	if (optind >= argc)
 		return usage(false);
-	if (setenv("PROFRING_PROF", out, 1) || set_preload()) {
+	if (setenv(PROFRING_PROF_ENV_OUTPUT, out, 1) || set_preload()) {
 		perror("profring-prof: setenv");
 		return 1;
 	}
@@ -169,7 +172,7 @@ static int report(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct prof_report_opts o = { .top = 20, .sample_index = -1 };
-	const char *path = "profring.pb.gz";
+	const char *path = PROFRING_PROF_DEFAULT_OUTPUT;
 	int c, err;
 
 	while ((c = getopt_long(argc, argv, "n:Th", longopts, NULL)) != -1) {

@@ -8,7 +8,8 @@
  *  - unmodified programs: LD_PRELOAD=libprofring-prof.so with
  *    PROFRING_PROF=out.pb.gz in the environment (or the launcher,
  *    `profring-prof record -o out.pb.gz -- cmd args...`).  Profiling runs
- *    from before main() until exit.
+ *    from before main() until exit.  The variables are listed below
+ *    (PROFRING_PROF_ENV_OUTPUT and the rest).
  *  - programs that link -lprofring-prof: profring_prof_start() and
  *    profring_prof_stop() around the part to profile.
  *
@@ -23,7 +24,7 @@
  * Debian); above that each signal stands for several periods (the timer's
  * overrun; with setitimer, the process CPU time since the last signal) and
  * the profile weighs it by them, so the CPU time in the profile stays right
- * at any frequency up to 10 kHz.
+ * at any frequency up to PROFRING_PROF_MAX_HZ (10 kHz).
  *
  * The SIGPROF handler unwinds the interrupted thread (frame pointers,
  * every frame checked against the thread's stack bounds; or libunwind) and
@@ -48,6 +49,51 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/*
+ * Limits and defaults of struct profring_prof_opts.  PROFRING_PROF_MAX_FRAMES
+ * may not exceed the stack table's STACKTAB_MAX_DEPTH (the collector
+ * asserts it at build time).
+ */
+#define PROFRING_PROF_MAX_FRAMES 128
+#define PROFRING_PROF_DEFAULT_FRAMES 64
+#define PROFRING_PROF_MAX_HZ 10000
+#define PROFRING_PROF_DEFAULT_HZ 99
+#define PROFRING_PROF_DEFAULT_OUTPUT "profring.pb.gz"
+#define PROFRING_PROF_DEFAULT_BUFFER_WORDS ((size_t)1 << 20) /* 8 MiB */
+#define PROFRING_PROF_MAX_BUFFER_WORDS ((size_t)1 << 27) /* 1 GiB */
+
+/*
+ * The environment of an LD_PRELOAD session: the library's constructor
+ * reads these, and `profring-prof record` sets them from its options.  A
+ * session starts only if PROFRING_PROF_ENV_OUTPUT is set and not empty.
+ * An unset variable (or an empty number) means the default of the
+ * matching struct profring_prof_opts field; a number that does not parse
+ * is ignored, with a line on stderr.  Every name is PROFRING_PROF or
+ * begins with PROFRING_PROF_: once it has read them, the constructor
+ * takes all such variables out of the environment, so that children,
+ * which inherit LD_PRELOAD, do not profile into the same file.
+ */
+/* @output: the pprof file; its presence starts the session. */
+#define PROFRING_PROF_ENV_OUTPUT "PROFRING_PROF"
+/* @hz, a decimal number. */
+#define PROFRING_PROF_ENV_HZ "PROFRING_PROF_HZ"
+/* @folded: the folded-stacks file. */
+#define PROFRING_PROF_ENV_FOLDED "PROFRING_PROF_FOLDED"
+/* @timer: "process" for PROFRING_PROF_TIMER_PROCESS; else per thread. */
+#define PROFRING_PROF_ENV_TIMER "PROFRING_PROF_TIMER"
+/* @unwinder: "libunwind" for PROFRING_PROF_UNWIND_LIBUNWIND; else fp. */
+#define PROFRING_PROF_ENV_UNWIND "PROFRING_PROF_UNWIND"
+/* @max_frames, a decimal number. */
+#define PROFRING_PROF_ENV_FRAMES "PROFRING_PROF_FRAMES"
+/* @buffer_words, a decimal number. */
+#define PROFRING_PROF_ENV_BUFFER_WORDS "PROFRING_PROF_BUFFER_WORDS"
+/*
+ * Read by the launcher only: the path of libprofring-prof.so to preload
+ * (else it looks beside itself, one directory up, in ../lib, then on the
+ * loader's path).
+ */
+#define PROFRING_PROF_ENV_LIB "PROFRING_PROF_LIB"
 
 /** enum profring_prof_timer - how samples are triggered. */
 enum profring_prof_timer {
@@ -74,19 +120,21 @@ enum profring_prof_unwinder {
 
 /**
  * struct profring_prof_opts - profiling options; all-zero means defaults.
- * @hz:		samples per CPU-second per thread; 0 means 99; at most
- *		10000.
+ * @hz:		samples per CPU-second per thread; 0 means
+ *		PROFRING_PROF_DEFAULT_HZ; at most PROFRING_PROF_MAX_HZ.
  * @output:	pprof file (gzip'd profile.proto); NULL means
- *		"profring.pb.gz".
+ *		PROFRING_PROF_DEFAULT_OUTPUT.
  * @folded:	folded-stacks file ("a;b;c 42" lines); NULL means none.
  * @timer:	see enum profring_prof_timer.
  * @unwinder:	see enum profring_prof_unwinder.
  * @max_frames:	frames kept per sample (deeper stacks are cut at the
- *		root end and counted); 0 means 64, at most 128 (the
- *		stack table's depth).
- * @buffer_words: size of the profbuf ring in 8-byte words; 0 means 1 Mi
- *		(8 MiB).  Small rings make the reader's lag visible as lost
- *		samples (for tests).
+ *		root end and counted); 0 means PROFRING_PROF_DEFAULT_FRAMES,
+ *		at most PROFRING_PROF_MAX_FRAMES.
+ * @buffer_words: size of the profbuf ring in 8-byte words; 0 means
+ *		PROFRING_PROF_DEFAULT_BUFFER_WORDS; otherwise at least room
+ *		for two records of @max_frames frames, at most
+ *		PROFRING_PROF_MAX_BUFFER_WORDS.  Small rings make the
+ *		reader's lag visible as lost samples (for tests).
  */
 struct profring_prof_opts {
 	unsigned int hz;
@@ -152,8 +200,10 @@ int profring_prof_start(const struct profring_prof_opts *opts);
  * installed, doing nothing, so that a signal still pending cannot kill the
  * process.
  *
- * Return: 0; -ESRCH if no session is running; or the -errno of the first
- * output that failed (the session is stopped all the same).
+ * Return: 0; -ESHUTDOWN if no session is running (none was started, it
+ * was stopped already, or it belongs to the parent of this forked
+ * process); or the -errno of the first output that failed (the session
+ * is stopped all the same).
  */
 int profring_prof_stop(void);
 
