@@ -175,8 +175,10 @@ $(BUILD)/stress/%: stress/%.c $(TESTKIT_OBJS) $(LIB_A)
 BENCH_LIBS := -lck -lurcu-cds -lurcu -lrt -lm
 
 # The profiler's per-sample work (unwind + write) against glibc's
-# backtrace() and libunwind's unw_backtrace(); needs libunwind.
-$(BUILD)/bench/unwind_bench: bench/unwind_bench.c $(BUILD)/obj/bench/harness.o \
+# backtrace() and libunwind's unw_backtrace(); needs libunwind.  Its
+# harness is compiled with it, with frame pointers: the reference walk
+# goes up through the harness's frames.
+$(BUILD)/bench/unwind_bench: bench/unwind_bench.c bench/harness.c \
 		$(BUILD)/obj/prof/unwind.o $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call link,-lunwind $(BENCH_LIBS),-fno-omit-frame-pointer)
