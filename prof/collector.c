@@ -290,54 +290,47 @@ static const char *thread_name(const struct prof_collector *c, uint32_t tid)
 	return e && e->name[0] ? e->name : NULL;
 }
 
-static int take_sample(struct prof_collector *c, const uint64_t *rec,
-		       size_t len)
+static int take_sample(struct prof_collector *c,
+		       const struct profbuf_record *rec)
 {
-	const uint64_t *hdr = rec + 2;
-	const uintptr_t *pcs = (const uintptr_t *)(hdr + PROF_HDR_WORDS);
-	size_t npcs = len - 2 - PROF_HDR_WORDS;
-	uint64_t periods = hdr[PROF_HDR_PERIODS];
+	uint64_t periods = rec->hdr[PROF_HDR_PERIODS];
+	uint32_t tid = (uint32_t)rec->hdr[PROF_HDR_TID];
 	uint32_t stack;
 
 	c->read++;
 	c->periods += periods;
-	if (!npcs) {
+	if (!rec->nstk) {
 		stack = STACK_EMPTY;
 	} else {
-		stack = stacktab_put(c->tab, pcs, npcs);
+		stack = stacktab_put(c->tab, rec->stk, rec->nstk);
 		if (!stack) {
 			stack = STACK_TABLE_FULL;
 			c->table_full++;
 		}
 	}
-	note_thread(c, (uint32_t)hdr[PROF_HDR_TID]); /* -ENOMEM: no name */
-	return agg_add(c, stack, (uint32_t)hdr[PROF_HDR_TID], periods);
+	note_thread(c, tid); /* -ENOMEM: no name */
+	return agg_add(c, stack, tid, periods);
 }
 
 /* One read's worth of whole records. */
 static int take_records(struct prof_collector *c, const struct profbuf_read *r)
 {
-	size_t off = 0, k = 0, len;
-	const uint64_t *rec;
+	struct profbuf_record rec;
+	struct profbuf_iter it;
 	int err;
 
-	while (off < r->ndata && k < r->ntags) {
-		rec = r->data + off;
-		len = (size_t)rec[0];
-		if (len < 2 + PROF_HDR_WORDS || len > r->ndata - off)
-			return -EBADMSG; /* cannot happen: profbuf's layout */
-		if (!r->tags[k] && !rec[2] && !rec[3] &&
-		    len == 2 + PROF_HDR_WORDS + 1) {
-			c->lost += rec[4];
-		} else {
-			err = take_sample(c, rec, len);
-			if (err)
-				return err;
+	profbuf_iter_init(&it, r, PROF_HDR_WORDS);
+	while (profbuf_iter_next(&it, &rec)) {
+		if (profbuf_record_is_overflow(&rec)) {
+			c->lost += profbuf_record_overflow_count(&rec);
+			continue;
 		}
-		off += len;
-		k++;
+		err = take_sample(c, &rec);
+		if (err)
+			return err;
 	}
-	return 0;
+	/* cannot happen: profbuf hands out whole records of its layout */
+	return profbuf_iter_malformed(&it) ? -EBADMSG : 0;
 }
 
 /* Every COLLECT_PERIOD_NS: arm threads that started unseen. */
