@@ -281,9 +281,16 @@ static __attribute__((noinline, cold)) int count_loss(struct profbuf *b,
 			/* First loss: claim the time slot with BUSY. */
 			uint64_t claim = ovf_next_gen(o) | OVF_BUSY | 1;
 
-			/* Relaxed: BUSY keeps readers of ovf_time away. */
+			/*
+			 * Acquire: pairs with the release of the CAS that
+			 * took the previous run's count (take_overflow(),
+			 * write_with_overflow()): the taker's load of the
+			 * old ovf_time happens before our store of the new
+			 * one, so it cannot read ours (load buffering).
+			 * BUSY keeps readers of ovf_time away meanwhile.
+			 */
 			if (!atomic_compare_exchange_weak_explicit(
-				    &b->ovf, &o, claim, memory_order_relaxed,
+				    &b->ovf, &o, claim, memory_order_acquire,
 				    memory_order_relaxed))
 				continue;
 			ring_perturb();
@@ -460,9 +467,14 @@ write_with_overflow(struct profbuf *b, uint64_t o, const void *tag, int64_t now,
 	/* Stable while we hold BUSY: only a 0 -> 1 claim stores it. */
 	ovf_time = atomic_load_explicit(&b->ovf_time, memory_order_relaxed);
 	o = atomic_load_explicit(&b->ovf, memory_order_relaxed);
-	/* Relaxed: take the count (grown, perhaps) and drop BUSY at once. */
+	/*
+	 * Take the count (grown, perhaps) and drop BUSY at once.  Release:
+	 * pairs with the acquire of the next run's claim in count_loss():
+	 * our load of ovf_time above happens before its store of the next
+	 * run's time.  Acquire: our reads follow every loss counted so far.
+	 */
 	while (!atomic_compare_exchange_weak_explicit(
-		&b->ovf, &o, ovf_next_gen(o), memory_order_relaxed,
+		&b->ovf, &o, ovf_next_gen(o), memory_order_acq_rel,
 		memory_order_relaxed))
 		;
 	count = ovf_count(o);
@@ -646,10 +658,13 @@ static bool take_overflow(struct profbuf *b, struct profbuf_read *out)
 		 * The generation makes the CAS fail if the count went to 0
 		 * and back (a new run, a new time) since we loaded it.
 		 * Acquire (also on failure, which reloads o): pairs with
-		 * ovf_release_busy() as the load above does.
+		 * ovf_release_busy() as the load above does.  Release: pairs
+		 * with the acquire of the next run's claim in count_loss(),
+		 * so the ovf_time we loaded above cannot be the next run's
+		 * (load buffering, as on ARMv8).
 		 */
 	} while (!atomic_compare_exchange_weak_explicit(
-		&b->ovf, &o, ovf_next_gen(o), memory_order_acquire,
+		&b->ovf, &o, ovf_next_gen(o), memory_order_acq_rel,
 		memory_order_acquire));
 
 	b->overflow_rec[0] = 3 + b->hdrsize;

@@ -116,7 +116,8 @@ void profbuf_free(struct profbuf *b);
  * @tag:  opaque pointer returned with the record (may be NULL)
  * @now:  the record's time stamp
  * @hdr:  @nhdr header words, zero-padded to hdrsize; not all zero
- * @nhdr: 0 ... hdrsize
+ * @nhdr: 1 ... hdrsize (0 is always -EINVAL: it makes an all-zero header,
+ *        which only overflow records have)
  * @stk:  the stack, @nstk words
  * @nstk: stack length
  *
