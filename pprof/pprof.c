@@ -35,6 +35,9 @@
  * address 0 and no mapping, whose function is that name.  Ids are 1, 2,
  * ... in order of first use.  A name comes from the symbolizer, else
  * "<basename of the mapping's file>+0x<file offset>", else "0x<address>".
+ * Strings and locations are found again through keyed tables
+ * (pprof/table.h) keyed by a hash of their contents; functions through an
+ * array indexed by the string index of their name.
  *
  * The folded writer names frames the same way (through the same tables),
  * joins them root first with ';', sorts the paths and adds up the samples
@@ -54,6 +57,7 @@
 #include "pprof/outfile.h"
 #include "pprof/pprof.h"
 #include "pprof/proto.h"
+#include "pprof/table.h"
 
 /* Profile fields. */
 enum {
@@ -73,11 +77,11 @@ enum {
 
 #define NAME_MAX_LEN 4352 /* a synthesized name: a basename and an offset */
 
-/* Open addressing: slots hold an id (1-based), 0 is empty. */
-struct htab {
-	uint32_t *slot;
-	uint64_t *hash;
-	size_t cap, n;
+/* An entry of the string table's index (struct keyed_table). */
+struct str_entry {
+	uint64_t key; /* hash_str() of the string */
+	const char *s; /* the table's copy */
+	uint32_t idx; /* its index in the string table */
 };
 
 struct loc {
@@ -87,151 +91,77 @@ struct loc {
 	uint32_t special; /* function id of the special name, else 0 */
 };
 
+/* An entry of the locations' index. */
+struct loc_entry {
+	uint64_t key; /* loc_hash() of the two below */
+	uint64_t addr;
+	uint32_t special;
+	uint32_t id; /* the location's id */
+};
+
 struct builder {
 	struct prof_symbolizer *sym;
 	const struct prof_mapping *maps;
 	size_t nmaps;
 	char **strs; /* string table */
 	size_t nstrs, cap_strs;
-	struct htab str_h;
+	struct keyed_table str_index; /* struct str_entry */
 	uint32_t *func_of_str; /* string index -> function id, 0: none */
 	size_t cap_fos;
 	uint32_t *func_str; /* function id - 1 -> string index */
 	size_t nfuncs, cap_funcs;
 	struct loc *locs;
 	size_t nlocs, cap_locs;
-	struct htab loc_h;
+	struct keyed_table loc_index; /* struct loc_entry */
 	int err;
 };
 
-/*
- * @arr (@*cap elements of @size bytes) grown to hold @need, the new room
- * zeroed; or NULL, @arr untouched.
- */
-static void *grow(void *arr, size_t *cap, size_t need, size_t size)
-{
-	size_t ncap = *cap ? *cap : 16;
-	char *q;
-
-	if (need <= *cap)
-		return arr;
-	while (ncap < need)
-		ncap *= 2;
-	if (ncap > SIZE_MAX / size)
-		return NULL;
-	q = realloc(arr, ncap * size);
-	if (!q)
-		return NULL;
-	memset(q + *cap * size, 0, (ncap - *cap) * size);
-	*cap = ncap;
-	return q;
-}
-
-static int htab_init(struct htab *h)
-{
-	h->cap = 256;
-	h->n = 0;
-	h->slot = calloc(h->cap, sizeof(*h->slot));
-	h->hash = calloc(h->cap, sizeof(*h->hash));
-	return h->slot && h->hash ? 0 : -ENOMEM;
-}
-
-static void htab_free(struct htab *h)
-{
-	free(h->slot);
-	free(h->hash);
-}
-
-/*
- * The slot of the entry with @hash for which @eq holds, or the empty slot
- * where it goes.
- */
-static uint32_t *htab_find(const struct htab *h, uint64_t hash,
-			   bool (*eq)(const struct builder *, uint32_t,
-				      const void *),
-			   const struct builder *b, const void *key)
-{
-	size_t mask = h->cap - 1;
-
-	for (size_t i = hash & mask;; i = (i + 1) & mask)
-		if (!h->slot[i] ||
-		    (h->hash[i] == hash && eq(b, h->slot[i], key)))
-			return &h->slot[i];
-}
-
-static int htab_grow(struct htab *h)
-{
-	struct htab n = { .cap = 2 * h->cap, .n = h->n };
-	size_t mask = n.cap - 1, j;
-
-	n.slot = calloc(n.cap, sizeof(*n.slot));
-	n.hash = calloc(n.cap, sizeof(*n.hash));
-	if (!n.slot || !n.hash) {
-		htab_free(&n);
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < h->cap; i++) {
-		if (!h->slot[i])
-			continue;
-		for (j = h->hash[i] & mask; n.slot[j]; j = (j + 1) & mask)
-			;
-		n.slot[j] = h->slot[i];
-		n.hash[j] = h->hash[i];
-	}
-	htab_free(h);
-	*h = n;
-	return 0;
-}
-
-/* Fill @slot (from htab_find) with @id; grow at half full. */
-static int htab_add(struct htab *h, uint32_t *slot, uint64_t hash, uint32_t id)
-{
-	*slot = id;
-	h->hash[slot - h->slot] = hash;
-	h->n++;
-	return 2 * h->n > h->cap ? htab_grow(h) : 0;
-}
-
+/* A nonzero hash of @s (FNV-1a; the table mixes it further). */
 static uint64_t hash_str(const char *s)
 {
 	uint64_t h = 0xcbf29ce484222325ull;
-	uintptr_t w;
 
 	while (*s) {
 		h ^= (unsigned char)*s++;
 		h *= 0x100000001b3ull;
 	}
-	w = (uintptr_t)(h ^ h >> 32);
-	return ring_hash_words(&w, 1);
+	return h ? h : 1;
 }
 
-static bool str_eq(const struct builder *b, uint32_t id, const void *key)
+static bool str_eq(const void *entry, const void *s)
 {
-	return !strcmp(b->strs[id - 1], key);
+	const struct str_entry *e = entry;
+
+	return !strcmp(e->s, s);
 }
 
 /* Index of @s in the string table (0 after an error: b->err is set). */
 static uint32_t str_intern(struct builder *b, const char *s)
 {
 	uint64_t h = hash_str(s);
-	uint32_t *slot = htab_find(&b->str_h, h, str_eq, b, s);
+	struct str_entry *e = keyed_table_find(&b->str_index, h, str_eq, s);
 	char *copy, **strs;
 
-	if (*slot || b->err)
-		return *slot ? *slot - 1 : 0;
+	if (e || b->err)
+		return e ? e->idx : 0;
 	if (b->nstrs >= UINT32_MAX - 1)
 		goto nomem;
-	strs = grow(b->strs, &b->cap_strs, b->nstrs + 1, sizeof(*strs));
+	strs = array_grow(b->strs, &b->cap_strs, b->nstrs + 1, sizeof(*strs));
 	if (!strs)
 		goto nomem;
 	b->strs = strs;
 	copy = strdup(s);
 	if (!copy)
 		goto nomem;
-	b->strs[b->nstrs++] = copy;
-	if (htab_add(&b->str_h, slot, h, (uint32_t)b->nstrs))
+	e = keyed_table_insert(&b->str_index, h, str_eq, s);
+	if (!e) {
+		free(copy);
 		goto nomem;
-	return (uint32_t)b->nstrs - 1;
+	}
+	e->s = copy;
+	e->idx = (uint32_t)b->nstrs;
+	b->strs[b->nstrs++] = copy;
+	return e->idx;
 nomem:
 	b->err = -ENOMEM;
 	return 0;
@@ -244,13 +174,13 @@ static uint32_t func_intern(struct builder *b, const char *name)
 
 	if (b->err)
 		return 0;
-	p = grow(b->func_of_str, &b->cap_fos, (size_t)si + 1, sizeof(*p));
+	p = array_grow(b->func_of_str, &b->cap_fos, (size_t)si + 1, sizeof(*p));
 	if (!p)
 		goto nomem;
 	b->func_of_str = p;
 	if (p[si])
 		return p[si];
-	p = grow(b->func_str, &b->cap_funcs, b->nfuncs + 1, sizeof(*p));
+	p = array_grow(b->func_str, &b->cap_funcs, b->nfuncs + 1, sizeof(*p));
 	if (!p)
 		goto nomem;
 	b->func_str = p;
@@ -296,18 +226,21 @@ static uint32_t addr_func(struct builder *b, uint64_t addr,
 	return func_intern(b, buf);
 }
 
+/* A nonzero hash of a location's key. */
 static uint64_t loc_hash(uint64_t addr, uint32_t special)
 {
 	uintptr_t w[2] = { (uintptr_t)addr, special };
+	uint64_t h = ring_hash_words(w, 2);
 
-	return ring_hash_words(w, 2);
+	return h ? h : 1;
 }
 
-static bool loc_eq(const struct builder *b, uint32_t id, const void *key)
+static bool loc_eq(const void *entry, const void *key)
 {
-	const struct loc *k = key, *l = &b->locs[id - 1];
+	const struct loc_entry *e = entry;
+	const struct loc *k = key;
 
-	return l->addr == k->addr && l->special == k->special;
+	return e->addr == k->addr && e->special == k->special;
 }
 
 /* Id of the location of adjusted address @addr, or of @special. */
@@ -315,28 +248,31 @@ static uint32_t loc_intern(struct builder *b, uint64_t addr,
 			   const char *special)
 {
 	struct loc k = { .addr = special ? 0 : addr }, *locs;
+	struct loc_entry *e;
 	uint64_t h;
-	uint32_t *slot;
 
 	if (special)
 		k.special = k.func = func_intern(b, special);
 	h = loc_hash(k.addr, k.special);
-	slot = htab_find(&b->loc_h, h, loc_eq, b, &k);
-	if (*slot || b->err)
-		return *slot;
+	e = keyed_table_find(&b->loc_index, h, loc_eq, &k);
+	if (e || b->err)
+		return e ? e->id : 0;
 	if (!special)
 		k.func = addr_func(b, addr, &k.mapping_id);
 	if (b->err || b->nlocs >= UINT32_MAX - 1)
 		goto nomem;
-	locs = grow(b->locs, &b->cap_locs, b->nlocs + 1, sizeof(*locs));
+	locs = array_grow(b->locs, &b->cap_locs, b->nlocs + 1, sizeof(*locs));
 	if (!locs)
 		goto nomem;
 	b->locs = locs;
-	b->locs[b->nlocs++] = k;
-	/* addr_func() changed other tables only: @slot is still valid. */
-	if (htab_add(&b->loc_h, slot, h, (uint32_t)b->nlocs))
+	e = keyed_table_insert(&b->loc_index, h, loc_eq, &k);
+	if (!e)
 		goto nomem;
-	return (uint32_t)b->nlocs;
+	e->addr = k.addr;
+	e->special = k.special;
+	b->locs[b->nlocs++] = k;
+	e->id = (uint32_t)b->nlocs;
+	return e->id;
 nomem:
 	if (!b->err)
 		b->err = -ENOMEM;
@@ -354,8 +290,8 @@ static int builder_init(struct builder *b, struct prof_symbolizer *s)
 	memset(b, 0, sizeof(*b));
 	b->sym = s;
 	b->nmaps = prof_symbolizer_mappings(s, &b->maps);
-	if (htab_init(&b->str_h) || htab_init(&b->loc_h))
-		return -ENOMEM;
+	keyed_table_init(&b->str_index, sizeof(struct str_entry));
+	keyed_table_init(&b->loc_index, sizeof(struct loc_entry));
 	str_intern(b, "");
 	return b->err;
 }
@@ -365,8 +301,8 @@ static void builder_free(struct builder *b)
 	for (size_t i = 0; i < b->nstrs; i++)
 		free(b->strs[i]);
 	free(b->strs);
-	htab_free(&b->str_h);
-	htab_free(&b->loc_h);
+	keyed_table_free(&b->str_index);
+	keyed_table_free(&b->loc_index);
 	free(b->func_of_str);
 	free(b->func_str);
 	free(b->locs);
@@ -462,7 +398,7 @@ static int put_samples(struct enc *e, const struct prof_profile *p)
 	for (size_t i = 0; i < p->nsamples && !e->b.err; i++) {
 		const struct prof_sample *ps = &p->samples[i];
 
-		q = grow(ids, &cap, ps->npcs + 1, sizeof(*ids));
+		q = array_grow(ids, &cap, ps->npcs + 1, sizeof(*ids));
 		if (!q) {
 			e->b.err = -ENOMEM;
 			break;

@@ -24,10 +24,11 @@
  *
  * Sample types ("samples", "count") and ("cpu", "nanoseconds"), the
  * default "cpu"; period_type ("cpu", "nanoseconds"), period @p->period_ns;
- * a numeric label "tid" on samples with a nonzero tid; the comments of @p
- * as pprof comments.  A function name nothing knows is
- * "<basename of the mapped file>+0x<file offset>", or "0x<address>"
- * outside any mapping.
+ * a numeric label "tid" on samples with a nonzero tid, and a string label
+ * "thread", the thread's name, on samples whose thread_name is known (not
+ * NULL, not empty); the comments of @p as pprof comments.  A function
+ * name nothing knows is "<basename of the mapped file>+0x<file offset>",
+ * or "0x<address>" outside any mapping.
  *
  * Return: 0, or -errno (-EINVAL for a NULL @p or @path or a sample with
  * frames but NULL pcs; -ENOMEM; or what prof_outfile_write() said).

@@ -2,7 +2,7 @@
 /*
  * pprof/proto.h - the protocol-buffers wire format, as much of it as
  * pprof's profile.proto needs, shared by the encoder (pprof.c) and the
- * decoder (report.c).
+ * decoder (decode.c).
  *
  * A message is a sequence of fields, each a key (varint: field number << 3
  * | wire type) and a value: wire type 0 a varint (ring/varint.h; an int64

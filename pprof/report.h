@@ -8,6 +8,10 @@
  * unique, string indices are in the table, every sample has one value per
  * sample type): any input gives a summary or -EBADMSG, never a crash.
  *
+ * The API of pprof/'s reading side, for the tools and tests.  Behind it:
+ * decode.c reads the file and decodes it (decode.h), summary.c
+ * summarizes it, print.c prints the report.
+ *
  * Internal header of the profiler: never installed.
  */
 #ifndef PROFRING_PROF_REPORT_H
@@ -117,6 +121,22 @@ struct prof_summary {
 	const struct prof_report_mapping *maps;
 	size_t nmaps;
 };
+
+/**
+ * prof_sat_add() - @a + @b, saturated to INT64_MIN or INT64_MAX: how a
+ * summary adds values up (its total, flat and cum values, values per tid).
+ * @a, @b:	the values.
+ *
+ * Return: the sum, or the bound it passes.
+ */
+static inline int64_t prof_sat_add(int64_t a, int64_t b)
+{
+	int64_t r;
+
+	if (!__builtin_add_overflow(a, b, &r))
+		return r;
+	return b > 0 ? INT64_MAX : INT64_MIN;
+}
 
 /**
  * prof_read_file() - read a whole file, gunzip'ing it if it is gzip'd.

@@ -30,7 +30,7 @@
 #include <profring/stacktab.h>
 
 #include "ring/clock.h"
-#include "ring/hash.h"
+#include "pprof/table.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -68,18 +68,10 @@ _Static_assert(PROFRING_PROF_MAX_FRAMES <= STACKTAB_MAX_DEPTH,
 #define COLLECT_PERIOD_NS 200000000u
 
 /*
- * An open-addressing table of fixed-size entries that start with a
- * nonzero 64-bit key (0 marks an empty slot); power-of-two size, at most
- * half full.  The collector keeps two: samples by (stack, tid) and thread
- * names by tid.
+ * The collector keeps two keyed tables (pprof/table.h: open addressing,
+ * entries that start with a nonzero 64-bit key): samples by (stack, tid)
+ * and thread names by tid.  Keys are unique in both.
  */
-struct keyed_table {
-	char *v;
-	size_t n;
-	size_t cap;
-	size_t esize;
-};
-
 struct agg_entry {
 	uint64_t key; /* stack << 32 | tid */
 	uint64_t samples;
@@ -145,70 +137,11 @@ static void test_stall(void)
 		nanosleep(&ts, NULL);
 }
 
-static uint64_t *kt_entry(const struct keyed_table *t, size_t i)
-{
-	return (uint64_t *)(t->v + i * t->esize);
-}
-
-/* The slot of @key: its entry, or the empty slot it would take. */
-static uint64_t *kt_slot(const struct keyed_table *t, uint64_t key)
-{
-	size_t i = (size_t)ring_hash_lane(0, key) & (t->cap - 1);
-
-	while (*kt_entry(t, i) && *kt_entry(t, i) != key)
-		i = (i + 1) & (t->cap - 1);
-	return kt_entry(t, i);
-}
-
-static int kt_grow(struct keyed_table *t)
-{
-	struct keyed_table old = *t;
-	size_t i;
-
-	t->cap = old.cap ? 2 * old.cap : 64;
-	t->v = calloc(t->cap, t->esize);
-	if (!t->v) {
-		*t = old;
-		return -ENOMEM;
-	}
-	for (i = 0; i < old.cap; i++)
-		if (*kt_entry(&old, i))
-			memcpy(kt_slot(t, *kt_entry(&old, i)),
-			       kt_entry(&old, i), t->esize);
-	free(old.v);
-	return 0;
-}
-
-/* @key's entry, added zeroed (but for the key) if new; NULL: -ENOMEM. */
-static void *kt_insert(struct keyed_table *t, uint64_t key)
-{
-	uint64_t *e;
-
-	if (2 * (t->n + 1) > t->cap && kt_grow(t))
-		return NULL;
-	e = kt_slot(t, key);
-	if (!*e) {
-		*e = key;
-		t->n++;
-	}
-	return e;
-}
-
-/* @key's entry, or NULL. */
-static void *kt_find(const struct keyed_table *t, uint64_t key)
-{
-	uint64_t *e;
-
-	if (!t->cap)
-		return NULL;
-	e = kt_slot(t, key);
-	return *e ? e : NULL;
-}
-
 static int agg_add(struct prof_collector *c, uint32_t stack, uint32_t tid,
 		   uint64_t periods)
 {
-	struct agg_entry *e = kt_insert(&c->agg, (uint64_t)stack << 32 | tid);
+	uint64_t key = (uint64_t)stack << 32 | tid;
+	struct agg_entry *e = keyed_table_insert(&c->agg, key, NULL, NULL);
 
 	if (!e)
 		return -ENOMEM;
@@ -243,9 +176,9 @@ static int note_thread(struct prof_collector *c, uint32_t tid)
 {
 	struct name_entry *e;
 
-	if (!tid || kt_find(&c->names, tid))
+	if (!tid || keyed_table_find(&c->names, tid, NULL, NULL))
 		return 0;
-	e = kt_insert(&c->names, tid);
+	e = keyed_table_insert(&c->names, tid, NULL, NULL);
 	if (!e)
 		return -ENOMEM;
 	read_comm(tid, e->name);
@@ -256,7 +189,7 @@ static int note_thread(struct prof_collector *c, uint32_t tid)
 static void take_exited_name(void *arg, const struct tid_name *n)
 {
 	struct prof_collector *c = arg;
-	struct name_entry *e = kt_find(&c->names, n->tid);
+	struct name_entry *e = keyed_table_find(&c->names, n->tid, NULL, NULL);
 
 	if (e)
 		memcpy(e->name, n->name, sizeof(e->name));
@@ -270,12 +203,9 @@ static void refresh_names(struct prof_collector *c)
 {
 	struct name_entry *e;
 	char name[16];
-	size_t i;
+	size_t i = 0;
 
-	for (i = 0; i < c->names.cap; i++) {
-		e = (struct name_entry *)kt_entry(&c->names, i);
-		if (!e->key)
-			continue;
+	while ((e = keyed_table_next(&c->names, &i))) {
 		read_comm((uint32_t)e->key, name);
 		if (name[0])
 			memcpy(e->name, name, sizeof(name));
@@ -285,7 +215,8 @@ static void refresh_names(struct prof_collector *c)
 
 static const char *thread_name(const struct prof_collector *c, uint32_t tid)
 {
-	const struct name_entry *e = tid ? kt_find(&c->names, tid) : NULL;
+	const struct name_entry *e =
+		tid ? keyed_table_find(&c->names, tid, NULL, NULL) : NULL;
 
 	return e && e->name[0] ? e->name : NULL;
 }
@@ -395,8 +326,8 @@ struct prof_collector *prof_collector_start(struct profbuf *buf, int *err)
 		return NULL;
 	}
 	c->buf = buf;
-	c->agg.esize = sizeof(struct agg_entry);
-	c->names.esize = sizeof(struct name_entry);
+	keyed_table_init(&c->agg, sizeof(struct agg_entry));
+	keyed_table_init(&c->names, sizeof(struct name_entry));
 	table_bytes =
 		atomic_load_explicit(&test_table_bytes, memory_order_relaxed);
 	c->tab = stacktab_new(table_bytes ? table_bytes
@@ -506,7 +437,8 @@ static int fill_sample(struct prof_collector *c, const struct agg_entry *e,
 int prof_collector_profile(struct prof_collector *c, struct prof_profile *p)
 {
 	struct prof_sample *v;
-	size_t i, n = 0;
+	struct agg_entry *e;
+	size_t i = 0, n = 0;
 	int err;
 
 	memset(p, 0, sizeof(*p));
@@ -515,11 +447,8 @@ int prof_collector_profile(struct prof_collector *c, struct prof_profile *p)
 	if (!v)
 		return -ENOMEM;
 	p->samples = v;
-	for (i = 0; i < c->agg.cap; i++) {
-		if (!*kt_entry(&c->agg, i))
-			continue;
-		err = fill_sample(c, (struct agg_entry *)kt_entry(&c->agg, i),
-				  &v[n]);
+	while ((e = keyed_table_next(&c->agg, &i))) {
+		err = fill_sample(c, e, &v[n]);
 		if (err) {
 			p->nsamples = n;
 			prof_collector_profile_free(p);
@@ -581,7 +510,7 @@ void prof_collector_free(struct prof_collector *c)
 		return;
 	sem_destroy(&c->started);
 	stacktab_free(c->tab);
-	free(c->agg.v);
-	free(c->names.v);
+	keyed_table_free(&c->agg);
+	keyed_table_free(&c->names);
 	free(c);
 }
