@@ -191,6 +191,11 @@ $(BUILD)/fuzz/%: fuzz/%.c $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call link,-fsanitize=fuzzer)
 
+# Fuzzers of the tools' readers: the pprof decoder and report.
+$(BUILD)/fuzz/pprof_fuzz: fuzz/pprof_fuzz.c $(PPROF_A) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(call link,-fsanitize=fuzzer $(PPROF_LIBS))
+
 # libFuzzer targets: the library built with the fuzzer's coverage and
 # ASan+UBSan.  `make fuzz` runs each for FUZZ_SECONDS, new inputs going to
 # build/fuzz/corpus/<target> (the committed seeds in fuzz/corpus/<target>
