@@ -94,11 +94,14 @@ static int check_stack(void *arg, uint32_t id, const uintptr_t *pcs, size_t n)
 static void check_walk(struct stacktab *t, struct model *m, bool reset)
 {
 	struct walk w = { m, 0 };
+	int rc;
 
 	if (reset)
-		stacktab_reset(t, check_stack, &w);
+		rc = stacktab_reset(t, check_stack, &w);
 	else
-		stacktab_foreach(t, check_stack, &w);
+		rc = stacktab_foreach(t, check_stack, &w);
+	if (rc)
+		fuzz_fail("walk refused", rc, reset);
 	if (w.next != m->nstacks)
 		fuzz_fail("walk missed stacks", w.next, (long long)m->nstacks);
 	if (reset)

@@ -3,9 +3,10 @@
  * trace_roundtrip_fuzz.c - events from the input, through the tracer and
  * back through the decoder: what comes out must be what went in.
  *
- * The input is read as a list of operations: events with 0-6 arguments
- * of any size, events with byte payloads (0-1024 bytes), events carrying
- * an interned string and an interned stack, and generation advances.
+ * The input is read as a list of operations: events with 0 to
+ * TRACEBUF_MAX_ARGS arguments of any size, events with byte payloads (0 to
+ * TRACEBUF_MAX_PAYLOAD bytes), events carrying an interned string and an
+ * interned stack, and generation advances.
  * One thread writes them; the stream is read to EOF and decoded.  Every
  * event must come back in order with its type, arguments or payload, in
  * the generation it was written in, with its string and stack ids
@@ -119,7 +120,7 @@ static int write_op(struct tracebuf *t, struct op *o)
 	return rc;
 }
 
-/* ---- checking what comes back ----------------------------------------------- */
+/* ---- checking what comes back ------------------------------------------- */
 
 static int on_event(void *arg, const struct tracedec_event *ev)
 {
@@ -249,10 +250,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	r.ops = calloc(MAX_OPS, sizeof(*r.ops));
 	r.strings = calloc(MAX_TABLE, sizeof(*r.strings));
 	r.stacks = calloc(MAX_TABLE, sizeof(*r.stacks));
-	tracebuf_start(t);
+	rc = tracebuf_start(t);
+	if (rc)
+		fuzz_fail("tracebuf_start", rc, 0);
 	while (in.left && r.nops < MAX_OPS) {
 		if (!parse_op(&in, &r.ops[r.nops])) {
-			tracebuf_advance(t);
+			rc = tracebuf_advance(t);
+			if (rc)
+				fuzz_fail("tracebuf_advance", rc, 0);
 			continue;
 		}
 		rc = write_op(t, &r.ops[r.nops]);
@@ -260,7 +265,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fuzz_fail("write", rc, (long long)r.nops);
 		r.nops++;
 	}
-	tracebuf_stop(t);
+	rc = tracebuf_stop(t);
+	if (rc)
+		fuzz_fail("tracebuf_stop", rc, 0);
 	stream = read_stream(t, &len);
 	rc = tracedec_decode(stream, len,
 			     &(struct tracedec_visitor){ .event = on_event,

@@ -6,7 +6,10 @@
  * library targets), read with RDTSC: a few nanoseconds, no syscall, no
  * vDSO.  Elsewhere it is CLOCK_MONOTONIC in nanoseconds.  Consumers learn
  * the tick rate from ring_clock_hz(), measured once against
- * CLOCK_MONOTONIC; async-signal-safe.
+ * CLOCK_MONOTONIC.
+ *
+ * ring_clock_ns(), ring_clock_mono_ns() and ring_clock_ticks() are
+ * async-signal-safe; ring_clock_hz() is not (see there).
  */
 #ifndef PROFRING_RING_CLOCK_H
 #define PROFRING_RING_CLOCK_H
@@ -37,7 +40,12 @@ static inline uint64_t ring_clock_ticks(void)
 #endif
 }
 
-/* Ticks per second (measured once, ~10 ms, on first call; not signal-safe). */
+/*
+ * Ticks per second.  The first call measures it (sleeping about 10 ms);
+ * later calls return the same value.  Not async-signal-safe: it runs
+ * pthread_once(), which a signal handler must not call (one that
+ * interrupted the first call on its own thread would deadlock).
+ */
 uint64_t ring_clock_hz(void);
 
 #endif /* PROFRING_RING_CLOCK_H */

@@ -14,20 +14,31 @@
  * thread the profiler never saw.  So:
  *
  *  - Each structure owns an array of slots, one per thread that ever read
- *    it, owned by a token: the tid and a nonce taken once per thread, so
- *    that a new thread that gets a dead thread's tid is a different owner.  A thread finds its slot through a one-entry initial-exec TLS
- *    cache (no allocation, no lock, no dynamic TLS), valid if the cached
- *    slot lies in this structure's array and is owned by the thread's
- *    tid, each entry checked on its own: one pointer load, so a handler that re-points the cache between
- *    our loads cannot hand us a wrong slot.  On a miss the thread probes
- *    the array from hash(tid) - open addressing: a released slot becomes a
- *    tombstone, never free again, so a thread's own slot always lies
- *    before the first never-used slot of its probe sequence and is found
- *    before any free one - and claims the first tombstone or never-used
- *    slot it passed with a CAS (a failed CAS that finds its own token
- *    means a signal handler on the thread claimed it first), or takes
- *    over the slot of a thread that has exited (tgkill(pid, tid, 0) says
- *    ESRCH) by a CAS on the dead owner's token.  All async-signal-safe.
+ *    it, each owned by a token: nonce << 32 | tid, made once per thread
+ *    on its first use (a nonce from a global counter, so that a new
+ *    thread that gets a dead thread's tid is a different owner; a thread
+ *    and its signal handlers settle on one token by a CAS).
+ *  - A thread finds its slot through an initial-exec TLS cache (struct
+ *    ring_grace_tls: no allocation, no lock, no dynamic TLS) holding the
+ *    thread's token and its last RING_GRACE_TLS_WAYS slot pointers, of
+ *    any structures (a tracer's event uses the tracer's slot and those of
+ *    its tables).  A way is a hit if its slot lies in this structure's
+ *    array and that slot's owner is the thread's token.  Each way is read
+ *    with one pointer load and checked on that copy, so a handler that
+ *    re-points the way in between cannot hand us a wrong slot.  A miss
+ *    stores the slot found in the next way, round robin: one pointer
+ *    store, so a handler caching its own slot meanwhile can at worst
+ *    evict an entry, never make one wrong.  A fork()ed child clears the
+ *    cache and its token (pthread_atfork): it has a new tid.
+ *  - On a miss the thread probes the array from hash(tid) - open
+ *    addressing: a released slot becomes a tombstone, never free again,
+ *    so a thread's own slot always lies before the first never-used slot
+ *    of its probe sequence and is found before any free one - and claims
+ *    the first tombstone or never-used slot it passed with a CAS (a
+ *    failed CAS that finds its own token means a signal handler on the
+ *    thread claimed it first), or, with reclaim, takes over the slot of
+ *    a thread that has exited (tgkill(pid, tid, 0) says ESRCH) by a CAS
+ *    on the dead owner's token.  All async-signal-safe.
  *  - A slot's word holds a nesting depth (low 8 bits) and a period count
  *    (the rest).  ring_grace_enter() loads the word and stores it with
  *    depth + 1; ring_grace_exit() stores, with release, the word it saw at
@@ -36,11 +47,12 @@
  *    exactly.  If it interrupts the load/store pair of an outermost
  *    enter, the interrupted store rewinds the period; the updater below
  *    then just waits for that section too.  No atomic read-modify-write.
- *  - The updater first makes its change visible (say, switches the
- *    current generation with a seq_cst store), then forces a full memory
- *    barrier on every thread of the process with membarrier(2)
- *    (MEMBARRIER_CMD_PRIVATE_EXPEDITED, as liburcu's memb flavour does), so
- *    the readers need only a compiler barrier between their store of the
+ *  - The updater first makes its change (say, stores the index of the new
+ *    current generation, with release), then ring_grace_wait() forces a
+ *    full memory barrier on every thread of the process with
+ *    membarrier(2) (MEMBARRIER_CMD_PRIVATE_EXPEDITED, as liburcu's memb
+ *    flavour does; MEMBARRIER_CMD_GLOBAL if that is refused), so the
+ *    readers need only a compiler barrier between their store of the
  *    depth and their loads of the structure.  Then, for each slot, it
  *    loads the word with acquire: depth 0 means that thread is outside
  *    (and will see the change when it enters); otherwise it waits until
@@ -48,8 +60,9 @@
  *    release store in ring_grace_exit(): the reader's accesses happen
  *    before the updater goes on).  A change of depth alone proves
  *    nothing: a handler's nested section changes it while the section it
- *    interrupted goes on.  Without membarrier (old kernels), readers issue a seq_cst
- *    fence instead and so does the updater.
+ *    interrupted goes on.  Without membarrier (registration refused at
+ *    ring_grace_init(): old kernels), readers issue a seq_cst fence
+ *    instead and so does the updater.
  *
  * What can block: only ring_grace_wait(), which waits for sections in
  * progress (a thread that dies inside a section blocks it forever; so does
@@ -122,7 +135,10 @@ static inline pid_t ring_grace_owner_tid(uint64_t owner)
 bool ring_grace_release(struct ring_grace *g, uint32_t i, uint64_t owner);
 void ring_grace_destroy(struct ring_grace *g);
 
-/* The calling thread's slot (claimed on first use), or NULL if all taken. */
+/*
+ * The calling thread's slot (claimed on first use, then cached), or NULL
+ * if none is free (with reclaim: and no owner has exited).
+ */
 struct ring_grace_slot *ring_grace_slot_slow(struct ring_grace *g);
 
 /*
@@ -154,7 +170,7 @@ static inline bool ring_grace_slot_ours(struct ring_grace *g,
 static inline struct ring_grace_slot *ring_grace_slot(struct ring_grace *g)
 {
 	for (int i = 0; i < RING_GRACE_TLS_WAYS; i++) {
-		/* One load per way: see ring_grace_slot_slow(). */
+		/* One load per way, checked on the copy: see above. */
 		struct ring_grace_slot *slot = ring_grace_tls.slot[i];
 
 		if (ring_likely(ring_grace_slot_ours(g, slot)))

@@ -6,9 +6,10 @@
  * first touch, so an arena of 64 MiB costs nothing until used) and carved
  * by an atomic bump pointer: no malloc, no lock, async-signal-safe.  When
  * it is full, ring_region_alloc() returns NULL and the caller counts the
- * loss.  There is no free: ring_region_reset() releases everything at once
- * (and gives the pages back to the kernel), when the caller knows nobody
- * uses the memory any more.
+ * loss.  There is no free: ring_region_reset() releases everything at once,
+ * when the caller knows nobody uses the memory any more, and either gives
+ * the pages back to the kernel or keeps them committed for reuse (the
+ * caller chooses).
  */
 #ifndef PROFRING_RING_REGION_H
 #define PROFRING_RING_REGION_H
@@ -35,9 +36,9 @@ int ring_region_init(struct ring_region *r, size_t size);
 
 /*
  * Carve @bytes aligned to @align (a power of two, at most a page); memory
- * from a fresh arena (or after a reset that gave the pages back) is zero.
- * NULL when full.
- * Async-signal-safe, lock-free.
+ * from a fresh arena (or after a reset that gave the pages back) is zero;
+ * after a reset that kept them it holds what was written before.  NULL
+ * when full.  Async-signal-safe, lock-free.
  */
 void *ring_region_alloc(struct ring_region *r, size_t bytes, size_t align);
 

@@ -33,8 +33,9 @@
  * ring/grace.h and loads `cur` (acquire, pairing with the store in
  * reset) inside it.  Reset stores the other index in `cur`, waits a grace
  * period, then the old generation is quiescent: it is dumped and cleared
- * (arena pages given back, buckets and index zeroed), ready to be the
- * next generation.  A put racing the reset lands in one generation or the
+ * (arena rewound with its pages kept committed, buckets and the used part
+ * of the index zeroed: see clear_gen()), ready to be the next
+ * generation.  A put racing the reset lands in one generation or the
  * other, and the caller's id is valid in the generation it landed in.
  */
 #include <errno.h>

@@ -19,7 +19,9 @@
  *  - every end record's batch count == the batches of that generation,
  *    and generations end in order, each once;
  *  - every string and stack id an event uses is in its generation's
- *    tables.
+ *    tables;
+ *  - every read succeeds, and after the stop every call that needs a
+ *    running tracer returns -ESHUTDOWN and the reader sees EOF.
  * Exit status 0 only if nothing was violated.
  */
 #include <errno.h>
@@ -185,7 +187,7 @@ static void *advancer_main(void *arg)
 	return NULL;
 }
 
-/* ---- the reader's checks ---------------------------------------------------- */
+/* ---- the reader's checks ------------------------------------------------ */
 
 struct check {
 	uint64_t last_end, events, records, bytes, batches_by_gen[64];
@@ -345,8 +347,10 @@ static void *reader_main(void *arg)
 	struct check *c = arg;
 	struct tracebuf_chunk ch;
 	bool header = true;
+	int rc;
 
-	while (tracebuf_read(tracer, PROFBUF_BLOCKING, &ch) == 0 && !ch.eof) {
+	while ((rc = tracebuf_read(tracer, PROFBUF_BLOCKING, &ch)) == 0 &&
+	       !ch.eof) {
 		if (header) {
 			if (ch.len != TB_STREAM_HDR ||
 			    memcmp(ch.data, TB_MAGIC, 8))
@@ -356,10 +360,27 @@ static void *reader_main(void *arg)
 		}
 		check_chunk(c, ch.data, ch.len);
 	}
+	if (rc)
+		violation("read refused", (uint64_t)-rc, 0);
 	return NULL;
 }
 
-/* ---- the end --------------------------------------------------------------- */
+/* ---- the end ------------------------------------------------------------ */
+
+/* Stopped: everything says so with -ESHUTDOWN; the reader sees EOF. */
+static void check_stopped(void)
+{
+	uint64_t args[2] = { 0, 0 };
+	struct tracebuf_chunk ch;
+
+	if (tracebuf_emit(tracer, 8, args, 2) != -ESHUTDOWN ||
+	    tracebuf_advance(tracer) != -ESHUTDOWN ||
+	    tracebuf_stop(tracer) != -ESHUTDOWN ||
+	    tracebuf_start(tracer) != -ESHUTDOWN)
+		violation("not -ESHUTDOWN after stop", 0, 0);
+	if (tracebuf_read(tracer, PROFBUF_NONBLOCKING, &ch) || !ch.eof)
+		violation("no EOF after stop", 0, 0);
+}
 
 static void check_writers(struct check *c, uint32_t nwriters, uint64_t *ok,
 			  uint64_t *lost)
@@ -423,7 +444,8 @@ int main(int argc, char **argv)
 	sigaction(SIGPROF, &sa, NULL);
 
 	start = stress_now_ns();
-	tracebuf_start(tracer);
+	if (tracebuf_start(tracer))
+		violation("start refused", 0, 0);
 	pthread_create(&reader, NULL, reader_main, c);
 	pthread_create(&advancer, NULL, advancer_main, &advances);
 	for (long i = 0; i < opt.writers; i++)
@@ -433,9 +455,11 @@ int main(int argc, char **argv)
 	for (long i = 0; i < opt.writers; i++)
 		pthread_join(lanes[i], NULL);
 	pthread_join(advancer, NULL);
-	tracebuf_stop(tracer);
+	if (tracebuf_stop(tracer))
+		violation("stop refused", 0, 0);
 	pthread_join(reader, NULL);
 	signal(SIGPROF, SIG_IGN);
+	check_stopped();
 
 	nwriters = atomic_load(&next_writer);
 	if (nwriters > MAX_WRITERS)

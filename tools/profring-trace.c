@@ -24,6 +24,8 @@
 #include <profring/tracebuf.h>
 #include <profring/tracedec.h>
 
+#include "pprof/table.h"
+
 #define NLEVELS 2
 #define JSON_MAX_SAFE_INT (1ull << 53)
 
@@ -56,7 +58,7 @@ struct gen_info {
 	size_t nstrs, cap_strs;
 	struct stack_ent *stacks;
 	size_t nstacks, cap_stacks;
-	struct type_ent types[TRACEBUF_MAX_TYPE + 1];
+	struct type_ent types[TRACEDEC_MAX_TYPE + 1];
 };
 
 struct thread_info {
@@ -73,7 +75,7 @@ struct trace {
 	size_t ngens, cap_gens, gen_hint;
 	struct thread_info *threads;
 	size_t nthreads, cap_threads, thread_hint;
-	uint64_t type_events[TRACEBUF_MAX_TYPE + 1];
+	uint64_t type_events[TRACEDEC_MAX_TYPE + 1];
 	uint64_t events, payload_events, lost, batches, strings, stacks;
 	uint64_t table_failures;
 	uint64_t fallback_hz; /* for a generation without an F record */
@@ -97,35 +99,6 @@ static const struct {
 
 /* ---- memory ------------------------------------------------------------- */
 
-/**
- * grow() - make room for @need elements of @size bytes at @p.
- * @p: the array (may be NULL)
- * @cap: its capacity in elements, updated
- * @need: elements wanted
- * @size: bytes per element
- *
- * Return: the (possibly moved) array, or NULL when out of memory (@p is
- * left as it was).
- */
-static void *grow(void *p, size_t *cap, size_t need, size_t size)
-{
-	size_t n = *cap ? *cap : 16;
-
-	if (need <= *cap)
-		return p;
-	while (n < need) {
-		if (n > SIZE_MAX / 2)
-			return NULL;
-		n *= 2;
-	}
-	if (n > SIZE_MAX / size)
-		return NULL;
-	p = realloc(p, n * size);
-	if (p)
-		*cap = n;
-	return p;
-}
-
 static char *memdup(const char *s, size_t len)
 {
 	char *p = malloc(len + 1);
@@ -143,7 +116,7 @@ static void gen_info_free(struct gen_info *g)
 		free(g->strs[i].s);
 	for (size_t i = 0; i < g->nstacks; i++)
 		free(g->stacks[i].pcs);
-	for (int i = 0; i <= TRACEBUF_MAX_TYPE; i++) {
+	for (int i = 0; i <= TRACEDEC_MAX_TYPE; i++) {
 		free(g->types[i].name);
 		free(g->types[i].spec);
 	}
@@ -181,7 +154,7 @@ static int read_file(struct trace *t)
 	for (;;) {
 		size_t n;
 
-		p = grow(t->buf, &cap, t->len + 65536, 1);
+		p = array_grow(t->buf, &cap, t->len + 65536, 1);
 		if (!p) {
 			fprintf(stderr, "profring-trace: %s: out of memory\n",
 				t->path);
@@ -223,7 +196,7 @@ static struct gen_info *gen_get(struct trace *t, uint64_t gen, bool add)
 	}
 	if (!add)
 		return NULL;
-	g = grow(t->gens, &t->cap_gens, t->ngens + 1, sizeof(*g));
+	g = array_grow(t->gens, &t->cap_gens, t->ngens + 1, sizeof(*g));
 	if (!g)
 		return NULL;
 	t->gens = g;
@@ -249,7 +222,8 @@ static struct thread_info *thread_get(struct trace *t, uint64_t tid)
 			return &t->threads[i];
 		}
 	}
-	th = grow(t->threads, &t->cap_threads, t->nthreads + 1, sizeof(*th));
+	th = array_grow(t->threads, &t->cap_threads, t->nthreads + 1,
+			sizeof(*th));
 	if (!th)
 		return NULL;
 	t->threads = th;
@@ -365,7 +339,7 @@ static int collect_string(void *arg, uint64_t gen, uint64_t id, const char *s,
 
 	if (!g)
 		return -ENOMEM;
-	e = grow(g->strs, &g->cap_strs, g->nstrs + 1, sizeof(*e));
+	e = array_grow(g->strs, &g->cap_strs, g->nstrs + 1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
 	g->strs = e;
@@ -389,7 +363,7 @@ static int collect_stack(void *arg, uint64_t gen, uint64_t id,
 
 	if (!g)
 		return -ENOMEM;
-	e = grow(g->stacks, &g->cap_stacks, g->nstacks + 1, sizeof(*e));
+	e = array_grow(g->stacks, &g->cap_stacks, g->nstacks + 1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
 	g->stacks = e;
@@ -819,7 +793,7 @@ static int cmd_summary(struct trace *t)
 	if (t->table_failures)
 		fprintf(t->out, "incomplete_tables %" PRIu64 "\n",
 			t->table_failures);
-	for (unsigned int i = 1; i <= TRACEBUF_MAX_TYPE; i++)
+	for (unsigned int i = 1; i <= TRACEDEC_MAX_TYPE; i++)
 		if (t->type_events[i])
 			summary_type(t, i);
 	fprintf(t->out, "threads %zu\n", t->nthreads);

@@ -140,10 +140,12 @@ static void *reader_main(void *arg)
 {
 	struct reader *r = arg;
 	struct tracebuf_chunk c = { 0 };
+	int rc;
 
 	while (!c.eof) {
-		if (tracebuf_read(r->t, PROFBUF_BLOCKING, &c)) {
-			r->error = EINVAL;
+		rc = tracebuf_read(r->t, PROFBUF_BLOCKING, &c);
+		if (rc) {
+			r->error = -rc;
 			break;
 		}
 		if (c.len && fwrite(c.data, 1, c.len, r->out) != c.len) {
@@ -203,10 +205,14 @@ static int name_types(struct tracebuf *t)
  */
 static int run(struct reader *r, struct worker *w)
 {
-	int rc = -1;
+	int rc = -1, err;
 
-	if (name_types(r->t) || tracebuf_start(r->t)) {
-		fprintf(stderr, "trace_demo: cannot start the tracer\n");
+	if (name_types(r->t))
+		return -1;
+	err = tracebuf_start(r->t);
+	if (err) {
+		fprintf(stderr, "trace_demo: tracebuf_start: %s\n",
+			strerror(-err));
 		return -1;
 	}
 	if (pthread_create(&r->th, NULL, reader_main, r)) {
@@ -218,9 +224,10 @@ static int run(struct reader *r, struct worker *w)
 		goto stop;
 	for (int i = 0; i < NADVANCES; i++) {
 		usleep(RUN_NS / 1000 / (NADVANCES + 1));
-		if (tracebuf_advance(r->t))
-			fprintf(stderr,
-				"trace_demo: tracebuf_advance failed\n");
+		err = tracebuf_advance(r->t);
+		if (err)
+			fprintf(stderr, "trace_demo: tracebuf_advance: %s\n",
+				strerror(-err));
 	}
 	for (int i = 0; i < NTHREADS; i++)
 		pthread_join(w[i].th, NULL);

@@ -32,7 +32,11 @@
  * re-checks the queue; a pusher, after pushing, checks rd_sleeping (both
  * sides separate the store and the load by a seq_cst fence: Dekker), and
  * whoever clears rd_sleeping wakes it, once.  Read buffers go back to the
- * pool.  FIFO order keeps every record of a generation ahead of its end
+ * pool.  The queue has one consumer: tracebuf_read() takes `reading` with
+ * an acquire exchange (a concurrent second read gets -EBUSY) and gives it
+ * back with a release store, handing the queue's consumer side and the
+ * reader-owned fields to the next read, whichever thread makes it.
+ * FIFO order keeps every record of a generation ahead of its end
  * record: the buffers pushed by writers before advance's grace period, and
  * those advance pushes itself, all precede the tables it pushes last.
  *
@@ -61,7 +65,18 @@
 #include "tracebuf/tracebuf_format.h"
 
 #define TB_MAX_THREADS 4096
-#define TB_STRING_MAX 1000
+
+/* The public limits are the format's (see tracebuf_format.h). */
+_Static_assert(TRACEBUF_MAX_ARGS == TB_MAX_ARGS, "TRACEBUF_MAX_ARGS");
+_Static_assert(TRACEBUF_MAX_TYPE == TB_MAX_TYPE, "TRACEBUF_MAX_TYPE");
+_Static_assert(TRACEBUF_MAX_PAYLOAD == TB_MAX_PAYLOAD, "TRACEBUF_MAX_PAYLOAD");
+_Static_assert(TRACEBUF_MAX_STRING == TB_MAX_STRING, "TRACEBUF_MAX_STRING");
+_Static_assert(TRACEBUF_MAX_TYPE_NAME == TB_MAX_TYPE_NAME, "type name");
+/* What the stack tables keep fits the format's K records... */
+_Static_assert(STACKTAB_MAX_DEPTH <= TB_MAX_FRAMES, "stack depth");
+/* ... and a string, packed as a "stack" of words, is never truncated. */
+_Static_assert(1 + (TB_MAX_STRING + 7) / 8 <= STACKTAB_MAX_DEPTH,
+	       "string length");
 
 enum tb_chunk_kind { TB_BUF, TB_META, TB_EOF };
 
@@ -104,6 +119,8 @@ struct tracebuf {
 	ring_cacheline_aligned _Atomic uint64_t gen_batches[2];
 	_Atomic uint64_t batches, bytes, lost, lost_noslot;
 	_Atomic uint32_t free_count;
+	/* 1 while a tracebuf_read() runs: it owns rd_prev, header_sent, eof. */
+	_Atomic uint32_t reading;
 	/* Reader-owned. */
 	struct tb_chunk *rd_prev;
 	bool header_sent, eof;
@@ -150,7 +167,7 @@ static void pool_push(struct tracebuf *t, struct tb_chunk *c)
 	atomic_fetch_add_explicit(&t->free_count, 1, memory_order_relaxed);
 }
 
-/* ---- handing chunks to the reader ------------------------------------------ */
+/* ---- handing chunks to the reader --------------------------------------- */
 
 static void publish(struct tracebuf *t, struct tb_chunk *c)
 {
@@ -300,12 +317,12 @@ RING_API uint32_t tracebuf_ev_stack(struct tracebuf_ev *ev,
 RING_API uint32_t tracebuf_ev_string(struct tracebuf_ev *ev, const char *s)
 {
 	/* A string is interned as a stack: its length, then its bytes. */
-	uintptr_t w[1 + (TB_STRING_MAX + 7) / 8] = { 0 };
+	uintptr_t w[1 + (TB_MAX_STRING + 7) / 8] = { 0 };
 	size_t len = 0;
 
 	if (!s)
 		return 0;
-	while (len < TB_STRING_MAX && s[len])
+	while (len < TB_MAX_STRING && s[len])
 		len++;
 	w[0] = len;
 	memcpy(&w[1], s, len);
@@ -339,7 +356,7 @@ static int begin(struct tracebuf *t, struct tracebuf_ev *ev, bool will_emit)
 			atomic_fetch_add_explicit(&th->lost[ev->gen & 1][1], 1,
 						  memory_order_relaxed);
 		ring_grace_exit(&sec);
-		return ev->gen ? -ENOSPC : -EAGAIN;
+		return ev->gen ? -ENOSPC : -ESHUTDOWN;
 	}
 	return 0;
 }
@@ -578,21 +595,24 @@ static void drain_cpu(struct tracebuf *t)
 	if (!t->cpu || begin(t, &ev, false))
 		return;
 	while (profbuf_read(t->cpu, PROFBUF_NONBLOCKING, &r) == 0 && r.ndata) {
-		for (size_t i = 0; i < r.ndata; i += r.data[i]) {
-			const uint64_t *rec = &r.data[i];
-			size_t nstk = rec[0] - 4;
+		struct profbuf_iter it;
+		struct profbuf_record rec;
+
+		/* hdrsize 2, as made in tracebuf_new(): { tid, count } */
+		profbuf_iter_init(&it, &r, 2);
+		while (profbuf_iter_next(&it, &rec)) {
 			uint64_t args[4];
 
-			if (!rec[2] && !rec[3]) { /* overflow record */
+			if (profbuf_record_is_overflow(&rec)) {
+				args[0] = profbuf_record_overflow_count(&rec);
 				tracebuf_ev_emit(&ev, TRACEBUF_EV_LOST_SAMPLES,
-						 &rec[4], 1);
+						 args, 1);
 				continue;
 			}
-			args[0] = rec[1];
-			args[1] = rec[2];
-			args[2] = tracebuf_ev_stack(
-				&ev, (const uintptr_t *)&rec[4], nstk);
-			args[3] = rec[3];
+			args[0] = (uint64_t)rec.time;
+			args[1] = rec.hdr[0];
+			args[2] = tracebuf_ev_stack(&ev, rec.stk, rec.nstk);
+			args[3] = rec.hdr[1];
 			tracebuf_ev_emit(&ev, TRACEBUF_EV_CPU_SAMPLE, args, 4);
 		}
 	}
@@ -658,10 +678,10 @@ static int close_gen(struct tracebuf *t, uint64_t next)
 
 RING_API int tracebuf_advance(struct tracebuf *t)
 {
-	int rc = -EINVAL;
+	int rc = -ESHUTDOWN;
 
 	if (!t)
-		return rc;
+		return -EINVAL;
 	pthread_mutex_lock(&t->lock);
 	if (atomic_load_explicit(&t->gen, memory_order_relaxed))
 		rc = close_gen(
@@ -679,7 +699,7 @@ RING_API int tracebuf_start(struct tracebuf *t)
 		return rc;
 	pthread_mutex_lock(&t->lock);
 	if (t->eof_chunk.kind == TB_EOF) {
-		rc = -EINVAL; /* stopped for good */
+		rc = -ESHUTDOWN; /* stopped for good */
 	} else if (atomic_load_explicit(&t->gen, memory_order_relaxed)) {
 		rc = -EALREADY;
 	} else {
@@ -693,10 +713,10 @@ RING_API int tracebuf_start(struct tracebuf *t)
 
 RING_API int tracebuf_stop(struct tracebuf *t)
 {
-	int rc = -EINVAL;
+	int rc = -ESHUTDOWN;
 
 	if (!t)
-		return rc;
+		return -EINVAL;
 	pthread_mutex_lock(&t->lock);
 	if (atomic_load_explicit(&t->gen, memory_order_relaxed)) {
 		rc = close_gen(t, 0);
@@ -704,7 +724,8 @@ RING_API int tracebuf_stop(struct tracebuf *t)
 		publish(t, &t->eof_chunk);
 	}
 	pthread_mutex_unlock(&t->lock);
-	return rc < 0 && rc != -ENOMEM ? rc : 0;
+	/* -ENOMEM: stopped all the same; the end record says what failed. */
+	return rc == -ENOMEM ? 0 : rc;
 }
 
 RING_API int tracebuf_name_type(struct tracebuf *t, unsigned int type,
@@ -713,7 +734,7 @@ RING_API int tracebuf_name_type(struct tracebuf *t, unsigned int type,
 	char *n, *s;
 
 	if (!t || !type || type > TRACEBUF_MAX_TYPE || !name || !spec ||
-	    strlen(name) > 255 || strlen(spec) > TRACEBUF_MAX_ARGS ||
+	    strlen(name) > TB_MAX_TYPE_NAME || strlen(spec) > TB_MAX_ARGS ||
 	    strspn(spec, "usktb") != strlen(spec))
 		return -EINVAL;
 	n = strdup(name);
@@ -732,7 +753,7 @@ RING_API int tracebuf_name_type(struct tracebuf *t, unsigned int type,
 	return 0;
 }
 
-/* ---- the reader ------------------------------------------------------------ */
+/* ---- the reader --------------------------------------------------------- */
 
 static const uint8_t *stream_header(void)
 {
@@ -769,15 +790,13 @@ static void wait_for_chunk(struct tracebuf *t)
 	ring_futex_wait(&t->rd_seq, seq, NULL);
 }
 
-RING_API int tracebuf_read(struct tracebuf *t, enum profbuf_mode mode,
-			   struct tracebuf_chunk *c)
+/* tracebuf_read() for the one reader that holds t->reading; @c is zeroed. */
+static int read_chunk(struct tracebuf *t, enum profbuf_mode mode,
+		      struct tracebuf_chunk *c)
 {
 	struct ring_mpscq_node *n;
 	struct tb_chunk *ch;
 
-	if (!t || !c)
-		return -EINVAL;
-	memset(c, 0, sizeof(*c));
 	if (!t->header_sent) {
 		t->header_sent = true;
 		c->data = stream_header();
@@ -809,6 +828,27 @@ RING_API int tracebuf_read(struct tracebuf *t, enum profbuf_mode mode,
 	return 0;
 }
 
+RING_API int tracebuf_read(struct tracebuf *t, enum profbuf_mode mode,
+			   struct tracebuf_chunk *c)
+{
+	int rc;
+
+	if (!t || !c)
+		return -EINVAL;
+	/*
+	 * Acquire: pairs with the release store at the end of the previous
+	 * read, handing over the reader-owned fields (header_sent, rd_prev,
+	 * eof) and the consumer side of the queue.
+	 */
+	if (atomic_exchange_explicit(&t->reading, 1, memory_order_acquire))
+		return -EBUSY;
+	memset(c, 0, sizeof(*c));
+	rc = read_chunk(t, mode, c);
+	/* Release: pairs with the acquire exchange above. */
+	atomic_store_explicit(&t->reading, 0, memory_order_release);
+	return rc;
+}
+
 RING_API void tracebuf_stats(struct tracebuf *t, struct tracebuf_stats *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -822,7 +862,7 @@ RING_API void tracebuf_stats(struct tracebuf *t, struct tracebuf_stats *s)
 		atomic_load_explicit(&t->free_count, memory_order_relaxed);
 }
 
-/* ---- life cycle ------------------------------------------------------------ */
+/* ---- life cycle --------------------------------------------------------- */
 
 static size_t opt_or(size_t v, size_t dflt)
 {
@@ -835,10 +875,13 @@ static int tables_init(struct tracebuf *t, const struct tracebuf_opts *o)
 	size_t es = opt_or(o->expected_stacks, 4096);
 
 	for (int i = 0; i < 2; i++) {
+		/* EINVAL (stack_bytes, expected_stacks out of range), ENOMEM */
 		t->stacks[i] = stacktab_new(sb, es);
+		if (!t->stacks[i])
+			return -errno;
 		t->strings[i] = stacktab_new(sb / 4, es);
-		if (!t->stacks[i] || !t->strings[i])
-			return -ENOMEM;
+		if (!t->strings[i])
+			return -errno;
 	}
 	return 0;
 }

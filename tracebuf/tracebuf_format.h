@@ -2,6 +2,13 @@
 /*
  * tracebuf/tracebuf_format.h - constants and field helpers of the trace
  * stream (FORMAT.md), shared by the writer and the decoder.
+ *
+ * The limits below are the format's, each defined here once; FORMAT.md
+ * states them under these names.  The public headers cannot include this
+ * one, so they spell the limits their users need again
+ * (TRACEBUF_MAX_ARGS, TRACEDEC_MAX_ARGS, ...), and tracebuf.c and
+ * tracedec.c pin every such copy to the definition here with a
+ * _Static_assert.
  */
 #ifndef PROFRING_TRACEBUF_FORMAT_H
 #define PROFRING_TRACEBUF_FORMAT_H
@@ -15,7 +22,21 @@
 #define TB_REC_HDR 8
 #define TB_BATCH_HDR (TB_REC_HDR + 32)
 #define TB_MAX_REC_PAYLOAD ((uint32_t)1 << 26)
+
+/* Event types are 1 ... TB_MAX_TYPE (5 bits of the event's first byte). */
+#define TB_MAX_TYPE 31
+/* Arguments per event: 0 ... TB_MAX_ARGS (3 bits, less TB_NARGS_BYTES). */
+#define TB_MAX_ARGS 6
+/* The argument count that says a byte payload follows instead. */
 #define TB_NARGS_BYTES 7
+/* Bytes in an event's payload. */
+#define TB_MAX_PAYLOAD 1024
+/* Bytes in a string of an S record. */
+#define TB_MAX_STRING 1000
+/* Frames in a stack of a K record. */
+#define TB_MAX_FRAMES 128
+/* Bytes in a type name of a T record (its spec: TB_MAX_ARGS letters). */
+#define TB_MAX_TYPE_NAME 255
 
 enum tb_kind {
 	TB_KIND_BATCH = 'B',

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * tracebuf_test.c - unit tests for the tracer and the decoder: round trips
- * of every event form, errors, many threads with concurrent advances and a
- * concurrent reader (every event decoded once, in order, in its
- * generation, or counted lost), nested writes from SIGPROF handlers,
- * threads exiting mid-trace, CPU samples through the profbuf, and the
- * decoder on truncated and corrupted streams.
+ * of every event form, errors, one reader at a time, many threads with
+ * concurrent advances and a concurrent reader (every event decoded once,
+ * in order, in its generation, or counted lost), nested writes from
+ * SIGPROF handlers, threads exiting mid-trace, CPU samples through the
+ * profbuf, the decoder on truncated and corrupted streams, and the string
+ * length limit.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -19,8 +20,10 @@
 #include <profring/tracebuf.h>
 #include <profring/tracedec.h>
 
+#include "ring/varint.h"
 #include "testing/ktest.h"
 #include "testing/harness.h"
+#include "tracebuf/tracebuf_format.h"
 
 /* ---- collecting and decoding a stream ------------------------------------ */
 
@@ -241,7 +244,7 @@ static struct tracebuf *new_tracer(size_t max_bytes, size_t buf_size)
 	return tracebuf_new(&o);
 }
 
-/* ---- round trips ------------------------------------------------------------ */
+/* ---- round trips -------------------------------------------------------- */
 
 static void roundtrip_every_form(void)
 {
@@ -308,12 +311,23 @@ static void roundtrip_every_form(void)
 static void emit_errors(void)
 {
 	struct tracebuf *t = new_tracer(1 << 20, 4096);
+	struct tracebuf_chunk c;
+	struct tracebuf_ev ev;
 	uint64_t a[7] = { 0 };
 
 	KT_REQUIRE(t);
-	KT_CHECK_EQ(tracebuf_emit(t, 8, a, 1), -EAGAIN); /* not started */
-	KT_CHECK_EQ(tracebuf_advance(t), -EINVAL);
-	KT_CHECK_EQ(tracebuf_stop(t), -EINVAL);
+	/* Not started: not running. */
+	KT_CHECK_EQ(tracebuf_emit(t, 8, a, 1), -ESHUTDOWN);
+	KT_CHECK_EQ(tracebuf_begin(t, &ev), -ESHUTDOWN);
+	KT_CHECK_EQ(tracebuf_advance(t), -ESHUTDOWN);
+	KT_CHECK_EQ(tracebuf_stop(t), -ESHUTDOWN);
+	/* Misuse. */
+	KT_CHECK_EQ(tracebuf_advance(NULL), -EINVAL);
+	KT_CHECK_EQ(tracebuf_stop(NULL), -EINVAL);
+	KT_CHECK_EQ(tracebuf_start(NULL), -EINVAL);
+	KT_CHECK_EQ(tracebuf_begin(t, NULL), -EINVAL);
+	KT_CHECK_EQ(tracebuf_read(t, PROFBUF_NONBLOCKING, NULL), -EINVAL);
+	KT_CHECK_EQ(tracebuf_read(NULL, PROFBUF_NONBLOCKING, &c), -EINVAL);
 	KT_CHECK_EQ(tracebuf_start(t), 0);
 	KT_CHECK_EQ(tracebuf_emit(t, 0, a, 1), -EINVAL);
 	KT_CHECK_EQ(tracebuf_emit(t, 32, a, 1), -EINVAL);
@@ -323,10 +337,92 @@ static void emit_errors(void)
 	KT_CHECK_EQ(tracebuf_name_type(t, 8, "x", "uq"), -EINVAL);
 	KT_CHECK_EQ(tracebuf_name_type(t, 0, "x", "u"), -EINVAL);
 	KT_CHECK_EQ(tracebuf_stop(t), 0);
-	KT_CHECK_EQ(tracebuf_emit(t, 8, a, 1), -EAGAIN); /* stopped */
-	KT_CHECK_EQ(tracebuf_start(t), -EINVAL);
+	/* Stopped: not running, for good. */
+	KT_CHECK_EQ(tracebuf_emit(t, 8, a, 1), -ESHUTDOWN);
+	KT_CHECK_EQ(tracebuf_begin(t, &ev), -ESHUTDOWN);
+	KT_CHECK_EQ(tracebuf_advance(t), -ESHUTDOWN);
+	KT_CHECK_EQ(tracebuf_stop(t), -ESHUTDOWN);
+	KT_CHECK_EQ(tracebuf_start(t), -ESHUTDOWN);
 	tracebuf_free(t);
+	errno = 0;
 	KT_CHECK(!tracebuf_new(&(struct tracebuf_opts){ .buf_size = 100 }));
+	KT_CHECK_EQ(errno, EINVAL);
+	/* Too small for the string table (a quarter of stack_bytes). */
+	errno = 0;
+	KT_CHECK(!tracebuf_new(&(struct tracebuf_opts){ .stack_bytes = 8192 }));
+	KT_CHECK_EQ(errno, EINVAL);
+}
+
+/*
+ * One reader at a time: while a blocking read waits, a second read from
+ * another thread returns -EBUSY at once and disturbs nothing; the first
+ * read then gets the whole stream.
+ */
+struct busy_reader {
+	struct tracebuf *t;
+	struct stream s;
+	pthread_t th;
+};
+
+static void *busy_reader_main(void *arg)
+{
+	struct busy_reader *r = arg;
+	struct tracebuf_chunk c;
+	int rc;
+
+	while (!r->s.eof) {
+		rc = tracebuf_read(r->t, PROFBUF_BLOCKING, &c);
+		if (rc == -EBUSY) { /* the main thread's probe, retry */
+			usleep(100);
+			continue;
+		}
+		if (rc)
+			break;
+		stream_add(&r->s, c.data, c.len);
+		r->s.eof = c.eof;
+	}
+	return NULL;
+}
+
+static void second_reader_busy(void)
+{
+	struct tracebuf *t = new_tracer(1 << 20, 4096);
+	struct busy_reader r = { 0 };
+	struct tracebuf_chunk c;
+	struct decoded *d;
+	uint64_t a = 42, end;
+	int rc;
+
+	KT_REQUIRE(t);
+	KT_REQUIRE(tracebuf_start(t) == 0);
+	/* The stream header first, so the probes below find nothing. */
+	KT_REQUIRE(tracebuf_read(t, PROFBUF_NONBLOCKING, &c) == 0);
+	r.t = t;
+	stream_add(&r.s, c.data, c.len);
+	pthread_create(&r.th, NULL, busy_reader_main, &r);
+	/* Probe until the reader thread is inside its (blocked) read. */
+	end = stress_now_ns() + 2000000000u;
+	do {
+		rc = tracebuf_read(t, PROFBUF_NONBLOCKING, &c);
+		if (rc == 0)
+			KT_CHECK_EQ(c.len, 0); /* nothing was emitted */
+		if (rc != -EBUSY)
+			usleep(1000);
+	} while (rc != -EBUSY && stress_now_ns() < end);
+	KT_CHECK_EQ(rc, -EBUSY);
+	/* A second blocking read does not wait either. */
+	if (rc == -EBUSY)
+		KT_CHECK_EQ(tracebuf_read(t, PROFBUF_BLOCKING, &c), -EBUSY);
+	KT_CHECK_EQ(tracebuf_emit(t, 8, &a, 1), 0);
+	KT_CHECK_EQ(tracebuf_stop(t), 0);
+	pthread_join(r.th, NULL);
+	KT_CHECK(r.s.eof);
+	d = decode_all(&r.s);
+	KT_CHECK(d->nev == 1 && d->ev[0].args[0] == 42);
+	KT_CHECK_EQ(d->ends, 1);
+	decoded_free(d);
+	free(r.s.p);
+	tracebuf_free(t);
 }
 
 /* ---- threads, advances, a concurrent reader ------------------------------ */
@@ -468,7 +564,7 @@ static void threads_tiny_memory(void)
 	threads_with_advance(8 * 4096, true); /* constant losses */
 }
 
-/* ---- SIGPROF handlers writing nested events --------------------------------- */
+/* ---- SIGPROF handlers writing nested events ----------------------------- */
 
 static _Thread_local struct emitter *tls_handler_emitter;
 
@@ -545,7 +641,7 @@ static void nested_sigprof(void)
 	d = decode_all(&r.s);
 	nested = d->who_level[1][1] + d->who_level[3][1];
 	KT_CHECK(e[1].seq > 0 && e[3].seq > 0);
-	/* Lost counts are per thread and level: the thread's + its handler's. */
+	/* Lost counts are per thread and level: thread's + its handler's. */
 	for (int k = 0; k < 4; k += 2)
 		KT_CHECK_EQ(lost_of(d, e[k].tid, 0) + lost_of(d, e[k].tid, 1),
 			    e[k].lost + e[k + 1].lost);
@@ -786,10 +882,82 @@ static void decoder_corrupted(void)
 	free(s.p);
 }
 
+static int on_string_len(void *arg, uint64_t gen, uint64_t id, const char *s,
+			 size_t len)
+{
+	size_t *max = arg;
+
+	(void)gen, (void)id, (void)s;
+	if (len > *max)
+		*max = len;
+	return 0;
+}
+
+/* A stream of one S record: one string of @len bytes. */
+static size_t string_record(uint8_t *p, size_t len)
+{
+	uint8_t *q = p + TB_STREAM_HDR + TB_REC_HDR;
+
+	tb_put_stream_hdr(p);
+	tb_put_u64(q, 1);
+	q += 8;
+	q += ring_varint_put(q, 1);
+	q += ring_varint_put(q, len);
+	memset(q, 'x', len);
+	q += len;
+	tb_put_rec_hdr(p + TB_STREAM_HDR, TB_KIND_STRINGS, 0,
+		       (uint32_t)(q - p - TB_STREAM_HDR - TB_REC_HDR));
+	return (size_t)(q - p);
+}
+
+/*
+ * The string limit is one number (TB_MAX_STRING): the writer keeps that
+ * many bytes of a longer string, the decoder takes that many and refuses
+ * one more.
+ */
+static void string_limit(void)
+{
+	static const struct tracedec_visitor v = { .string = on_string_len };
+	static uint8_t buf[TB_STREAM_HDR + TB_REC_HDR + 64 + 2 * TB_MAX_STRING];
+	char long_s[TB_MAX_STRING + 500];
+	struct tracebuf *t = new_tracer(1 << 20, 4096);
+	struct tracedec_error err;
+	struct stream s = { 0 };
+	struct tracebuf_ev ev;
+	size_t max = 0, n;
+
+	KT_REQUIRE(t);
+	KT_CHECK_EQ(TRACEBUF_MAX_STRING, TB_MAX_STRING);
+	KT_CHECK_EQ(TRACEDEC_MAX_STRING, TB_MAX_STRING);
+	memset(long_s, 'y', sizeof(long_s) - 1);
+	long_s[sizeof(long_s) - 1] = 0;
+	KT_REQUIRE(tracebuf_start(t) == 0);
+	KT_REQUIRE(tracebuf_begin(t, &ev) == 0);
+	n = tracebuf_ev_string(&ev, long_s);
+	long_s[TB_MAX_STRING] = 0; /* the same first TB_MAX_STRING bytes */
+	KT_CHECK(n && tracebuf_ev_string(&ev, long_s) == n);
+	tracebuf_end(&ev);
+	KT_CHECK_EQ(tracebuf_stop(t), 0);
+	read_to_eof(t, &s);
+	KT_CHECK_EQ(tracedec_decode(s.p, s.len, &v, &max, &err), 0);
+	KT_CHECK_EQ(max, TB_MAX_STRING);
+	free(s.p);
+	tracebuf_free(t);
+
+	max = 0;
+	n = string_record(buf, TB_MAX_STRING);
+	KT_CHECK_EQ(tracedec_decode(buf, n, &v, &max, &err), 0);
+	KT_CHECK_EQ(max, TB_MAX_STRING);
+	n = string_record(buf, TB_MAX_STRING + 1);
+	KT_CHECK_EQ(tracedec_decode(buf, n, &v, &max, &err), -EBADMSG);
+	KT_CHECK(err.what && !strcmp(err.what, "bad string length"));
+}
+
 int main(void)
 {
 	KT_RUN(roundtrip_every_form);
 	KT_RUN(emit_errors);
+	KT_RUN(second_reader_busy);
 	KT_RUN(threads_advance_reader);
 	KT_RUN(threads_tiny_memory);
 	KT_RUN(nested_sigprof);
@@ -798,5 +966,6 @@ int main(void)
 	KT_RUN(cpu_samples);
 	KT_RUN(decoder_truncated);
 	KT_RUN(decoder_corrupted);
+	KT_RUN(string_limit);
 	return ktest_exit();
 }

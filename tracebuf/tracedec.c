@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * tracebuf/tracedec.c - the trace stream decoder and validator (see tracedec.h and
- * FORMAT.md).
+ * tracebuf/tracedec.c - the trace stream decoder and validator (see
+ * tracedec.h and FORMAT.md).
  *
  * A cursor walks the buffer; every read checks the bytes left first, so
  * no input can make it read out of bounds.  Nothing is allocated: the
  * state is a fixed table of the generations still open (whose end record
- * has not come yet) with their batch counts, and a 128-entry PC array for
- * the stack being reported.  Work is linear in the input.
+ * has not come yet) with their batch counts, and a TB_MAX_FRAMES-entry
+ * PC array for the stack being reported.  Work is linear in the input.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -20,7 +20,14 @@
 #include "tracebuf/tracebuf_format.h"
 
 #define DEC_OPEN_GENS 8
-#define DEC_MAX_FRAMES 128
+
+/* The public limits are the format's (see tracebuf_format.h). */
+_Static_assert(TRACEDEC_MAX_ARGS == TB_MAX_ARGS, "TRACEDEC_MAX_ARGS");
+_Static_assert(TRACEDEC_MAX_TYPE == TB_MAX_TYPE, "TRACEDEC_MAX_TYPE");
+_Static_assert(TRACEDEC_MAX_PAYLOAD == TB_MAX_PAYLOAD, "TRACEDEC_MAX_PAYLOAD");
+_Static_assert(TRACEDEC_MAX_STRING == TB_MAX_STRING, "TRACEDEC_MAX_STRING");
+_Static_assert(TRACEDEC_MAX_FRAMES == TB_MAX_FRAMES, "TRACEDEC_MAX_FRAMES");
+_Static_assert(TRACEDEC_MAX_TYPE_NAME == TB_MAX_TYPE_NAME, "type name");
 
 struct dec {
 	const uint8_t *buf;
@@ -106,14 +113,14 @@ static int batch_event(struct dec *d, struct cur *c, struct tracedec_event *ev)
 	ev->ticks += delta;
 	if (ev->nargs == TB_NARGS_BYTES) {
 		ev->nargs = 0;
-		rc = get_bounded(d, c, &n, TRACEBUF_MAX_PAYLOAD,
+		rc = get_bounded(d, c, &n, TB_MAX_PAYLOAD,
 				 "bad event payload length");
 		if (!rc)
 			rc = get_bytes(d, c, n, &ev->bytes,
 				       "event payload past its batch");
 		ev->nbytes = n;
 	} else {
-		if (ev->nargs > TRACEBUF_MAX_ARGS)
+		if (ev->nargs > TB_MAX_ARGS)
 			return bad(d, at, "too many event arguments");
 		for (unsigned int i = 0; i < ev->nargs && !rc; i++)
 			rc = get_varint(d, c, &ev->args[i],
@@ -155,7 +162,7 @@ static int rec_strings(struct dec *d, struct cur *c, uint64_t gen)
 		if (!rc && !id)
 			rc = bad(d, at, "string id 0");
 		if (!rc)
-			rc = get_bounded(d, c, &len, TRACEBUF_MAX_PAYLOAD,
+			rc = get_bounded(d, c, &len, TB_MAX_STRING,
 					 "bad string length");
 		if (!rc)
 			rc = get_bytes(d, c, len, &s, "string past its record");
@@ -168,7 +175,7 @@ static int rec_strings(struct dec *d, struct cur *c, uint64_t gen)
 
 static int rec_stacks(struct dec *d, struct cur *c, uint64_t gen)
 {
-	uint64_t pcs[DEC_MAX_FRAMES], id, n;
+	uint64_t pcs[TB_MAX_FRAMES], id, n;
 	int rc = 0;
 
 	while (c->left && !rc) {
@@ -178,7 +185,7 @@ static int rec_stacks(struct dec *d, struct cur *c, uint64_t gen)
 		if (!rc && !id)
 			rc = bad(d, at, "stack id 0");
 		if (!rc)
-			rc = get_bounded(d, c, &n, DEC_MAX_FRAMES,
+			rc = get_bounded(d, c, &n, TB_MAX_FRAMES,
 					 "bad stack depth");
 		if (!rc && !n)
 			rc = bad(d, at, "empty stack");
@@ -199,16 +206,17 @@ static int rec_types(struct dec *d, struct cur *c, uint64_t gen)
 	while (c->left && !rc) {
 		const uint8_t *at = c->p;
 
-		rc = get_bounded(d, c, &type, TRACEBUF_MAX_TYPE, "bad type");
+		rc = get_bounded(d, c, &type, TB_MAX_TYPE, "bad type");
 		if (!rc && !type)
 			rc = bad(d, at, "type 0");
 		if (!rc)
-			rc = get_bounded(d, c, &nlen, 255, "bad type name");
+			rc = get_bounded(d, c, &nlen, TB_MAX_TYPE_NAME,
+					 "bad type name");
 		if (!rc)
 			rc = get_bytes(d, c, nlen, &name,
 				       "type name truncated");
 		if (!rc)
-			rc = get_bounded(d, c, &slen, TRACEBUF_MAX_ARGS,
+			rc = get_bounded(d, c, &slen, TB_MAX_ARGS,
 					 "bad type spec");
 		if (!rc)
 			rc = get_bytes(d, c, slen, &spec,

@@ -36,9 +36,13 @@
  *    get longer and lookups slower, but nothing breaks.
  *
  * Memory: each of the two generations reserves max_bytes of address space
- * for stacks (committed only as used and given back at each reset), plus
- * a bucket array of 2 x expected_stacks words and an id index; at most
- * STACKTAB_MAX_THREADS threads (alive at once) can use one table.
+ * for stacks, committed as it is first used.  A reset keeps the pages it
+ * empties committed, so that the next generation reuses them without
+ * page faults: the table holds on to the most either generation ever
+ * used, until stacktab_free().  Each generation also has a bucket array
+ * (a power of two of at least 2 x expected_stacks 32-bit words) and an
+ * id index (one 32-bit word per possible id), both lazily committed; at
+ * most STACKTAB_MAX_THREADS threads (alive at once) can use one table.
  */
 #ifndef PROFRING_STACKTAB_H
 #define PROFRING_STACKTAB_H
@@ -91,7 +95,8 @@ void stacktab_free(struct stacktab *t);
  * Async-signal-safe, lock-free.
  *
  * Return: the stack's id (nonzero), or 0 for an empty stack, a NULL
- * table or @pcs, or when memory ran out (a loss, counted).
+ * table or @pcs, or when the arena or the id space is full or the calling
+ * thread could get no thread slot (a loss, counted).
  */
 uint32_t stacktab_put(struct stacktab *t, const uintptr_t *pcs, size_t n);
 
@@ -101,7 +106,8 @@ uint32_t stacktab_put(struct stacktab *t, const uintptr_t *pcs, size_t n);
  * Async-signal-safe, lock-free, O(1) to find the stack.
  *
  * Return: the stack's length (which may exceed @max: only @max PCs are
- * copied), or 0 if @id is not a stack of the current generation.
+ * copied), or 0 if @id is not a stack of the current generation, @t is
+ * NULL, or the calling thread could get no thread slot.
  */
 size_t stacktab_get(struct stacktab *t, uint32_t id, uintptr_t *pcs,
 		    size_t max);
@@ -111,9 +117,14 @@ size_t stacktab_get(struct stacktab *t, uint32_t id, uintptr_t *pcs,
  * in id order.
  *
  * Concurrent puts may or may not be seen.  @fn must not call
- * stacktab_reset().  Not signal-safe.
+ * stacktab_reset() (it would wait for itself forever).  Not signal-safe.
  *
- * Return: 0, or the first nonzero value @fn returned.
+ * Return: 0 once @fn has seen every stack; the first nonzero value @fn
+ * returned (the walk stops there; choose values that cannot be mistaken
+ * for the errors below); -EINVAL if @t or @fn is NULL; -EAGAIN if the
+ * calling thread could not get a thread slot (STACKTAB_MAX_THREADS live
+ * threads already use the table): nothing was walked, try again from a
+ * thread that has used the table or once threads have exited.
  */
 int stacktab_foreach(struct stacktab *t, stacktab_fn fn, void *arg);
 

@@ -37,11 +37,17 @@
  *    that one is counted as lost.  The interrupted event is never damaged.
  *  - Nothing is lost silently: an event that finds no buffer (the memory
  *    bound is reached) or nests too deep is counted, per thread, and the
- *    counts appear in the stream (lost records) at the next advance.
+ *    counts appear in the stream (lost records) at the next advance or
+ *    stop.  An event refused because the tracer is not running
+ *    (-ESHUTDOWN) is not a loss: there is no generation to count it in.
  *  - What can block: tracebuf_advance() and tracebuf_stop() wait until no
  *    thread is inside a begin/end pair of the generation they close (a
  *    thread that dies inside one blocks them; so does calling them from
  *    inside one).  A blocking tracebuf_read() waits for data.
+ *  - Errors: -EINVAL for misuse (a NULL pointer, an argument out of
+ *    range), -ESHUTDOWN when the tracer is not running (not yet started,
+ *    or stopped), -ENOSPC for an event lost and counted, -EBUSY for a
+ *    second concurrent reader; each function below lists its own.
  *  - Threads that exit need do nothing: their buffers are flushed at the
  *    next advance.  Threads that start mid-trace just work.
  */
@@ -58,11 +64,17 @@
 extern "C" {
 #endif
 
-#define TRACEBUF_MAX_ARGS 6
-#define TRACEBUF_MAX_TYPE 31
-#define TRACEBUF_MAX_PAYLOAD 1024
+/*
+ * Limits of the stream format (tracebuf/FORMAT.md; tracebuf.c checks at
+ * compile time that they are the format's).
+ */
+#define TRACEBUF_MAX_ARGS 6 /* arguments of one event */
+#define TRACEBUF_MAX_TYPE 31 /* event types, from 1 */
+#define TRACEBUF_MAX_PAYLOAD 1024 /* bytes of an event's payload */
+#define TRACEBUF_MAX_STRING 1000 /* bytes of an interned string */
+#define TRACEBUF_MAX_TYPE_NAME 255 /* bytes of an event type's name */
 
-/* Event types 1-7 are the library's; 8-31 are yours. */
+/* Event types 1-7 are the library's; 8 ... TRACEBUF_MAX_TYPE are yours. */
 enum tracebuf_event_type {
 	/* args: sample ticks, thread id, stack id, sample count */
 	TRACEBUF_EV_CPU_SAMPLE = 1,
@@ -73,12 +85,29 @@ enum tracebuf_event_type {
 
 struct tracebuf;
 
+/*
+ * Options of tracebuf_new().  What a zero field means is given for each;
+ * note that a zero cpu_words means "no CPU sample buffer", not a default.
+ */
 struct tracebuf_opts {
-	size_t buf_size; /* per-thread buffer bytes (64 KiB) */
-	size_t max_bytes; /* bound on all buffers (16 MiB) */
-	size_t stack_bytes; /* stack table arena per generation (8 MiB) */
-	size_t expected_stacks; /* per generation (4096) */
-	size_t cpu_words; /* CPU sample profbuf words; 0: none (1 MiB) */
+	/* Bytes of one per-thread buffer, 4096 ... 16 MiB; 0: 64 KiB. */
+	size_t buf_size;
+	/* Bound on all buffers together, at least 2 buffers; 0: 16 MiB. */
+	size_t max_bytes;
+	/*
+	 * Stack table arena per generation (and a quarter of it for the
+	 * string table), at least 16 KiB; 0: 8 MiB.
+	 */
+	size_t stack_bytes;
+	/* Distinct stacks (and strings) per generation; 0: 4096. */
+	size_t expected_stacks;
+	/*
+	 * Words of the CPU sample profbuf, as profbuf_new() takes them
+	 * (rounded up to a power of two, below 2^28), with cpu_words / 16
+	 * tag slots; 0: no CPU sample buffer (tracebuf_cpu_profbuf()
+	 * returns NULL).
+	 */
+	size_t cpu_words;
 };
 
 /*
@@ -111,21 +140,32 @@ struct tracebuf_stats {
 
 /**
  * tracebuf_new() - create a tracer (not yet started).
- * @opts: NULL for the defaults shown in struct tracebuf_opts; zero fields
- *        take their default too
+ * @opts: the options, each zero field meaning what struct tracebuf_opts
+ *        says; NULL: every field's zero default, and a CPU sample buffer
+ *        of 2^17 words (1 MiB)
  *
- * Return: the tracer, or NULL with errno set (EINVAL, ENOMEM).
+ * Return: the tracer, or NULL with errno set: EINVAL for an option out of
+ * range, ENOMEM.
  */
 struct tracebuf *tracebuf_new(const struct tracebuf_opts *opts);
 
-/* Start generation 1.  0, -EALREADY, -EINVAL. */
+/**
+ * tracebuf_start() - start generation 1.  A tracer runs once: after
+ * tracebuf_stop() it cannot be started again.
+ *
+ * Return: 0; -EALREADY if it is running; -ESHUTDOWN if it was stopped;
+ * -EINVAL if @t is NULL.
+ */
 int tracebuf_start(struct tracebuf *t);
 
 /**
  * tracebuf_stop() - end the last generation (as tracebuf_advance()) and
- * make the reader see EOF after it.  Writers get -EAGAIN from then on.
+ * make the reader see EOF after it.  Writers get -ESHUTDOWN from then on.
  *
- * Return: 0, -EINVAL if not running.
+ * Return: 0 (also when the last generation's tables could not be
+ * emitted: its end record says so); -ESHUTDOWN if the tracer is not
+ * running (never started, or already stopped: the reader then gets no
+ * EOF from this call); -EINVAL if @t is NULL.
  */
 int tracebuf_stop(struct tracebuf *t);
 
@@ -135,9 +175,10 @@ void tracebuf_free(struct tracebuf *t);
 /**
  * tracebuf_begin() - start writing events in the current generation.
  *
- * Return: 0; -EAGAIN if the tracer is not running; -ENOSPC if this
- * thread can write nothing now (nested too deep, no thread slot): the
- * loss is counted.  On error, do not call tracebuf_end().
+ * Return: 0; -ESHUTDOWN if the tracer is not running (not yet started, or
+ * stopped); -ENOSPC if this thread can write nothing now (nested too
+ * deep, no thread slot): the loss is counted; -EINVAL if @t or @ev is
+ * NULL.  On error, do not call tracebuf_end().
  */
 int tracebuf_begin(struct tracebuf *t, struct tracebuf_ev *ev);
 
@@ -145,34 +186,51 @@ int tracebuf_begin(struct tracebuf *t, struct tracebuf_ev *ev);
 void tracebuf_end(struct tracebuf_ev *ev);
 
 /**
- * tracebuf_ev_emit() - emit an event of @type (1 ... 31) with @nargs
- * (0 ... TRACEBUF_MAX_ARGS) arguments, time-stamped now.
+ * tracebuf_ev_emit() - emit an event of @type (1 ... TRACEBUF_MAX_TYPE)
+ * with @nargs (0 ... TRACEBUF_MAX_ARGS) arguments, time-stamped now.
  *
- * Return: 0, -ENOSPC (no buffer: lost and counted), -EINVAL.
+ * Return: 0; -ENOSPC (no buffer: lost and counted); -EINVAL for a @type
+ * or @nargs out of range, or NULL @args with @nargs > 0.
  */
 int tracebuf_ev_emit(struct tracebuf_ev *ev, unsigned int type,
 		     const uint64_t *args, unsigned int nargs);
 
-/* Emit an event whose argument is @len bytes (at most TRACEBUF_MAX_PAYLOAD). */
+/**
+ * tracebuf_ev_emit_bytes() - emit an event of @type whose argument is
+ * the @len bytes at @data (0 ... TRACEBUF_MAX_PAYLOAD).
+ *
+ * Return: as tracebuf_ev_emit(); -EINVAL also for @len out of range, or
+ * NULL @data with @len > 0.
+ */
 int tracebuf_ev_emit_bytes(struct tracebuf_ev *ev, unsigned int type,
 			   const void *data, size_t len);
 
-/* Intern a string (at most 1000 bytes are kept): its id, 0 on loss. */
+/*
+ * Intern a string: its id, 0 for a NULL @s or on loss.  At most its first
+ * TRACEBUF_MAX_STRING bytes are kept.
+ */
 uint32_t tracebuf_ev_string(struct tracebuf_ev *ev, const char *s);
 
 /* Intern a stack: its id, 0 for an empty stack or on loss. */
 uint32_t tracebuf_ev_stack(struct tracebuf_ev *ev, const uintptr_t *pcs,
 			   size_t n);
 
-/* tracebuf_begin() + tracebuf_ev_emit() + tracebuf_end(). */
+/*
+ * tracebuf_begin() + tracebuf_ev_emit() + tracebuf_end().  Return: the
+ * first error of the two, or 0.
+ */
 int tracebuf_emit(struct tracebuf *t, unsigned int type, const uint64_t *args,
 		  unsigned int nargs);
 
 /**
  * tracebuf_name_type() - give event @type a name and an argument spec for
  * decoders: one letter per argument, 'u' number, 's' string id, 'k' stack
- * id, 't' ticks, 'b' for a byte payload.  Emitted with every generation.
- * Not signal-safe.  Return: 0, -EINVAL.
+ * id, 't' ticks, 'b' for a byte payload.  Emitted with every generation
+ * (also before start: the first generation carries it).  Not signal-safe.
+ *
+ * Return: 0; -EINVAL for a NULL pointer, a @type out of range, a name of
+ * more than TRACEBUF_MAX_TYPE_NAME bytes, a spec of more than
+ * TRACEBUF_MAX_ARGS letters or with another letter; -ENOMEM.
  */
 int tracebuf_name_type(struct tracebuf *t, unsigned int type, const char *name,
 		       const char *spec);
@@ -182,8 +240,10 @@ int tracebuf_name_type(struct tracebuf *t, unsigned int type, const char *name,
  * moves the CPU samples waiting in the tracer's profbuf into the closing
  * generation.  Not signal-safe; advances are serialized.
  *
- * Return: 0, -EINVAL if not running, -ENOMEM (the generation's tables
- * could not be emitted: the stream says so in its end record).
+ * Return: 0; -ESHUTDOWN if the tracer is not running (not yet started, or
+ * stopped); -EINVAL if @t is NULL; -ENOMEM (the generation's tables
+ * could not be emitted: the stream says so in its end record; the next
+ * generation has started all the same).
  */
 int tracebuf_advance(struct tracebuf *t);
 
@@ -201,9 +261,17 @@ uint64_t tracebuf_ticks(void);
 /**
  * tracebuf_read() - the next piece of the stream: the stream header first,
  * then each flushed batch and generation record in order; @c->eof once the
- * tracer is stopped and everything has been read.  One reader thread.
+ * tracer is stopped and everything has been read, then on every later
+ * call.  PROFBUF_BLOCKING waits for a piece (or EOF); PROFBUF_NONBLOCKING
+ * returns at once, possibly with nothing (@c->len 0, @c->eof false).  A
+ * piece stays valid until the next successful call, which gives it back.
  *
- * Return: 0, -EINVAL.
+ * One read at a time, from any thread: a call made while another thread's
+ * read is in progress returns -EBUSY at once and leaves the reader's
+ * state alone.  Not signal-safe.
+ *
+ * Return: 0; -EBUSY (another read is in progress; @c is left untouched);
+ * -EINVAL if @t or @c is NULL.
  */
 int tracebuf_read(struct tracebuf *t, enum profbuf_mode mode,
 		  struct tracebuf_chunk *c);

@@ -12,6 +12,10 @@
  * allocates nothing and its stack use is bounded, whatever the input.
  * Resolving ids (a stack id of an event to its PCs) is left to the
  * visitor: the tables of a generation come after its events.
+ *
+ * This header stands alone: a decoder needs nothing of the writer's
+ * <profring/tracebuf.h>.  The limits below are the stream format's; every
+ * value the decoder hands to a visitor is within them.
  */
 #ifndef PROFRING_TRACEDEC_H
 #define PROFRING_TRACEDEC_H
@@ -19,22 +23,34 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <profring/tracebuf.h>
-
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+#define TRACEDEC_MAX_ARGS 6 /* arguments of an event (nargs from 0) */
+#define TRACEDEC_MAX_TYPE 31 /* event types, from 1 */
+#define TRACEDEC_MAX_PAYLOAD 1024 /* bytes of an event's payload */
+#define TRACEDEC_MAX_STRING 1000 /* bytes of a string */
+#define TRACEDEC_MAX_FRAMES 128 /* frames of a stack (from 1) */
+#define TRACEDEC_MAX_TYPE_NAME 255 /* bytes of a type name */
+
 struct tracedec_event {
 	uint64_t gen, tid, batch_seq;
 	uint64_t ticks; /* absolute: batch base + deltas */
-	unsigned int level, type, nargs;
-	uint64_t args[TRACEBUF_MAX_ARGS];
+	unsigned int level; /* 0 thread, 1 nested signal handler */
+	unsigned int type, nargs;
+	uint64_t args[TRACEDEC_MAX_ARGS];
 	const uint8_t *bytes; /* payload events: nargs == 0 */
 	size_t nbytes;
 };
 
-/* Every callback may be NULL; a nonzero return stops the walk with it. */
+/*
+ * Every callback may be NULL; a nonzero return stops the walk with it.
+ * Strings are not NUL-terminated (@len bytes); a type's spec has at most
+ * TRACEDEC_MAX_ARGS letters.  Pointers handed to a callback point into
+ * the stream buffer, except a stack's PCs: the decoder's own array, valid
+ * only during that call.
+ */
 struct tracedec_visitor {
 	int (*event)(void *arg, const struct tracedec_event *ev);
 	int (*string)(void *arg, uint64_t gen, uint64_t id, const char *s,
