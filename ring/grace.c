@@ -139,10 +139,19 @@ static struct ring_grace_slot *reclaim_dead(struct ring_grace *g,
 		uint64_t o = atomic_load_explicit(&slot->owner,
 						  memory_order_relaxed);
 
-		if (ring_grace_owned(o) &&
-		    !(atomic_load_explicit(&slot->word, memory_order_relaxed) &
+		if (!ring_grace_owned(o) ||
+		    !ring_grace_thread_gone(ring_grace_owner_tid(o)))
+			continue;
+		/*
+		 * Only once the owner is known dead is its word final.
+		 * Acquire: pairs with the release store of the dead
+		 * owner's last ring_grace_exit(), the last store to its
+		 * word: all it did inside its sections is visible to us,
+		 * the next owner.  Seeing it dead is no ordering (as in
+		 * tracebuf's release_if_gone()).
+		 */
+		if (!(atomic_load_explicit(&slot->word, memory_order_acquire) &
 		      RING_GRACE_DEPTH_MASK) &&
-		    ring_grace_thread_gone(ring_grace_owner_tid(o)) &&
 		    claim(slot, o, token))
 			return cache(slot);
 	}
