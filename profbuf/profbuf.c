@@ -555,6 +555,83 @@ RING_API int profbuf_set_wake_watermark(struct profbuf *b, size_t words)
 	return 0;
 }
 
+/* ---- after fork ----------------------------------------------------- */
+
+/*
+ * committed_end() - the position after the records committed in order
+ * from r_next, up to the first reserved record that is not (its length,
+ * and so where the records after it start, may never be written).
+ */
+static uint64_t committed_end(struct profbuf *b, uint64_t bw)
+{
+	uint64_t pos = b->r_next & ~RING_PINDEX_FLAGS;
+	int32_t reserved =
+		ring_count_sub(ring_pindex_tag(bw), ring_pindex_tag(pos));
+
+	for (int32_t k = 0; k < reserved; k++) {
+		uint32_t ti = ring_pindex_tag(pos) & (b->tag_len - 1);
+		uint32_t di = ring_pindex_data(pos) & (b->data_len - 1);
+		uint64_t len;
+
+		/* Acquire: pairs with the release store in put_record(). */
+		if (!atomic_load_explicit(&b->committed[ti],
+					  memory_order_acquire))
+			break;
+		len = b->data[di];
+		if (len == 0) { /* the rewind marker: the record is at 0 */
+			pos = ring_pindex_add(pos, b->data_len - di, 0);
+			len = b->data[0];
+		}
+		pos = ring_pindex_add(pos, (uint32_t)len, 1);
+	}
+	return pos;
+}
+
+/*
+ * profbuf_after_fork() - see profbuf.h.  The caller is the child's only
+ * user of @b (no writer, reader or handler runs meanwhile), so plain
+ * atomic stores suffice; relaxed, since the threads that use @b later are
+ * started by the caller (thread creation orders them after us).
+ */
+RING_API int profbuf_after_fork(struct profbuf *b, int64_t now)
+{
+	uint64_t bw, o, cut;
+	int32_t lost;
+
+	if (!b)
+		return -EINVAL;
+	/* The parent's read in progress has no thread here. */
+	atomic_store_explicit(&b->reading, 0, memory_order_relaxed);
+	o = atomic_load_explicit(&b->ovf, memory_order_relaxed);
+	if (o & OVF_SEALED)
+		return 0; /* drained and sealed: EOF stays final */
+	bw = atomic_load_explicit(&b->w, memory_order_relaxed);
+	cut = committed_end(b, bw);
+	lost = ring_count_sub(ring_pindex_tag(bw), ring_pindex_tag(cut));
+	for (int32_t k = 0; k < lost; k++) {
+		uint32_t ti =
+			(ring_pindex_tag(cut) + (uint32_t)k) & (b->tag_len - 1);
+
+		b->tags[ti] = NULL;
+		atomic_store_explicit(&b->committed[ti], 0,
+				      memory_order_relaxed);
+	}
+	/* No reader sleeps here; EXTRA is re-derived from ovf by reads. */
+	atomic_store_explicit(&b->w, cut | PB_EXTRA, memory_order_relaxed);
+	/* A BUSY holder is a parent thread: its hold ends here. */
+	o &= ~OVF_BUSY;
+	if (lost > 0) {
+		if (ovf_count(o) == 0) {
+			o = ovf_next_gen(o);
+			atomic_store_explicit(&b->ovf_time, (uint64_t)now,
+					      memory_order_relaxed);
+		}
+		o = ovf_add(o, (uint32_t)lost);
+	}
+	atomic_store_explicit(&b->ovf, o, memory_order_relaxed);
+	return lost > 0 ? lost : 0;
+}
+
 /* ---- the reader ----------------------------------------------------- */
 
 /*

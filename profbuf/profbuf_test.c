@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1377,6 +1378,133 @@ static void nested_sigprof_writers(void)
 	profbuf_free(sig_buf);
 }
 
+/* ---- fork ----------------------------------------------------------- */
+
+static struct profbuf *fork_buf;
+static atomic_int fork_stop;
+static const char fork_child_tag[1];
+
+static void *fork_writer_main(void *arg)
+{
+	uint64_t hdr[1] = { 1 };
+	uintptr_t stk[24] = { 0 };
+	unsigned int n = 0;
+
+	(void)arg;
+	while (!atomic_load_explicit(&fork_stop, memory_order_relaxed))
+		profbuf_write(fork_buf, NULL, 1, hdr, 1, stk, 1 + n++ % 24);
+	return NULL;
+}
+
+static void *fork_reader_main(void *arg)
+{
+	struct profbuf_read r;
+
+	(void)arg;
+	/* Blocking reads: at a fork the reader is often asleep in one. */
+	while (profbuf_read(fork_buf, PROFBUF_BLOCKING, &r) == 0 && !r.eof)
+		;
+	return NULL;
+}
+
+/*
+ * The child of a fork, with the parent's writers mid-write and its reader
+ * mid-read: after profbuf_after_fork() it drains, writes, closes and
+ * reads to EOF.  Exit status: 0 good; 2 -EBUSY; 3 its own records not all
+ * read, or fewer losses counted than records given up; 4 a parent's
+ * record read after the child's; 5, 6, 7 an error from after_fork, a
+ * read or write, the iterator; killed by SIGALRM: no EOF.
+ */
+/* Walk one read of the child: count overflow and its own records. */
+static int fork_child_walk(const struct profbuf_read *r, uint64_t *ovf,
+			   int *mine)
+{
+	struct profbuf_record rec;
+	struct profbuf_iter it;
+
+	profbuf_iter_init(&it, r, 1);
+	while (profbuf_iter_next(&it, &rec)) {
+		if (profbuf_record_is_overflow(&rec))
+			*ovf += profbuf_record_overflow_count(&rec);
+		else if (rec.tag == fork_child_tag)
+			++*mine;
+		else if (*mine)
+			return 4;
+	}
+	return profbuf_iter_malformed(&it) ? 7 : 0;
+}
+
+static int fork_child(void)
+{
+	uint64_t hdr[1] = { 2 }, ovf = 0;
+	uintptr_t stk[1] = { 7 };
+	struct profbuf_read r;
+	int rc, mine = 0, lost;
+
+	alarm(10);
+	lost = profbuf_after_fork(fork_buf, 2);
+	if (lost < 0)
+		return 5;
+	/* Room for ours: drain what the parent left (an empty read: done). */
+	while ((rc = profbuf_read(fork_buf, PROFBUF_NONBLOCKING, &r)) == 0 &&
+	       r.ntags)
+		if ((rc = fork_child_walk(&r, &ovf, &mine)))
+			return rc;
+	if (rc)
+		return rc == -EBUSY ? 2 : 6;
+	for (int i = 0; i < 10; i++)
+		if (profbuf_write(fork_buf, fork_child_tag, 3, hdr, 1, stk, 1))
+			return 6;
+	profbuf_close(fork_buf);
+	while ((rc = profbuf_read(fork_buf, PROFBUF_BLOCKING, &r)) == 0 &&
+	       !r.eof)
+		if ((rc = fork_child_walk(&r, &ovf, &mine)))
+			return rc;
+	if (rc == -EBUSY)
+		return 2;
+	if (rc || mine != 10 || ovf < (uint64_t)lost)
+		return 3;
+	return 0;
+}
+
+/*
+ * A hundred forks while two writers fill a small ring and a reader sleeps
+ * in it: every child gets the reader role, loses only what the parent's
+ * threads had reserved (counted), and reaches EOF.
+ */
+static void after_fork_under_load(void)
+{
+	pthread_t wt[2], rt;
+	int bad = 0, status;
+	pid_t pid;
+
+	fork_buf = profbuf_new(1, 1024, 64);
+	KT_REQUIRE(fork_buf);
+	atomic_store_explicit(&fork_stop, 0, memory_order_relaxed);
+	KT_REQUIRE(pthread_create(&rt, NULL, fork_reader_main, NULL) == 0);
+	for (int i = 0; i < 2; i++)
+		KT_REQUIRE(pthread_create(&wt[i], NULL, fork_writer_main,
+					  NULL) == 0);
+	for (int i = 0; i < 100; i++) {
+		pid = fork();
+		if (pid == 0)
+			_exit(fork_child());
+		if (pid < 0 || waitpid(pid, &status, 0) != pid ||
+		    !WIFEXITED(status) || WEXITSTATUS(status)) {
+			fprintf(stderr, "  child %d: status 0x%x\n", i, status);
+			bad++;
+		}
+	}
+	atomic_store_explicit(&fork_stop, 1, memory_order_relaxed);
+	for (int i = 0; i < 2; i++)
+		pthread_join(wt[i], NULL);
+	profbuf_close(fork_buf);
+	pthread_join(rt, NULL);
+	KT_CHECK_EQ(bad, 0);
+	KT_CHECK_EQ(profbuf_after_fork(NULL, 0), -EINVAL);
+	profbuf_free(fork_buf);
+}
+
 int main(void)
 {
 	KT_RUN(basic_write_read);
@@ -1410,5 +1538,6 @@ int main(void)
 	KT_RUN(concurrent_writers_tiny_ring_slow_reader);
 	KT_RUN(close_under_load);
 	KT_RUN(nested_sigprof_writers);
+	KT_RUN(after_fork_under_load);
 	return ktest_exit();
 }

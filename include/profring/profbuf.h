@@ -173,6 +173,33 @@ int profbuf_read_timeout(struct profbuf *b, uint64_t timeout_ns,
 int profbuf_close(struct profbuf *b);
 
 /**
+ * profbuf_after_fork() - make @b usable in the child of a fork().
+ * @b:   a buffer the parent had when it forked
+ * @now: the time to give an overflow record this call starts
+ *
+ * In the child only the thread that called fork() exists.  Without this
+ * call the child cannot use @b: a parent's reader caught inside a read
+ * leaves it -EBUSY for ever, and a record a parent's writer had reserved
+ * but not committed stalls the reader for ever.  This call frees the
+ * reader role, and gives up every record from the first one the parent
+ * left uncommitted to the end of the ring (committed ones after it too:
+ * their start cannot be found), counting them in the pending overflow
+ * record, so that records read + overflow counts still equal the writes
+ * accepted.  A pending overflow run whose first-loss time was being
+ * stored at the fork keeps the previous run's time.
+ *
+ * Call it in the child before any other use of @b, with no writer,
+ * reader or signal handler using @b meanwhile, and never from a handler
+ * that interrupted a profbuf_write() of this thread.  Not async-signal-
+ * safe in that sense; it makes no system call and allocates nothing.  A
+ * closed buffer stays closed, a drained one still returns EOF.
+ *
+ * Return: how many reserved records were given up (0 or more), or -EINVAL
+ * for NULL.
+ */
+int profbuf_after_fork(struct profbuf *b, int64_t now);
+
+/**
  * profbuf_set_wake_watermark() - wake a sleeping reader only once @words
  * words are pending (or on overflow or close).
  *
