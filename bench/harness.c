@@ -20,6 +20,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <profring/profbuf.h>
+
 #include "harness.h"
 
 #define RESULTS_DIR "bench/results"
@@ -464,4 +466,106 @@ void bench_report_end(void)
 		fclose(report_csv);
 	report_md = NULL;
 	report_csv = NULL;
+}
+
+/**
+ * bench_info_row() - report a comparison without a goal (the ratio is
+ * shown against ">= 0.00", which always holds).
+ * @name:        the comparison
+ * @unit:        how both values are shown and the ratio computed
+ * @ours, @anchor:  the stats of the two cases
+ * @ours_name, @anchor_name:  their case names
+ * @note:        the last column (may be NULL)
+ */
+void bench_info_row(const char *name, enum bench_unit unit,
+		    const struct bench_stats *ours, const char *ours_name,
+		    const struct bench_stats *anchor, const char *anchor_name,
+		    const char *note)
+{
+	struct bench_row row = {
+		.name = name,
+		.unit = unit,
+		.ours = ours,
+		.ours_name = ours_name,
+		.anchor = anchor,
+		.anchor_name = anchor_name,
+		.goal_ratio = 0,
+		.goal_le = false,
+		.note = note,
+	};
+
+	bench_report_row(&row);
+}
+
+/**
+ * bench_fail() - print that @what failed, in the name the program gave
+ * bench_report_begin() ("bench" before it), and that it stops.
+ * @what: the call or check that failed
+ * @err:  an errno, positive or negative
+ *
+ * Return: -1, for "return bench_fail(...)".
+ */
+int bench_fail(const char *what, int err)
+{
+	fprintf(stderr, "%s: %s failed (%d: %s); aborting\n",
+		report_program ? report_program : "bench", what, err,
+		strerror(err < 0 ? -err : err));
+	return -1;
+}
+
+/**
+ * bench_round_pow2() - the smallest power of two >= @n (1 for 0).
+ * @n: at most 2^31
+ */
+uint32_t bench_round_pow2(size_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+/* ---- the 34-word profbuf record ------------------------------------ */
+
+struct bench_rec bench_rec;
+
+/**
+ * bench_rec_init() - fill in bench_rec; call it before any thread starts.
+ */
+void bench_rec_init(void)
+{
+	bench_rec.hdr[0] = 0x1d;
+	bench_rec.hdr[1] = 0x2e;
+	for (size_t i = 0; i < BENCH_REC_NSTK; i++)
+		bench_rec.stk[i] = 0x400000 + 16 * i;
+}
+
+/**
+ * bench_rec_account() - account one profbuf read of bench_rec records.
+ * @rd:        what profbuf_read() returned
+ * @delivered: incremented per ordinary record, each checked intact
+ * @ovf:       the overflow records' counts added
+ *
+ * Return: 0, or -EIO for a record that is not intact or a run that does
+ * not end on a record boundary.
+ */
+int bench_rec_account(const struct profbuf_read *rd, uint64_t *delivered,
+		      uint64_t *ovf)
+{
+	size_t off = 0, len;
+
+	for (size_t i = 0; i < rd->ntags; i++) {
+		len = rd->data[off];
+		if (len < 3 || off + len > rd->ndata)
+			return -EIO;
+		if (!rd->tags[i])
+			*ovf += rd->data[off + len - 1];
+		else if (bench_rec_ok(rd->data + off))
+			(*delivered)++;
+		else
+			return -EIO;
+		off += len;
+	}
+	return off == rd->ndata ? 0 : -EIO;
 }

@@ -18,6 +18,11 @@
  * program of a run truncates those files; a program started with the
  * environment variable BENCH_APPEND set appends to them instead, so that
  * several benchmark programs can share one report.
+ *
+ * It also holds what more than one benchmark program needs: an error
+ * message in the program's name (bench_fail()), a row without a goal
+ * (bench_info_row()), and the 34-word profbuf record that scaling_bench
+ * and sigprof_bench write and check (bench_rec).
  */
 #ifndef PROFRING_BENCH_HARNESS_H
 #define PROFRING_BENCH_HARNESS_H
@@ -25,6 +30,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 /*
@@ -132,6 +138,62 @@ bool bench_report_row(const struct bench_row *row);
 void bench_report_note(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
 void bench_report_end(void);
+void bench_info_row(const char *name, enum bench_unit unit,
+		    const struct bench_stats *ours, const char *ours_name,
+		    const struct bench_stats *anchor, const char *anchor_name,
+		    const char *note);
+int bench_fail(const char *what, int err);
+uint32_t bench_round_pow2(size_t n);
+
+/* ---- the 34-word profbuf record of scaling_bench and sigprof_bench ---- */
+
+#define BENCH_REC_HDRSIZE 2
+#define BENCH_REC_WORDS 34 /* len, time, 2 header words, 30 PCs */
+#define BENCH_REC_NSTK (BENCH_REC_WORDS - 2 - BENCH_REC_HDRSIZE)
+
+_Static_assert(sizeof(uintptr_t) == sizeof(uint64_t), "64-bit stacks only");
+
+/*
+ * struct bench_rec - the record every writer writes (bench_rec_init()).
+ * @hdr: header words (nonzero)
+ * @stk: stack words
+ */
+struct bench_rec {
+	uint64_t hdr[BENCH_REC_HDRSIZE];
+	uintptr_t stk[BENCH_REC_NSTK];
+};
+
+extern struct bench_rec bench_rec;
+
+struct profbuf_read;
+
+void bench_rec_init(void);
+int bench_rec_account(const struct profbuf_read *rd, uint64_t *delivered,
+		      uint64_t *ovf);
+
+/**
+ * bench_rec_fill() - lay out the record in @d: len, time, header, stack.
+ * @d:   destination, BENCH_REC_WORDS words
+ * @now: its time stamp
+ */
+static inline void bench_rec_fill(uint64_t *d, uint64_t now)
+{
+	d[0] = BENCH_REC_WORDS;
+	d[1] = now;
+	memcpy(d + 2, bench_rec.hdr, sizeof(bench_rec.hdr));
+	memcpy(d + 2 + BENCH_REC_HDRSIZE, bench_rec.stk, sizeof(bench_rec.stk));
+}
+
+/**
+ * bench_rec_ok() - whether @d holds the record (any time stamp).
+ * @d: BENCH_REC_WORDS words, laid out as by bench_rec_fill()
+ */
+static inline bool bench_rec_ok(const uint64_t *d)
+{
+	return d[0] == BENCH_REC_WORDS && d[2] == bench_rec.hdr[0] &&
+	       d[3] == bench_rec.hdr[1] && d[4] == bench_rec.stk[0] &&
+	       d[BENCH_REC_WORDS - 1] == bench_rec.stk[BENCH_REC_NSTK - 1];
+}
 
 /**
  * bench_tsc() - the time-stamp counter, or 0 where there is none.

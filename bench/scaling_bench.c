@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * bench/scaling_bench.c - profbuf under many writers, its reader, its
- * write inside a SIGPROF handler, and tracebuf's generation advance.
+ * bench/scaling_bench.c - profbuf under many writers, and its reader.
+ * (profbuf's write inside a SIGPROF handler is sigprof_bench.c's;
+ * tracebuf's generation advance is trace_bench.c's.)
  *
  * What it measures.
  *
@@ -21,26 +22,14 @@
  *    34-word records; timed: profbuf_read() non-blocking until the ring is
  *    empty, each returned run copied out to a destination array (a reader
  *    that does not touch the words measures nothing).  Words per second.
- * 3. Write cost inside a SIGPROF handler.  The calling thread busy-loops
- *    for --seconds under a 1 kHz CLOCK_MONOTONIC timer aimed at it
- *    (timer_create + SIGEV_THREAD_ID).  The handler reads the clock
- *    (on x86-64 the TSC, fenced with LFENCE on both sides and calibrated
- *    against CLOCK_MONOTONIC over the run; clock_gettime elsewhere),
- *    writes one 34-word record with
- *    profbuf_write() on odd signals and nothing on even ones, and reads
- *    the clock again.  Min / median / max over all signals of each kind;
- *    the difference of the medians is what a sample adds to a handler.
- * 4. Generation advance with N idle threads, N = 0, 16, 64: before every
- *    advance, untimed, each thread emits one tracebuf event and goes back
- *    to sleep on a condition variable; then tracebuf_advance() is timed
- *    (median over ADV_ROUNDS advances) and the stream drained, untimed.
+ *
+ * The record is harness.h's bench_rec, which sigprof_bench writes too.
  *
  * Every result is checked, and any mismatch aborts the benchmark: profbuf
  * records read + overflow counts == writes accepted + writes refused,
  * exactly; for every anchor, records the reader got == writes accepted;
  * every record delivered is intact; the drained and the copied words are
- * the words written; every handler write succeeded and was read back;
- * each advance flushed exactly N thread buffers and lost nothing.
+ * the words written.
  *
  * Why the anchors are fair.
  *
@@ -71,9 +60,6 @@
  *  - drain: memcpy of the same number of words from a prefilled array of
  *    the ring's size to a destination of the same size.  profbuf's reader
  *    does this copy and the read protocol on top; info.
- *  - SIGPROF: the floor is the same handler with the same two clock reads
- *    and nothing between them.  Info.
- *  - advance: N = 0 is the anchor of N = 16 and N = 64.  Info.
  *
  * The readers of ck_mpmc, mutex and wfcq yield the CPU when they find
  * nothing; profbuf's sleeps on a futex, the pipe's in read(2).  With
@@ -89,10 +75,6 @@
  *    enqueuer preempted between its exchange and its link makes the
  *    dequeuer sleep 10 ms (liburcu's adaptive wait).  Those rows mostly
  *    measure how each design tolerates preemption.
- *  - The handler runs once a millisecond, so the write path, the ring
- *    and the record are mostly out of the caches: the SIGPROF figure is a
- *    profiler's real per-sample cost, not profbuf_bench's hot loop.  Its
- *    max includes any interrupt or preemption inside the handler.
  */
 #define _LGPL_SOURCE /* liburcu's wfcqueue inline, like ck_ring */
 
@@ -101,12 +83,10 @@
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -114,13 +94,12 @@
 #include <urcu/wfcqueue.h>
 
 #include <profring/profbuf.h>
-#include <profring/tracebuf.h>
 
 #include "harness.h"
 
-#define HDRSIZE 2
-#define WORDS 34 /* record length: len, time, 2 header words, 30 PCs */
-#define NSTK (WORDS - 2 - HDRSIZE)
+#define HDRSIZE BENCH_REC_HDRSIZE
+#define WORDS BENCH_REC_WORDS
+#define NSTK BENCH_REC_NSTK
 #define REC_BYTES (WORDS * sizeof(uint64_t))
 #define SC_RING_WORDS (1u << 16) /* profbuf ring of the scaling runs */
 #define SC_SLOTS (SC_RING_WORDS / 32) /* slots of the anchors' rings */
@@ -128,28 +107,10 @@
 #define DR_WORDS (1u << 20) /* drain: profbuf ring size */
 #define DR_RECS (DR_WORDS / WORDS - 1) /* records per prefill */
 #define DR_ROUNDS 4 /* prefill + drain rounds per repetition */
-#define SIG_HZ 1000
-#define SIG_MAX (1u << 15) /* signals measured at most */
-#define ADV_ROUNDS 50
-#define ADV_TYPE 8
 #define SCALING_CSV "bench/results/scaling.csv"
-#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define CACHELINE 64
 
-_Static_assert(sizeof(uintptr_t) == sizeof(uint64_t), "64-bit stacks only");
 _Static_assert(REC_BYTES <= PIPE_BUF, "pipe writes must be atomic");
-
-/*
- * struct rec_src - the record every implementation carries.
- * @hdr: header words (nonzero)
- * @stk: stack words
- */
-struct rec_src {
-	uint64_t hdr[HDRSIZE];
-	uintptr_t stk[NSTK];
-};
-
-static struct rec_src src;
 
 /* A record as one value: ck_ring's and the other anchors' slot type. */
 struct rec34 {
@@ -158,44 +119,9 @@ struct rec34 {
 
 CK_RING_PROTOTYPE(rec34, rec34)
 
-static void rec_src_init(void)
-{
-	src.hdr[0] = 0x1d;
-	src.hdr[1] = 0x2e;
-	for (size_t i = 0; i < NSTK; i++)
-		src.stk[i] = 0x400000 + 16 * i;
-}
-
-/**
- * rec_fill() - lay out the record in @d: len, time, header, stack.
- * @d:   destination, WORDS words
- * @now: its time stamp
- */
-static void rec_fill(uint64_t *d, uint64_t now)
-{
-	d[0] = WORDS;
-	d[1] = now;
-	memcpy(d + 2, src.hdr, sizeof(src.hdr));
-	memcpy(d + 2 + HDRSIZE, src.stk, sizeof(src.stk));
-}
-
-/* Whether @d holds the record (any time stamp). */
-static bool rec_ok(const uint64_t *d)
-{
-	return d[0] == WORDS && d[2] == src.hdr[0] && d[3] == src.hdr[1] &&
-	       d[4] == src.stk[0] && d[WORDS - 1] == src.stk[NSTK - 1];
-}
-
-static int fail(const char *what, int err)
-{
-	fprintf(stderr, "scaling_bench: %s failed (%d: %s); aborting\n", what,
-		err, strerror(err < 0 ? -err : err));
-	return -1;
-}
-
 static void die(const char *what, int err)
 {
-	fail(what, err);
+	bench_fail(what, err);
 	exit(1);
 }
 
@@ -206,34 +132,6 @@ static void sleep_seconds(double s)
 	ts.tv_nsec = (long)((s - (double)ts.tv_sec) * 1e9);
 	while (nanosleep(&ts, &ts) && errno == EINTR)
 		;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* The row of an info comparison: no goal (ratio >= 0 always holds). */
-static void info_row(const char *name, enum bench_unit unit,
-		     const struct bench_stats *ours, const char *ours_name,
-		     const struct bench_stats *anchor, const char *anchor_name,
-		     const char *note)
-{
-	struct bench_row row = {
-		.name = name,
-		.unit = unit,
-		.ours = ours,
-		.ours_name = ours_name,
-		.anchor = anchor,
-		.anchor_name = anchor_name,
-		.goal_ratio = 0,
-		.goal_le = false,
-		.note = note,
-	};
-
-	bench_report_row(&row);
 }
 
 /* ---- writer scaling: common ------------------------------------------ */
@@ -384,7 +282,7 @@ static int sc_collect(struct sc_run *m, uint64_t *ok, uint64_t *lost)
 	for (unsigned int i = 0; i < m->nw; i++) {
 		pthread_join(m->w[i].thread, NULL);
 		if (m->w[i].err && !rc)
-			rc = fail("concurrent write", m->w[i].err);
+			rc = bench_fail("concurrent write", m->w[i].err);
 		*ok += m->w[i].ok;
 		*lost += m->w[i].lost;
 	}
@@ -395,7 +293,7 @@ static int sc_collect(struct sc_run *m, uint64_t *ok, uint64_t *lost)
 static int sc_check(const struct sc_run *m, uint64_t ok, uint64_t lost)
 {
 	if (m->err)
-		return fail("concurrent read", m->err);
+		return bench_fail("concurrent read", m->err);
 	if (m->delivered != ok) {
 		fprintf(stderr,
 			"scaling_bench: %u writers: %llu accepted, %llu read\n",
@@ -471,7 +369,7 @@ static void sc_read_until_done(struct sc_run *m,
 		/* Acquire: pairs with sc_finish_done(). */
 		done = atomic_load_explicit(&m->done, memory_order_acquire);
 		got = get(m, &out);
-		if (got && !rec_ok(out.w)) {
+		if (got && !bench_rec_ok(out.w)) {
 			m->err = -EIO;
 			return;
 		}
@@ -494,7 +392,7 @@ static bool sc_stopped(const struct sc_run *m)
 static int pb_sc_open(struct sc_run *m)
 {
 	m->pb = profbuf_new(HDRSIZE, SC_RING_WORDS, SC_SLOTS);
-	return m->pb ? 0 : fail("profbuf_new", errno);
+	return m->pb ? 0 : bench_fail("profbuf_new", errno);
 }
 
 static void *pb_writer(void *arg)
@@ -506,8 +404,8 @@ static void *pb_writer(void *arg)
 
 	sc_thread_start(m, (int)w->id);
 	while (!sc_stopped(m)) {
-		rc = profbuf_write(m->pb, w, (int64_t)now++, src.hdr, HDRSIZE,
-				   src.stk, NSTK);
+		rc = profbuf_write(m->pb, w, (int64_t)now++, bench_rec.hdr,
+				   HDRSIZE, bench_rec.stk, NSTK);
 		if (rc == 0) {
 			ok++;
 		} else if (rc == -ENOSPC) {
@@ -522,27 +420,6 @@ static void *pb_writer(void *arg)
 	return NULL;
 }
 
-/* Account one read: ordinary records checked, overflow counts summed. */
-static int pb_account(const struct profbuf_read *rd, uint64_t *delivered,
-		      uint64_t *ovf)
-{
-	size_t off = 0, len;
-
-	for (size_t i = 0; i < rd->ntags; i++) {
-		len = rd->data[off];
-		if (len < 3 || off + len > rd->ndata)
-			return -EIO;
-		if (!rd->tags[i])
-			*ovf += rd->data[off + len - 1];
-		else if (rec_ok(rd->data + off))
-			(*delivered)++;
-		else
-			return -EIO;
-		off += len;
-	}
-	return off == rd->ndata ? 0 : -EIO;
-}
-
 static void *pb_reader(void *arg)
 {
 	struct sc_run *m = arg;
@@ -552,7 +429,7 @@ static void *pb_reader(void *arg)
 	do {
 		m->err = profbuf_read(m->pb, PROFBUF_BLOCKING, &rd);
 		if (!m->err)
-			m->err = pb_account(&rd, &m->delivered, &m->ovf);
+			m->err = bench_rec_account(&rd, &m->delivered, &m->ovf);
 	} while (!m->err && !rd.eof);
 	return NULL;
 }
@@ -580,7 +457,7 @@ static int ck_sc_open(struct sc_run *m)
 {
 	ck_ring_init(&m->ck, SC_SLOTS);
 	m->ck_buf = calloc(SC_SLOTS, sizeof(*m->ck_buf));
-	return m->ck_buf ? 0 : fail("calloc", -ENOMEM);
+	return m->ck_buf ? 0 : bench_fail("calloc", -ENOMEM);
 }
 
 static void *ck_writer(void *arg)
@@ -590,7 +467,7 @@ static void *ck_writer(void *arg)
 	uint64_t now = 0, ok = 0, lost = 0;
 	struct rec34 rec;
 
-	rec_fill(rec.w, 0);
+	bench_rec_fill(rec.w, 0);
 	sc_thread_start(m, (int)w->id);
 	while (!sc_stopped(m)) {
 		rec.w[1] = now++;
@@ -633,7 +510,7 @@ static int mx_sc_open(struct sc_run *m)
 {
 	m->mx = calloc(1, sizeof(*m->mx));
 	if (!m->mx)
-		return fail("calloc", -ENOMEM);
+		return bench_fail("calloc", -ENOMEM);
 	pthread_mutex_init(&m->mx->lock, NULL);
 	return 0;
 }
@@ -658,7 +535,7 @@ static void *mx_writer(void *arg)
 	uint64_t now = 0, ok = 0, lost = 0;
 	struct rec34 rec;
 
-	rec_fill(rec.w, 0);
+	bench_rec_fill(rec.w, 0);
 	sc_thread_start(m, (int)w->id);
 	while (!sc_stopped(m)) {
 		rec.w[1] = now++;
@@ -713,9 +590,9 @@ static const struct sc_ops mx_sc_ops = {
 static int pp_sc_open(struct sc_run *m)
 {
 	if (pipe2(m->pipefd, O_CLOEXEC))
-		return fail("pipe2", errno);
+		return bench_fail("pipe2", errno);
 	if (fcntl(m->pipefd[1], F_SETFL, O_NONBLOCK))
-		return fail("fcntl O_NONBLOCK", errno);
+		return bench_fail("fcntl O_NONBLOCK", errno);
 	if (fcntl(m->pipefd[1], F_SETPIPE_SZ, SC_RING_WORDS * 8) < 0)
 		fprintf(stderr, "scaling_bench: F_SETPIPE_SZ: %s\n",
 			strerror(errno));
@@ -730,7 +607,7 @@ static void *pp_writer(void *arg)
 	struct rec34 rec;
 	ssize_t n;
 
-	rec_fill(rec.w, 0);
+	bench_rec_fill(rec.w, 0);
 	sc_thread_start(m, (int)w->id);
 	while (!sc_stopped(m)) {
 		rec.w[1] = now++;
@@ -755,7 +632,7 @@ static size_t pp_account(struct sc_run *m, const uint64_t *buf, size_t bytes)
 	size_t off;
 
 	for (off = 0; off + REC_BYTES <= bytes && !m->err; off += REC_BYTES) {
-		if (rec_ok(buf + off / sizeof(*buf)))
+		if (bench_rec_ok(buf + off / sizeof(*buf)))
 			m->delivered++;
 		else
 			m->err = -EIO;
@@ -810,28 +687,19 @@ static const struct sc_ops pp_sc_ops = {
 
 /* ---- writer scaling: liburcu wfcqueue -------------------------------- */
 
-static uint32_t round_pow2(size_t n)
-{
-	uint32_t p = 1;
-
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
 /* Give @wq_pool nodes to writer @w: its return ring, full. */
 static int wq_pool_init(struct sc_run *m, struct sc_writer *w)
 {
-	uint32_t size = round_pow2(m->wq_pool + 1);
+	uint32_t size = bench_round_pow2(m->wq_pool + 1);
 	struct wq_node *n = m->wq_nodes + (size_t)w->id * m->wq_pool;
 
 	w->ret_buf = calloc(size, sizeof(*w->ret_buf));
 	if (!w->ret_buf)
-		return fail("calloc", -ENOMEM);
+		return bench_fail("calloc", -ENOMEM);
 	ck_ring_init(&w->ret, size);
 	for (unsigned int i = 0; i < m->wq_pool; i++) {
 		n[i].owner = w;
-		rec_fill(n[i].rec.w, 0);
+		bench_rec_fill(n[i].rec.w, 0);
 		ck_ring_enqueue_spsc(&w->ret, w->ret_buf, &n[i]);
 	}
 	return 0;
@@ -842,7 +710,7 @@ static int wq_sc_open(struct sc_run *m)
 	m->wq_pool = SC_SLOTS / m->nw ? SC_SLOTS / m->nw : 1;
 	m->wq_nodes = calloc((size_t)m->nw * m->wq_pool, sizeof(*m->wq_nodes));
 	if (!m->wq_nodes)
-		return fail("calloc", -ENOMEM);
+		return bench_fail("calloc", -ENOMEM);
 	__cds_wfcq_init(&m->wq_head, &m->wq_tail);
 	for (unsigned int i = 0; i < m->nw; i++)
 		if (wq_pool_init(m, &m->w[i]))
@@ -858,7 +726,7 @@ static void *wq_writer(void *arg)
 	struct rec34 rec;
 	struct wq_node *n;
 
-	rec_fill(rec.w, 0);
+	bench_rec_fill(rec.w, 0);
 	sc_thread_start(m, (int)w->id);
 	while (!sc_stopped(m)) {
 		rec.w[1] = now++;
@@ -1004,7 +872,7 @@ static int scaling_one(const struct bench_opts *o, unsigned int nw, FILE *f)
 	so.reps = (o->reps + 1) / 2;
 	m = aligned_alloc(CACHELINE, SC_N * sizeof(*m));
 	if (!m)
-		return fail("aligned_alloc", -ENOMEM);
+		return bench_fail("aligned_alloc", -ENOMEM);
 	memset(m, 0, SC_N * sizeof(*m));
 	for (int i = 0; i < SC_N; i++) {
 		m[i].ops = sc_impls[i];
@@ -1081,7 +949,7 @@ static int dr_check(const uint64_t *to, size_t words, uint64_t first)
 	for (size_t i = 0; i < DR_RECS; i++) {
 		const uint64_t *r = to + i * WORDS;
 
-		if (!rec_ok(r) || r[1] != first + i) {
+		if (!bench_rec_ok(r) || r[1] != first + i) {
 			fprintf(stderr,
 				"scaling_bench: drain: bad record %zu\n", i);
 			return -1;
@@ -1095,10 +963,10 @@ static int dr_prefill(struct dr_case *c)
 	int rc;
 
 	for (size_t i = 0; i < DR_RECS; i++) {
-		rc = profbuf_write(c->pb, c, (int64_t)c->now++, src.hdr,
-				   HDRSIZE, src.stk, NSTK);
+		rc = profbuf_write(c->pb, c, (int64_t)c->now++, bench_rec.hdr,
+				   HDRSIZE, bench_rec.stk, NSTK);
 		if (rc)
-			return fail("prefill profbuf_write", rc);
+			return bench_fail("prefill profbuf_write", rc);
 	}
 	return 0;
 }
@@ -1143,7 +1011,7 @@ static int pb_drain_run(void *arg, struct bench_sample *s)
 			return -1;
 		words = pb_drain_once(c, s);
 		if (words < 0)
-			return fail("profbuf drain", (int)words);
+			return bench_fail("profbuf drain", (int)words);
 		if (dr_check(c->to, (size_t)words, first))
 			return -1;
 	}
@@ -1177,17 +1045,17 @@ static int dr_init(struct dr_case *c)
 	for (int i = 0; i < 2; i++) {
 		c[i].to = malloc(bytes);
 		if (!c[i].to)
-			return fail("malloc", -ENOMEM);
+			return bench_fail("malloc", -ENOMEM);
 		memset(c[i].to, 0, bytes);
 	}
-	c[0].pb = profbuf_new(HDRSIZE, DR_WORDS, round_pow2(DR_RECS + 1));
+	c[0].pb = profbuf_new(HDRSIZE, DR_WORDS, bench_round_pow2(DR_RECS + 1));
 	if (!c[0].pb)
-		return fail("profbuf_new", errno);
+		return bench_fail("profbuf_new", errno);
 	c[1].from = malloc(bytes);
 	if (!c[1].from)
-		return fail("malloc", -ENOMEM);
+		return bench_fail("malloc", -ENOMEM);
 	for (size_t i = 0; i < DR_RECS; i++)
-		rec_fill(c[1].from + i * WORDS, 0);
+		bench_rec_fill(c[1].from + i * WORDS, 0);
 	return 0;
 }
 
@@ -1210,8 +1078,9 @@ static int drain(const struct bench_opts *o)
 	if (!rc)
 		rc = bench_run_cases(bc, 2, o, st);
 	if (!rc)
-		info_row("drain 34w", BENCH_MOPS, &st[0], bc[0].name, &st[1],
-			 bc[1].name, "info; Mop/s = million words/s");
+		bench_info_row("drain 34w", BENCH_MOPS, &st[0], bc[0].name,
+			       &st[1], bc[1].name,
+			       "info; Mop/s = million words/s");
 	profbuf_free(c[0].pb);
 	for (int i = 0; i < 2; i++) {
 		free(c[i].to);
@@ -1220,462 +1089,16 @@ static int drain(const struct bench_opts *o)
 	return rc;
 }
 
-/* ---- write cost inside a SIGPROF handler ----------------------------- */
-
-/*
- * struct sig_state - the handler's state (it gets no argument).
- * @pb:       the ring it writes to
- * @use_tsc:  read the TSC (else CLOCK_MONOTONIC)
- * @stop:     ignore further signals
- * @n:        signals measured so far (< SIG_MAX)
- * @extra:    signals beyond SIG_MAX or after @stop
- * @bad:      writes that did not return 0
- * @dt:       per signal: clock ticks between the two reads
- */
-struct sig_state {
-	struct profbuf *pb;
-	bool use_tsc;
-	volatile sig_atomic_t stop;
-	volatile uint32_t n;
-	volatile uint32_t extra;
-	volatile uint32_t bad;
-	uint64_t dt[SIG_MAX];
-};
-
-static struct sig_state sig;
-
-/*
- * sig_clock() - the handler's clock: on x86-64 RDTSC between two LFENCEs,
- * so that the write cannot move across either read; else CLOCK_MONOTONIC.
- */
-static inline uint64_t sig_clock(void)
-{
-#if defined(__x86_64__)
-	uint64_t t;
-
-	if (sig.use_tsc) {
-		__builtin_ia32_lfence();
-		t = __builtin_ia32_rdtsc();
-		__builtin_ia32_lfence();
-		return t;
-	}
-#endif
-	return bench_now_ns();
-}
-
-/*
- * sig_handler() - odd signals time a profbuf_write(), even ones nothing
- * between the same two clock reads.
- */
-static void sig_handler(int signo)
-{
-	int saved = errno;
-	uint32_t n = sig.n;
-	uint64_t t0, t1;
-	int rc = 0;
-
-	(void)signo;
-	if (sig.stop || n >= SIG_MAX) {
-		sig.extra++;
-		return;
-	}
-	t0 = sig_clock();
-	atomic_signal_fence(memory_order_seq_cst);
-	if (n & 1)
-		rc = profbuf_write(sig.pb, &sig, (int64_t)t0, src.hdr, HDRSIZE,
-				   src.stk, NSTK);
-	atomic_signal_fence(memory_order_seq_cst);
-	t1 = sig_clock();
-	sig.dt[n] = t1 - t0;
-	sig.bad += rc != 0;
-	sig.n = n + 1;
-	errno = saved;
-}
-
-/*
- * sig_timer_start() - a CLOCK_MONOTONIC timer sending SIGPROF to the
- * calling thread at SIG_HZ (as testing/harness.c stress_timer_start()).
- */
-static int sig_timer_start(timer_t *id)
-{
-	long period = 1000000000L / SIG_HZ;
-	struct sigevent sev = { .sigev_notify = SIGEV_THREAD_ID,
-				.sigev_signo = SIGPROF };
-	struct itimerspec its = {
-		.it_interval = { 0, period },
-		.it_value = { 0, period },
-	};
-
-	sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
-	if (timer_create(CLOCK_MONOTONIC, &sev, id))
-		return -errno;
-	if (timer_settime(*id, 0, &its, NULL)) {
-		int err = errno;
-
-		timer_delete(*id);
-		return -err;
-	}
-	return 0;
-}
-
-/* Spin until @deadline (CLOCK_MONOTONIC ns), signals arriving. */
-static void sig_busy_loop(uint64_t deadline)
-{
-	volatile uint64_t spin = 0;
-
-	while (bench_now_ns() < deadline)
-		for (int i = 0; i < 1000; i++)
-			spin = spin + 1;
-}
-
-/*
- * sig_collect() - run the timer for --seconds.
- * @o:       options
- * @per_ns:  filled in: nanoseconds per clock tick
- *
- * Return: 0, or -1.
- */
-static int sig_collect(const struct bench_opts *o, double *per_ns)
-{
-	struct sigaction sa = { .sa_handler = sig_handler,
-				.sa_flags = SA_RESTART };
-	uint64_t ns0, tsc0, ns1;
-	timer_t id;
-	int rc;
-
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGPROF, &sa, NULL))
-		return fail("sigaction", errno);
-	ns0 = bench_now_ns();
-	tsc0 = bench_tsc();
-	rc = sig_timer_start(&id);
-	if (rc)
-		return fail("timer_create", rc);
-	sig_busy_loop(ns0 + (uint64_t)(o->seconds * 1e9));
-	sig.stop = 1;
-	timer_delete(id);
-	signal(SIGPROF, SIG_IGN); /* a signal still pending is dropped */
-	ns1 = bench_now_ns();
-	*per_ns = sig.use_tsc
-			  ? (double)(ns1 - ns0) / (double)(bench_tsc() - tsc0)
-			  : 1.0;
-	return 0;
-}
-
-/*
- * sig_stats() - the samples of one parity as stats, in ns.
- * @odd: the profbuf_write samples (else the empty ones)
- * @tmp: scratch, SIG_MAX / 2 entries
- */
-static void sig_stats(bool odd, double per_ns, uint64_t *tmp,
-		      struct bench_stats *st)
-{
-	size_t k = 0;
-
-	for (uint32_t i = odd; i < sig.n; i += 2)
-		tmp[k++] = sig.dt[i];
-	qsort(tmp, k, sizeof(*tmp), cmp_u64);
-	memset(st, 0, sizeof(*st));
-	st->ops = k;
-	st->min = (double)tmp[0] * per_ns;
-	st->max = (double)tmp[k - 1] * per_ns;
-	st->median = (double)(k % 2 ? tmp[k / 2]
-				    : (tmp[k / 2 - 1] + tmp[k / 2]) / 2) *
-		     per_ns;
-	st->tsc_median = sig.use_tsc ? st->median / per_ns : 0;
-}
-
-/* Every handler write succeeded and comes back intact. */
-static int sig_check_ring(void)
-{
-	struct profbuf_read rd;
-	uint64_t got = 0, ovf = 0;
-	int rc;
-
-	if (sig.bad)
-		return fail("profbuf_write in the handler", -(int)sig.bad);
-	do {
-		rc = profbuf_read(sig.pb, PROFBUF_NONBLOCKING, &rd);
-		if (!rc)
-			rc = pb_account(&rd, &got, &ovf);
-		if (rc)
-			return fail("profbuf_read after the handler", rc);
-	} while (rd.ndata);
-	if (got == sig.n / 2 && !ovf)
-		return 0;
-	fprintf(stderr, "scaling_bench: handler wrote %u, read %llu + %llu\n",
-		sig.n / 2, (unsigned long long)got, (unsigned long long)ovf);
-	return -1;
-}
-
-/**
- * sigprof() - measure and report the write cost inside a handler.
- * @o: options; the timer runs for @o->seconds
- *
- * Return: 0, or -1 if anything failed.
- */
-static int sigprof(const struct bench_opts *o)
-{
-	struct bench_stats st[2];
-	uint64_t *tmp = NULL;
-	double per_ns = 1.0;
-	char note[96];
-	int rc = -1;
-
-#if defined(__x86_64__)
-	sig.use_tsc = bench_tsc() != 0;
-#endif
-	sig.pb = profbuf_new(HDRSIZE, round_pow2(SIG_MAX / 2 * WORDS + WORDS),
-			     SIG_MAX);
-	if (!sig.pb)
-		return fail("profbuf_new", errno);
-	if (sig_collect(o, &per_ns) || sig_check_ring())
-		goto out;
-	if (sig.n < 4) {
-		fprintf(stderr, "scaling_bench: only %u SIGPROFs arrived\n",
-			sig.n);
-		goto out;
-	}
-	tmp = malloc(SIG_MAX / 2 * sizeof(*tmp));
-	if (!tmp)
-		goto out;
-	sig_stats(true, per_ns, tmp, &st[0]);
-	sig_stats(false, per_ns, tmp, &st[1]);
-	snprintf(note, sizeof(note),
-		 "info; +%.1f ns per sample (medians), %u signals",
-		 st[0].median - st[1].median, sig.n);
-	info_row("sigprof 34w", BENCH_NS_PER_OP, &st[0], "handler+write",
-		 &st[1], "handler", note);
-	rc = 0;
-out:
-	free(tmp);
-	profbuf_free(sig.pb);
-	return rc;
-}
-
-/* ---- generation advance with idle threads ---------------------------- */
-
-/*
- * struct adv_case - a tracer and its idle threads.
- * @tb:       the tracer
- * @n:        threads
- * @started:  threads running
- * @threads:  their ids
- * @lock:     guards @round, @emitted, @quit, @err
- * @go:       @round changed or @quit set
- * @emitted_cv: @emitted grew
- * @round:    emit once per round
- * @emitted:  threads that emitted in this round
- * @quit:     threads end
- * @err:      a failed emit
- * @batches:  tracebuf_stats().batches after the last drain
- */
-struct adv_case {
-	struct tracebuf *tb;
-	unsigned int n;
-	unsigned int started;
-	pthread_t *threads;
-	pthread_mutex_t lock;
-	pthread_cond_t go;
-	pthread_cond_t emitted_cv;
-	uint64_t round;
-	unsigned int emitted;
-	bool quit;
-	int err;
-	uint64_t batches;
-};
-
-/* An idle thread: one event per round, asleep in between. */
-static void *adv_thread(void *arg)
-{
-	struct adv_case *c = arg;
-	uint64_t seen = 0, a;
-	int rc;
-
-	pthread_mutex_lock(&c->lock);
-	for (;;) {
-		while (c->round == seen && !c->quit)
-			pthread_cond_wait(&c->go, &c->lock);
-		if (c->quit)
-			break;
-		seen = a = c->round;
-		pthread_mutex_unlock(&c->lock);
-		rc = tracebuf_emit(c->tb, ADV_TYPE, &a, 1);
-		pthread_mutex_lock(&c->lock);
-		if (rc)
-			c->err = rc;
-		c->emitted++;
-		pthread_cond_signal(&c->emitted_cv);
-	}
-	pthread_mutex_unlock(&c->lock);
-	return NULL;
-}
-
-/* Start a round and wait until every thread has emitted in it. */
-static int adv_emit_all(struct adv_case *c)
-{
-	int err;
-
-	pthread_mutex_lock(&c->lock);
-	c->round++;
-	c->emitted = 0;
-	pthread_cond_broadcast(&c->go);
-	while (c->emitted < c->n)
-		pthread_cond_wait(&c->emitted_cv, &c->lock);
-	err = c->err;
-	pthread_mutex_unlock(&c->lock);
-	return err ? fail("tracebuf_emit", err) : 0;
-}
-
-/* Read the stream until it is empty. */
-static int adv_read_all(struct adv_case *c)
-{
-	struct tracebuf_chunk ch;
-	int rc;
-
-	do {
-		rc = tracebuf_read(c->tb, PROFBUF_NONBLOCKING, &ch);
-		if (rc)
-			return fail("tracebuf_read", rc);
-	} while (ch.len);
-	return 0;
-}
-
-/* Read the stream empty; the advance flushed exactly n buffers. */
-static int adv_drain(struct adv_case *c)
-{
-	struct tracebuf_stats ts;
-
-	if (adv_read_all(c))
-		return -1;
-	tracebuf_stats(c->tb, &ts);
-	if (ts.batches - c->batches != c->n || ts.lost) {
-		fprintf(stderr,
-			"scaling_bench: advance: %llu buffers, %u threads, "
-			"%llu lost\n",
-			(unsigned long long)(ts.batches - c->batches), c->n,
-			(unsigned long long)ts.lost);
-		return -1;
-	}
-	c->batches = ts.batches;
-	return 0;
-}
-
-/* One repetition: every thread emits, one timed advance, a drain. */
-static int adv_run(void *arg, struct bench_sample *s)
-{
-	struct adv_case *c = arg;
-	struct bench_timer t;
-	int rc;
-
-	if (adv_emit_all(c))
-		return -1;
-	bench_timer_start(&t);
-	rc = tracebuf_advance(c->tb);
-	bench_timer_stop(&t, s, 1);
-	if (rc)
-		return fail("tracebuf_advance", rc);
-	return adv_drain(c);
-}
-
-static int adv_init(struct adv_case *c)
-{
-	struct tracebuf_opts to = { .cpu_words = 0 }; /* no CPU profbuf */
-	int rc;
-
-	pthread_mutex_init(&c->lock, NULL);
-	pthread_cond_init(&c->go, NULL);
-	pthread_cond_init(&c->emitted_cv, NULL);
-	c->tb = tracebuf_new(&to);
-	if (!c->tb)
-		return fail("tracebuf_new", errno);
-	rc = tracebuf_name_type(c->tb, ADV_TYPE, "round", "u");
-	if (!rc)
-		rc = tracebuf_start(c->tb);
-	if (rc)
-		return fail("tracebuf_start", rc);
-	c->threads = calloc(c->n ? c->n : 1, sizeof(*c->threads));
-	if (!c->threads)
-		return fail("calloc", -ENOMEM);
-	for (; c->started < c->n; c->started++) {
-		rc = pthread_create(&c->threads[c->started], NULL, adv_thread,
-				    c);
-		if (rc)
-			return fail("pthread_create", rc);
-	}
-	return adv_read_all(c); /* the stream header */
-}
-
-static void adv_fini(struct adv_case *c)
-{
-	struct tracebuf_chunk ch;
-
-	pthread_mutex_lock(&c->lock);
-	c->quit = true;
-	pthread_cond_broadcast(&c->go);
-	pthread_mutex_unlock(&c->lock);
-	for (unsigned int i = 0; i < c->started; i++)
-		pthread_join(c->threads[i], NULL);
-	free(c->threads);
-	if (!c->tb)
-		return;
-	tracebuf_stop(c->tb);
-	do
-		tracebuf_read(c->tb, PROFBUF_NONBLOCKING, &ch);
-	while (ch.len && !ch.eof);
-	tracebuf_free(c->tb);
-}
-
-/**
- * advance() - measure and report tracebuf_advance() with 0, 16 and 64
- * idle threads, ADV_ROUNDS advances each, interleaved.
- * @o: options
- *
- * Return: 0, or -1 if anything failed.
- */
-static int advance(const struct bench_opts *o)
-{
-	static const unsigned int nthreads[] = { 0, 16, 64 };
-	struct adv_case c[ARRAY_SIZE(nthreads)] = { 0 };
-	struct bench_case bc[ARRAY_SIZE(nthreads)];
-	struct bench_stats st[ARRAY_SIZE(nthreads)];
-	struct bench_opts ao = *o;
-	char names[ARRAY_SIZE(nthreads)][16], row[32];
-	size_t inited;
-	int rc = 0;
-
-	ao.reps = ADV_ROUNDS;
-	ao.warmup = 2;
-	for (inited = 0; inited < ARRAY_SIZE(nthreads) && !rc; inited++) {
-		c[inited].n = nthreads[inited];
-		snprintf(names[inited], sizeof(names[inited]), "N=%u",
-			 nthreads[inited]);
-		bc[inited] = (struct bench_case){ names[inited], adv_run,
-						  &c[inited] };
-		rc = adv_init(&c[inited]);
-	}
-	if (!rc)
-		rc = bench_run_cases(bc, ARRAY_SIZE(nthreads), &ao, st);
-	for (size_t i = 1; i < ARRAY_SIZE(nthreads) && !rc; i++) {
-		snprintf(row, sizeof(row), "advance %u idle", nthreads[i]);
-		info_row(row, BENCH_NS_PER_OP, &st[i], names[i], &st[0],
-			 names[0], "info; 1 event per thread per generation");
-	}
-	for (size_t i = 0; i < inited; i++)
-		adv_fini(&c[i]);
-	return rc;
-}
-
 int main(int argc, char **argv)
 {
 	struct bench_opts o;
 
 	bench_parse_args(argc, argv, &o);
-	rec_src_init();
+	bench_rec_init();
 	if (o.pin && bench_pin_cpu(0))
 		fprintf(stderr, "scaling_bench: cannot pin to CPU 0\n");
 	bench_report_begin("scaling_bench", &o);
-	if (scaling(&o) || drain(&o) || sigprof(&o) || advance(&o))
+	if (scaling(&o) || drain(&o))
 		return 1;
 	bench_report_note("Scaling: W writers + 1 reader, 34-word records, "
 			  "%g s per repetition, %u repetitions, %d CPUs; "
@@ -1688,15 +1111,6 @@ int main(int argc, char **argv)
 			  "then read non-blocking and copied out, %d rounds "
 			  "per repetition; Mop/s = million words per second.",
 			  DR_RECS, WORDS, DR_ROUNDS);
-	bench_report_note("SIGPROF: %d Hz CLOCK_MONOTONIC timer on a busy "
-			  "thread for %g s; ns between two clock reads in "
-			  "the handler, with and without one profbuf_write "
-			  "of %d words, min / median / max over all signals.",
-			  SIG_HZ, o.seconds, WORDS);
-	bench_report_note("Advance: ns per tracebuf_advance() with N idle "
-			  "threads, each of which emitted one event in the "
-			  "generation; median of %d advances.",
-			  ADV_ROUNDS);
 	bench_report_end();
 	return 0;
 }
