@@ -235,8 +235,8 @@ static void wakeup_extra(struct profbuf *b)
 		new = (old | PB_EXTRA) & ~PB_SLEEPING;
 		/*
 		 * Release: pairs with the reader's acquire CAS that clears
-		 * EXTRA: the ovf change (count, BUSY, CLOSED) made before this CAS is
-		 * visible when it looks again.
+		 * EXTRA: the ovf change (count, BUSY, CLOSED) made before
+		 * this CAS is visible when it looks again.
 		 */
 	} while (!atomic_compare_exchange_weak_explicit(
 		&b->w, &old, new, memory_order_release, memory_order_relaxed));
@@ -928,8 +928,8 @@ static int read_step(struct profbuf *b, struct pb_wait *wt,
 	if (bw & PB_EXTRA) {
 		/*
 		 * Acquire: pairs with the release CAS in wakeup_extra(): the
-		 * ovf change (count, BUSY, CLOSED) behind it is visible when we look
-		 * again.  Failure means w moved: look again anyway.
+		 * ovf change (count, BUSY, CLOSED) behind it is visible when
+		 * we look again.  Failure means w moved: look again anyway.
 		 */
 		atomic_compare_exchange_strong_explicit(
 			&b->w, &bw, bw & ~PB_EXTRA, memory_order_acquire,
