@@ -98,38 +98,6 @@ static void expect(const struct profbuf_read *r, size_t hdrsize,
 	expect_walk(r, hdrsize);
 }
 
-/*
- * checkrec_run() plus the iterator over the same read: the iterator must
- * find the records and overflow counts checkrec found, and no malformed
- * read.  Disagreements are checkrec violations.
- */
-static void check_run(struct checkrec_state *st, const struct profbuf_read *r)
-{
-	uint64_t records = st->records, ovf = st->overflow_records;
-	uint64_t lost = st->lost, n = 0, nov = 0, nlost = 0;
-	struct profbuf_iter it;
-	struct profbuf_record rec;
-
-	checkrec_run(st, r->data, r->ndata, r->tags, r->ntags);
-	profbuf_iter_init(&it, r, st->hdrsize);
-	while (profbuf_iter_next(&it, &rec)) {
-		if (profbuf_record_is_overflow(&rec)) {
-			nov++;
-			nlost += profbuf_record_overflow_count(&rec);
-		} else {
-			n++;
-		}
-	}
-	if (profbuf_iter_malformed(&it))
-		checkrec_violation(st, "iterator: malformed read", r->ndata,
-				   r->ntags);
-	if (n != st->records - records || nov != st->overflow_records - ovf)
-		checkrec_violation(st, "iterator: record count", n, nov);
-	if (nlost != st->lost - lost)
-		checkrec_violation(st, "iterator: overflow count", nlost,
-				   st->lost - lost);
-}
-
 static void read_nb(struct profbuf *b, size_t hdrsize, const uint64_t *data,
 		    size_t ndata, const void *const *tags, size_t ntags)
 {
@@ -833,13 +801,13 @@ static void wrap_random_ops(void)
 				KT_CHECK_EQ(profbuf_read(b, PROFBUF_NONBLOCKING,
 							 &r),
 					    0);
-				check_run(st, &r);
+				checkrec_read(st, &r);
 			}
 		}
 		profbuf_close(b);
 		do {
 			KT_CHECK_EQ(profbuf_read(b, PROFBUF_BLOCKING, &r), 0);
-			check_run(st, &r);
+			checkrec_read(st, &r);
 		} while (!r.eof);
 		KT_CHECK_EQ(st->violations, 0);
 		KT_CHECK_EQ(st->records, ok);
@@ -1106,7 +1074,7 @@ static void drain_checked(struct profbuf *b, struct checkrec_state *st,
 		KT_CHECK_EQ(rc, 0);
 		if (rc || r.eof)
 			break;
-		check_run(st, &r);
+		checkrec_read(st, &r);
 		if (stall && rand_r(&seed) % 64 == 0)
 			usleep(rand_r(&seed) % 500);
 	}
@@ -1159,7 +1127,7 @@ static void concurrent_writers_case(size_t bufwords, size_t ntags, bool stall)
 	/* Non-blocking reader while they write, then close and drain. */
 	while (atomic_load(&writers_done) < NW) {
 		KT_REQUIRE(profbuf_read(b, PROFBUF_NONBLOCKING, &r) == 0);
-		check_run(st, &r);
+		checkrec_read(st, &r);
 		if (r.ndata == 0)
 			sched_yield();
 		if (stall && rand_r(&seed) % 256 == 0)
@@ -1238,7 +1206,7 @@ static void close_under_load(void)
 
 	for (int n = 0; n < 2000; n++) {
 		KT_REQUIRE(profbuf_read(cr.b, PROFBUF_BLOCKING, &r) == 0);
-		check_run(st, &r);
+		checkrec_read(st, &r);
 	}
 	KT_CHECK_EQ(profbuf_close(cr.b), 0);
 	drain_checked(cr.b, st, 3, false);
@@ -1355,7 +1323,7 @@ static void nested_sigprof_writers(void)
 		int rc = profbuf_read_timeout(sig_buf, 1000000, &r);
 
 		KT_REQUIRE(rc == 0 || rc == -ETIMEDOUT);
-		check_run(st, &r);
+		checkrec_read(st, &r);
 	}
 	for (int i = 0; i < NT; i++) {
 		pthread_join(th[i], NULL);

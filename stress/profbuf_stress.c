@@ -155,38 +155,6 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
-/*
- * Check one read: checkrec_run() checks every word; the record iterator
- * walks the same read and must find the same records and overflow counts,
- * and never a malformed read.
- */
-static void check_read(struct checkrec_state *st, const struct profbuf_read *r)
-{
-	uint64_t records = st->records, ovf = st->overflow_records;
-	uint64_t lost = st->lost, n = 0, nov = 0, nlost = 0;
-	struct profbuf_iter it;
-	struct profbuf_record rec;
-
-	checkrec_run(st, r->data, r->ndata, r->tags, r->ntags);
-	profbuf_iter_init(&it, r, st->hdrsize);
-	while (profbuf_iter_next(&it, &rec)) {
-		if (profbuf_record_is_overflow(&rec)) {
-			nov++;
-			nlost += profbuf_record_overflow_count(&rec);
-		} else {
-			n++;
-		}
-	}
-	if (profbuf_iter_malformed(&it))
-		checkrec_violation(st, "iterator: malformed read", r->ndata,
-				   r->ntags);
-	if (n != st->records - records || nov != st->overflow_records - ovf)
-		checkrec_violation(st, "iterator: record count", n, nov);
-	if (nlost != st->lost - lost)
-		checkrec_violation(st, "iterator: overflow count", nlost,
-				   st->lost - lost);
-}
-
 static void read_all(struct checkrec_state *st, uint64_t deadline,
 		     uint64_t *rng, uint64_t *reads)
 {
@@ -213,7 +181,7 @@ static void read_all(struct checkrec_state *st, uint64_t deadline,
 		if (r.eof)
 			return;
 		(*reads)++;
-		check_read(st, &r);
+		checkrec_read(st, &r);
 		if (opt.stall && stress_rand(rng) % 128 == 0)
 			stress_sleep_ns(stress_rand(rng) % 2000000);
 	}
@@ -232,7 +200,7 @@ static void read_phase(struct checkrec_state *st, uint64_t deadline,
 
 		if (profbuf_read_timeout(buf, 1000000, &r) == 0 && !r.eof) {
 			(*reads)++;
-			check_read(st, &r);
+			checkrec_read(st, &r);
 		}
 		if (opt.stall && stress_rand(rng) % 128 == 0)
 			stress_sleep_ns(stress_rand(rng) % 2000000);

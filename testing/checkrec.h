@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <profring/profbuf.h>
+
 #define CHECKREC_MAX_WRITERS 256
 
 static inline uint64_t checkrec_word(uint32_t writer, uint64_t seq, size_t i)
@@ -125,6 +127,39 @@ static inline void checkrec_run(struct checkrec_state *st, const uint64_t *data,
 	}
 	if (di != ndata || ti != ntags)
 		checkrec_violation(st, "records and tags out of step", di, ti);
+}
+
+/*
+ * Check one read: checkrec_run() checks every word; profbuf's record
+ * iterator walks the same read and must find the same records and
+ * overflow counts, and no malformed read.  Disagreements are violations.
+ */
+static inline void checkrec_read(struct checkrec_state *st,
+				 const struct profbuf_read *r)
+{
+	uint64_t records = st->records, ovf = st->overflow_records;
+	uint64_t lost = st->lost, n = 0, nov = 0, nlost = 0;
+	struct profbuf_iter it;
+	struct profbuf_record rec;
+
+	checkrec_run(st, r->data, r->ndata, r->tags, r->ntags);
+	profbuf_iter_init(&it, r, st->hdrsize);
+	while (profbuf_iter_next(&it, &rec)) {
+		if (profbuf_record_is_overflow(&rec)) {
+			nov++;
+			nlost += profbuf_record_overflow_count(&rec);
+		} else {
+			n++;
+		}
+	}
+	if (profbuf_iter_malformed(&it))
+		checkrec_violation(st, "iterator: malformed read", r->ndata,
+				   r->ntags);
+	if (n != st->records - records || nov != st->overflow_records - ovf)
+		checkrec_violation(st, "iterator: record count", n, nov);
+	if (nlost != st->lost - lost)
+		checkrec_violation(st, "iterator: overflow count", nlost,
+				   st->lost - lost);
 }
 
 #endif /* PROFRING_TESTING_CHECKREC_H */
