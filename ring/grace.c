@@ -218,6 +218,20 @@ static bool section_over(uint64_t then, uint64_t now)
 		       (then & ~RING_GRACE_DEPTH_MASK);
 }
 
+/*
+ * A section whose thread no longer exists is over: it will never touch
+ * the structure again.  So are the sections of the parent's other threads
+ * in the child of fork(), where they do not exist (tgkill with the
+ * child's pid says ESRCH for their tids).  Asked only after the section
+ * has outlasted the first back-off steps, and then every 16th step: it
+ * is a system call.
+ */
+static bool owner_gone(uint64_t owner, unsigned int step)
+{
+	return step >= 16 && !(step & 15) &&
+	       ring_grace_thread_gone(ring_grace_owner_tid(owner));
+}
+
 void ring_grace_wait(struct ring_grace *g)
 {
 	/*
@@ -234,18 +248,22 @@ void ring_grace_wait(struct ring_grace *g)
 	for (uint32_t i = 0; i < g->nslots; i++) {
 		struct ring_grace_slot *slot = &g->slots[i];
 		unsigned int step = 0;
-		uint64_t w;
+		uint64_t w, owner;
 
 		/* Relaxed: a slot claimed after this is in a later section. */
-		if (!ring_grace_owned(atomic_load_explicit(
-			    &slot->owner, memory_order_relaxed)))
+		owner = atomic_load_explicit(&slot->owner,
+					     memory_order_relaxed);
+		if (!ring_grace_owned(owner))
 			continue;
 		/* Acquire: pairs with the release in ring_grace_exit(). */
 		w = atomic_load_explicit(&slot->word, memory_order_acquire);
 		while (!section_over(
 			w, atomic_load_explicit(&slot->word,
-						memory_order_acquire)))
+						memory_order_acquire))) {
+			if (owner_gone(owner, step))
+				break;
 			backoff(&step);
+		}
 	}
 }
 

@@ -65,8 +65,11 @@
  *    instead and so does the updater.
  *
  * What can block: only ring_grace_wait(), which waits for sections in
- * progress (a thread that dies inside a section blocks it forever; so does
- * calling it from inside a section).  Enter and exit never wait.
+ * progress (calling it from inside a section blocks it forever).  A
+ * section whose thread no longer exists - a thread killed inside one, or,
+ * in the child of fork(), a section of any parent thread but the one that
+ * forked - is over: the wait asks tgkill(pid, tid, 0) once it has backed
+ * off a while.  Enter and exit never wait.
  */
 #ifndef PROFRING_RING_GRACE_H
 #define PROFRING_RING_GRACE_H

@@ -5,6 +5,9 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ring/grace.h"
@@ -129,10 +132,108 @@ static void tokens_are_per_thread(void)
 	ring_grace_destroy(&g);
 }
 
+struct holder {
+	struct ring_grace *g;
+	atomic_int state; /* 1: inside; 2: may leave */
+	bool die;
+};
+
+/* Enter a section, then die inside it or wait to be let out. */
+static void *holder_main(void *arg)
+{
+	struct holder *h = arg;
+	struct ring_grace_section sec;
+
+	if (!ring_grace_enter(h->g, &sec))
+		return NULL;
+	atomic_store(&h->state, 1);
+	if (h->die)
+		pthread_exit(NULL); /* never leaves the section */
+	while (atomic_load(&h->state) != 2)
+		usleep(1000);
+	ring_grace_exit(&sec);
+	return NULL;
+}
+
+/*
+ * Wait for a grace period on another thread, for at most 10 s.  A waiter
+ * that is still waiting then is left running, with its state leaked: the
+ * caller's ring_grace must then stay mapped (static) too.
+ */
+static bool wait_returns(struct ring_grace *g)
+{
+	struct waiter *w = calloc(1, sizeof(*w));
+	struct timespec ts;
+	pthread_t th;
+	bool done;
+
+	if (!w)
+		return false;
+	w->g = g;
+	pthread_create(&th, NULL, wait_main, w);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 10;
+	if (pthread_timedjoin_np(th, NULL, &ts)) {
+		pthread_detach(th);
+		return false;
+	}
+	done = atomic_load(&w->done);
+	free(w);
+	return done;
+}
+
+/* A thread that dies inside a section does not block grace periods. */
+static void dead_owner_section_is_over(void)
+{
+	static struct ring_grace g;
+	struct holder h = { .g = &g, .die = true };
+	pthread_t th;
+
+	KT_REQUIRE(ring_grace_init(&g, 16, false) == 0);
+	KT_REQUIRE(pthread_create(&th, NULL, holder_main, &h) == 0);
+	pthread_join(th, NULL);
+	KT_CHECK_EQ(atomic_load(&h.state), 1);
+	KT_REQUIRE(wait_returns(&g)); /* else a waiter still reads g */
+	ring_grace_destroy(&g);
+}
+
+/*
+ * In the child of a fork, a section another parent thread was inside
+ * does not exist: a grace period there does not wait for it (it hung in
+ * 99 of 100 children).  The parent still waits for it.
+ */
+static void fork_child_ignores_parent_sections(void)
+{
+	static struct ring_grace g;
+	struct holder h = { .g = &g };
+	int status = -1;
+	pthread_t th;
+	pid_t pid;
+
+	KT_REQUIRE(ring_grace_init(&g, 16, false) == 0);
+	KT_REQUIRE(pthread_create(&th, NULL, holder_main, &h) == 0);
+	while (atomic_load(&h.state) != 1)
+		usleep(1000);
+	pid = fork();
+	if (pid == 0) {
+		alarm(10);
+		ring_grace_wait(&g);
+		_exit(0);
+	}
+	KT_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid);
+	KT_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	atomic_store(&h.state, 2);
+	pthread_join(th, NULL);
+	KT_REQUIRE(wait_returns(&g)); /* else a waiter still reads g */
+	ring_grace_destroy(&g);
+}
+
 int main(void)
 {
 	KT_RUN(nested_section_keeps_outer);
 	KT_RUN(one_slot_per_thread);
 	KT_RUN(tokens_are_per_thread);
+	KT_RUN(dead_owner_section_is_over);
+	KT_RUN(fork_child_ignores_parent_sections);
 	return ktest_exit();
 }
