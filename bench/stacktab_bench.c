@@ -606,7 +606,7 @@ static int st_ins_init(struct ins_case *c)
 	return c->st ? 0 : fail("stacktab_new", errno);
 }
 
-/* A new generation: empty; the old one's pages go back to the kernel. */
+/* A new generation: empty; steady generations keep their pages. */
 static void st_reset(struct ins_case *c)
 {
 	stacktab_reset(c->st, NULL, NULL);

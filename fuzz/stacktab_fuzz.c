@@ -10,9 +10,13 @@
  * thread inserts, so ids are 1, 2, 3 ... in that order; the same stack
  * (after truncation) must get the same id; a new stack is lost exactly
  * when its node (24 bytes + 8 per frame, after the arena's reserved first
- * word) no longer fits the page-rounded arena; get, foreach and the reset
- * dump must return exactly the model's stacks; losses are counted.
+ * word) no longer fits max_bytes (a bound to the byte: the fuzzer picks
+ * sizes that are not page multiples too); get, foreach and the reset
+ * dump must return exactly the model's stacks; a reset from inside a walk
+ * of the same table is refused with -EDEADLK; losses and bytes are
+ * counted.
  */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -75,6 +79,7 @@ static void model_clear(struct model *m)
 
 struct walk {
 	struct model *m;
+	struct stacktab *t;
 	uint32_t next;
 };
 
@@ -88,12 +93,15 @@ static int check_stack(void *arg, uint32_t id, const uintptr_t *pcs, size_t n)
 	if (n != w->m->n[id - 1] ||
 	    memcmp(pcs, w->m->pcs[id - 1], n * sizeof(*pcs)))
 		fuzz_fail("walk stack", id, (long long)n);
+	/* It would wait for itself: refused, and nothing changes. */
+	if (id == 1 && stacktab_reset(w->t, NULL, NULL) != -EDEADLK)
+		fuzz_fail("reset inside a walk", id, 0);
 	return 0;
 }
 
 static void check_walk(struct stacktab *t, struct model *m, bool reset)
 {
-	struct walk w = { m, 0 };
+	struct walk w = { m, t, 0 };
 	int rc;
 
 	if (reset)
@@ -149,9 +157,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct model *m = calloc(1, sizeof(*m));
 	struct stacktab_stats st;
 	struct stacktab *t;
+	uint8_t op0;
 
-	/* 4 KiB ... 64 KiB: the arena is page-rounded, offset 0 reserved. */
-	m->arena = (size_t)4096 << (fuzz_byte(&in) % 5);
+	/* 4 KiB ... 64 KiB, plus 0 ... 663 bytes; offset 0 reserved. */
+	op0 = fuzz_byte(&in);
+	m->arena = ((size_t)4096 << (op0 % 5)) + (size_t)(op0 / 5) * 13;
 	t = stacktab_new(m->arena, 1 + fuzz_byte(&in));
 	if (!t)
 		fuzz_fail("stacktab_new", 0, 0);
@@ -171,6 +181,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	stacktab_stats(t, &st);
 	if (st.stacks != m->nstacks || st.losses != m->losses)
 		fuzz_fail("stats", (long long)st.stacks, (long long)m->nstacks);
+	if (st.bytes != m->used || st.bytes > m->arena)
+		fuzz_fail("stats bytes", (long long)st.bytes,
+			  (long long)m->used);
 	check_walk(t, m, true);
 	stacktab_free(t);
 	model_clear(m);

@@ -17,17 +17,41 @@ void *ring_map_zeroed(size_t bytes)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+size_t ring_page_size(void)
+{
+	return (size_t)sysconf(_SC_PAGESIZE);
+}
+
+static size_t page_up(size_t bytes)
+{
+	size_t page = ring_page_size();
+
+	return bytes > SIZE_MAX - page ? SIZE_MAX & ~(page - 1)
+				       : (bytes + page - 1) & ~(page - 1);
+}
+
+size_t ring_give_back(void *base, size_t from, size_t to)
+{
+	from = page_up(from);
+	to = page_up(to);
+	/* Private anonymous pages read back as zero after MADV_DONTNEED. */
+	if (from < to)
+		madvise((char *)base + from, to - from, MADV_DONTNEED);
+	return from;
+}
+
 int ring_region_init(struct ring_region *r, size_t size)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t mapped = page_up(size);
 
-	size = (size + page - 1) & ~(page - 1);
-	if (!size)
+	if (!size || mapped < size)
 		return -EINVAL;
-	r->base = ring_map_zeroed(size);
+	r->base = ring_map_zeroed(mapped);
 	if (!r->base)
 		return -errno;
 	r->size = size;
+	r->mapped = mapped;
+	r->touched = 0;
 	atomic_init(&r->used, 0);
 	return 0;
 }
@@ -52,21 +76,22 @@ void *ring_region_alloc(struct ring_region *r, size_t bytes, size_t align)
 	return r->base + start;
 }
 
-void ring_region_reset(struct ring_region *r, bool give_back)
+void ring_region_reset(struct ring_region *r, size_t keep)
 {
 	size_t used = ring_region_used(r);
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 
-	/* Private anonymous pages read back as zero after MADV_DONTNEED. */
-	if (used && give_back)
-		madvise(r->base, (used + page - 1) & ~(page - 1),
-			MADV_DONTNEED);
+	if (used > r->touched)
+		r->touched = used;
+	if (keep < r->touched) {
+		ring_give_back(r->base, keep, r->touched);
+		r->touched = keep;
+	}
 	atomic_store_explicit(&r->used, 0, memory_order_relaxed);
 }
 
 void ring_region_destroy(struct ring_region *r)
 {
 	if (r->base)
-		munmap(r->base, r->size);
+		munmap(r->base, r->mapped);
 	r->base = NULL;
 }

@@ -4,12 +4,14 @@
  *
  * The arena is reserved once (MAP_NORESERVE: the kernel commits pages on
  * first touch, so an arena of 64 MiB costs nothing until used) and carved
- * by an atomic bump pointer: no malloc, no lock, async-signal-safe.  When
- * it is full, ring_region_alloc() returns NULL and the caller counts the
- * loss.  There is no free: ring_region_reset() releases everything at once,
- * when the caller knows nobody uses the memory any more, and either gives
- * the pages back to the kernel or keeps them committed for reuse (the
- * caller chooses).
+ * by an atomic bump pointer: no malloc, no lock, async-signal-safe.  Its
+ * bound is the size asked for, to the byte (the mapping underneath is
+ * rounded up to pages, the bound is not).  When it is full,
+ * ring_region_alloc() returns NULL and the caller counts the loss.  There
+ * is no free: ring_region_reset() releases everything at once, when the
+ * caller knows nobody uses the memory any more, keeps the pages of a first
+ * part of the arena committed for reuse (the caller chooses how much) and
+ * gives every other page touched since the last give-back to the kernel.
  */
 #ifndef PROFRING_RING_REGION_H
 #define PROFRING_RING_REGION_H
@@ -20,7 +22,9 @@
 
 struct ring_region {
 	char *base;
-	size_t size;
+	size_t size; /* the bound: bytes that can be handed out */
+	size_t mapped; /* size rounded up to pages */
+	size_t touched; /* high-water mark of used since the last give-back */
 	_Atomic size_t used;
 };
 
@@ -31,7 +35,22 @@ struct ring_region {
  */
 void *ring_map_zeroed(size_t bytes);
 
-/* Reserve @size bytes (rounded up to pages).  0 or -errno.  Not signal-safe. */
+/* The page size. */
+size_t ring_page_size(void);
+
+/*
+ * ring_give_back() - give the pages of [@from, @to) of the mapping at @base
+ * back to the kernel (@from and @to rounded up to pages: the page holding
+ * @from stays).  They read as zero again and cost nothing until touched.
+ * Return: @from rounded up to a page, where the memory given back begins.
+ * Not signal-safe.
+ */
+size_t ring_give_back(void *base, size_t from, size_t to);
+
+/*
+ * Reserve an arena that hands out at most @size bytes (the mapping is
+ * rounded up to pages).  0 or -errno.  Not signal-safe.
+ */
 int ring_region_init(struct ring_region *r, size_t size);
 
 /*
@@ -51,12 +70,13 @@ static inline size_t ring_region_used(const struct ring_region *r)
 }
 
 /*
- * Release everything: no one may be using the memory.  With @give_back the
- * pages go back to the kernel (and read as zero again); without, they stay
- * committed, keep their contents and cost no page faults when reused.
- * Not signal-safe.
+ * Release everything: no one may be using the memory.  The pages holding
+ * the first @keep bytes stay committed, keep their contents and cost no
+ * page faults when reused; every later page touched since the last
+ * give-back goes back to the kernel (and reads as zero again).  @keep = 0
+ * gives back all, SIZE_MAX keeps all.  Not signal-safe.
  */
-void ring_region_reset(struct ring_region *r, bool give_back);
+void ring_region_reset(struct ring_region *r, size_t keep);
 
 void ring_region_destroy(struct ring_region *r);
 

@@ -16,27 +16,48 @@
  *
  * Insert: nodes are only ever pushed at the head of a chain and never
  * removed until the whole generation is recycled, so there is no ABA.
- *   1. Carve a node, take an id (fetch_add), fill the node, point it at
- *      the head we searched from, record it in the id index (release).
- *   2. CAS the bucket from that head to the node (release).
+ *   1. Carve a node, take an id (fetch_add), fill the node (not yet
+ *      linked), point it at the head we searched from, record it in the
+ *      id index (release).
+ *   2. CAS the bucket from that head to the node (release).  Won: mark
+ *      the node linked (relaxed) and return its id.
  *   3. If the CAS fails, the nodes pushed meanwhile lie between the new
  *      head and the one we searched from: search just those.  Same stack
  *      found: return its id; our node and id are wasted (the id index
- *      entry goes back to 0: nobody has seen that id).  Otherwise relink
- *      to the new head and retry.
+ *      entry goes back to 0).  Otherwise relink to the new head and retry.
  * Two puts of the same stack therefore always agree on one id, and no
  * put waits for another.  A put interrupted by a handler that puts the
  * same stack is just such a race.
+ *
+ * Ids: a stack's id is that of the one node of it in the chains.  The id
+ * index holds a node from step 1 on, before anyone knows whether its CAS
+ * will win, so get, foreach and the dump (node_of()) ask more than an
+ * index entry: the node must be in its chain.  The linked mark says so
+ * cheaply (it is only ever set on a node its CAS linked); without it -
+ * between a winning CAS and the mark, or for a node that is pending or
+ * was wasted - node_of() looks for the node in its chain (acquire load
+ * of the bucket, pairing with the release CAS that linked it).  A put
+ * that found its stack in a chain loaded that bucket with acquire, which
+ * orders after it the node's index entry (stored with release before the
+ * CAS) and the link itself: a get of the id it returns, on its thread or
+ * on any thread it hands the id to, finds both.  A pending or wasted node
+ * is in no chain: no walk reports it and no get resolves its id.  So
+ * every id a walk reports is a stack's, each stack once, and get resolves
+ * it for the rest of the generation.  The hit path is unchanged: only
+ * node_of() reads the mark.
  *
  * Generations and reclamation: two generations, current one chosen by
  * `cur`.  Every put, get and foreach runs inside a read-side section of
  * ring/grace.h and loads `cur` (acquire, pairing with the store in
  * reset) inside it.  Reset stores the other index in `cur`, waits a grace
  * period, then the old generation is quiescent: it is dumped and cleared
- * (arena rewound with its pages kept committed, buckets and the used part
- * of the index zeroed: see clear_gen()), ready to be the next
- * generation.  A put racing the reset lands in one generation or the
- * other, and the caller's id is valid in the generation it landed in.
+ * (arena rewound, buckets and the used part of the index zeroed, the
+ * pages the recent generations did not need given back: see clear_gen()),
+ * ready to be the next generation.  A put racing the reset lands in one
+ * generation or the other, and the caller's id is valid in the generation
+ * it landed in.  A reset called from a foreach or dump callback of the
+ * same table would wait for itself (the section, or the reset lock): a
+ * thread-local list of the tables the thread is walking refuses it.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -59,7 +80,7 @@ struct st_node {
 	uint32_t id;
 	uint64_t hash;
 	uint32_t n;
-	uint32_t pad;
+	_Atomic uint32_t linked; /* 1 once its CAS linked it in its chain */
 	uintptr_t pcs[];
 };
 
@@ -72,7 +93,11 @@ struct st_gen {
 	_Atomic uint32_t *ids; /* id -> node offset, 0 = none */
 	_Atomic uint32_t next_id;
 	uint32_t max_ids;
+	uint32_t ids_touched; /* index entries touched since last give-back */
 };
+
+/* A reset keeps the pages the largest of this many generations used. */
+#define ST_RECENT 4
 
 struct stacktab {
 	ring_cacheline_aligned _Atomic uint32_t cur;
@@ -86,7 +111,23 @@ struct stacktab {
 	_Atomic uint64_t wasted;
 	_Atomic uint64_t resets;
 	pthread_mutex_t reset_lock;
+	/* Under reset_lock: arena bytes and ids of the last generations. */
+	size_t recent_bytes[ST_RECENT];
+	uint32_t recent_ids[ST_RECENT];
+	unsigned int recent_pos;
 };
+
+/*
+ * The tables the calling thread is walking (foreach, a reset's dump),
+ * innermost first, each entry on its walker's stack: a reset of one of
+ * them would wait for itself.
+ */
+struct st_walking {
+	const struct stacktab *t;
+	struct st_walking *outer;
+};
+
+static _Thread_local struct st_walking *st_walking;
 
 static struct st_node *node_at(struct st_gen *g, uint32_t off)
 {
@@ -136,12 +177,14 @@ static uint32_t new_node(struct st_gen *g, uint64_t hash, const uintptr_t *pcs,
 	nd->id = id;
 	nd->hash = hash;
 	nd->n = n;
-	nd->pad = 0;
+	/* Relaxed: published with the node by the release below. */
+	atomic_store_explicit(&nd->linked, 0, memory_order_relaxed);
 	memcpy(nd->pcs, pcs, n * sizeof(*pcs));
 	atomic_store_explicit(&nd->next, head, memory_order_relaxed);
 	/*
-	 * Release: pairs with the acquire loads of the index in get() and
-	 * foreach(), which may see the id before the bucket CAS.
+	 * Release: pairs with the acquire load of the index in node_of(),
+	 * which may see the id before the bucket CAS (and then looks for
+	 * the node in its chain).
 	 */
 	atomic_store_explicit(&g->ids[id], off, memory_order_release);
 	return off;
@@ -181,6 +224,12 @@ static uint32_t insert(struct stacktab *t, struct st_gen *g,
 		seen = head;
 		atomic_store_explicit(&nd->next, head, memory_order_relaxed);
 	}
+	/*
+	 * Relaxed: the mark only says the node is in its chain, which the
+	 * CAS above made true; the node's contents are ordered by the index
+	 * (see node_of()).
+	 */
+	atomic_store_explicit(&nd->linked, 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&t->inserts, 1, memory_order_relaxed);
 	return nd->id;
 }
@@ -230,16 +279,49 @@ RING_API uint32_t stacktab_put(struct stacktab *t, const uintptr_t *pcs,
 	return id;
 }
 
-/* The node of @id in @g, or NULL. */
-static struct st_node *node_of(struct st_gen *g, uint32_t id)
+/*
+ * Is the node at @off in its chain?  For a node not (yet) marked linked:
+ * its CAS may have won a moment ago, or it is pending or wasted.
+ */
+static bool chain_holds(struct stacktab *t, struct st_gen *g,
+			const struct st_node *nd, uint32_t off)
 {
+	_Atomic uint32_t *bucket = &g->buckets[nd->hash >> t->bucket_shift];
+	/* Acquire: pairs with the release CAS in insert(). */
+	uint32_t o = atomic_load_explicit(bucket, memory_order_acquire);
+
+	while (o && o != off)
+		/* Relaxed: links are immutable once published. */
+		o = atomic_load_explicit(&node_at(g, o)->next,
+					 memory_order_relaxed);
+	return o == off;
+}
+
+/*
+ * The node of stack @id in @g, or NULL if @id is none: never handed out,
+ * wasted, or a pending insert's (see "Ids" above).
+ */
+static struct st_node *node_of(struct stacktab *t, struct st_gen *g,
+			       uint32_t id)
+{
+	struct st_node *nd;
 	uint32_t off;
 
 	if (!id || id >= g->max_ids)
 		return NULL;
-	/* Acquire: pairs with the release store in new_node(). */
+	/*
+	 * Acquire: pairs with the release store in new_node(): the node's
+	 * contents are visible.
+	 */
 	off = atomic_load_explicit(&g->ids[id], memory_order_acquire);
-	return off ? node_at(g, off) : NULL;
+	if (!off)
+		return NULL;
+	nd = node_at(g, off);
+	/* Relaxed: set only on a linked node; see insert(). */
+	if (ring_likely(
+		    atomic_load_explicit(&nd->linked, memory_order_relaxed)))
+		return nd;
+	return chain_holds(t, g, nd, off) ? nd : NULL;
 }
 
 RING_API size_t stacktab_get(struct stacktab *t, uint32_t id, uintptr_t *pcs,
@@ -251,7 +333,7 @@ RING_API size_t stacktab_get(struct stacktab *t, uint32_t id, uintptr_t *pcs,
 
 	if (!t || !ring_grace_enter(&t->grace, &sec))
 		return 0;
-	nd = node_of(current(t), id);
+	nd = node_of(t, current(t), id);
 	if (nd) {
 		n = nd->n;
 		if (pcs)
@@ -262,20 +344,24 @@ RING_API size_t stacktab_get(struct stacktab *t, uint32_t id, uintptr_t *pcs,
 	return n;
 }
 
-static int walk(struct st_gen *g, stacktab_fn fn, void *arg)
+/* Call @fn for each stack of @g, with @t on this thread's walking list. */
+static int walk(struct stacktab *t, struct st_gen *g, stacktab_fn fn, void *arg)
 {
-	/* Relaxed: ids below next_id are either published or holes. */
+	struct st_walking self = { t, st_walking };
+	/* Relaxed: ids below next_id are stacks, holes or pending. */
 	uint32_t end = atomic_load_explicit(&g->next_id, memory_order_relaxed);
 	int rc = 0;
 
 	if (end > g->max_ids)
 		end = g->max_ids;
+	st_walking = &self;
 	for (uint32_t id = 1; id < end && !rc; id++) {
-		struct st_node *nd = node_of(g, id);
+		struct st_node *nd = node_of(t, g, id);
 
 		if (nd)
 			rc = fn(arg, id, nd->pcs, nd->n);
 	}
+	st_walking = self.outer;
 	return rc;
 }
 
@@ -288,29 +374,56 @@ RING_API int stacktab_foreach(struct stacktab *t, stacktab_fn fn, void *arg)
 		return -EINVAL;
 	if (!ring_grace_enter(&t->grace, &sec))
 		return -EAGAIN;
-	rc = walk(current(t), fn, arg);
+	rc = walk(t, current(t), fn, arg);
 	ring_grace_exit(&sec);
 	return rc;
 }
 
 /*
- * Make a quiescent generation empty.  Its pages stay committed (the arena
- * is bounded anyway): the next generation reuses them without faulting.
- * Nodes are fully written when carved, so only the buckets and the used
- * part of the id index need zeroing.
+ * Make a quiescent generation empty.  Of its arena and its id index, the
+ * pages that the largest of the last ST_RECENT generations (this one
+ * included) needed stay committed, so that a steady table reuses them
+ * without faulting; the rest go back to the kernel, so that a burst does
+ * not hold its memory forever.  Nodes are fully written when carved, so
+ * only the buckets and the kept part of the index need zeroing (pages
+ * given back read as zero).  Called under reset_lock.
  */
 static void clear_gen(struct stacktab *t, struct st_gen *g)
 {
 	uint32_t used_ids =
 		atomic_load_explicit(&g->next_id, memory_order_relaxed);
+	size_t keep_bytes = 0, zero_end;
+	uint32_t keep_ids = 0;
 
 	if (used_ids > g->max_ids)
 		used_ids = g->max_ids;
-	ring_region_reset(&g->arena, false);
+	t->recent_bytes[t->recent_pos] = ring_region_used(&g->arena);
+	t->recent_ids[t->recent_pos] = used_ids;
+	t->recent_pos = (t->recent_pos + 1) % ST_RECENT;
+	for (int i = 0; i < ST_RECENT; i++) {
+		if (t->recent_bytes[i] > keep_bytes)
+			keep_bytes = t->recent_bytes[i];
+		if (t->recent_ids[i] > keep_ids)
+			keep_ids = t->recent_ids[i];
+	}
+	ring_region_reset(&g->arena, keep_bytes);
 	/* Reserve offset 0 in the arena: it means "no node". */
 	ring_region_alloc(&g->arena, ST_WORD, ST_WORD);
 	memset((void *)g->buckets, 0, t->nbuckets * sizeof(*g->buckets));
-	memset((void *)g->ids, 0, used_ids * sizeof(*g->ids));
+	/* Entries past used_ids are still zero: nobody stored them. */
+	zero_end = used_ids * sizeof(*g->ids);
+	if (used_ids > g->ids_touched)
+		g->ids_touched = used_ids;
+	if (keep_ids < g->ids_touched) {
+		size_t from = ring_give_back((void *)g->ids,
+					     keep_ids * sizeof(*g->ids),
+					     g->ids_touched * sizeof(*g->ids));
+
+		if (zero_end > from)
+			zero_end = from;
+		g->ids_touched = keep_ids;
+	}
+	memset((void *)g->ids, 0, zero_end);
 	atomic_store_explicit(&g->next_id, 1, memory_order_relaxed);
 }
 
@@ -322,6 +435,13 @@ RING_API int stacktab_reset(struct stacktab *t, stacktab_fn dump, void *arg)
 
 	if (!t)
 		return -EINVAL;
+	/*
+	 * From a foreach callback we would wait for our own section, from a
+	 * dump callback for our own lock: refuse.
+	 */
+	for (const struct st_walking *w = st_walking; w; w = w->outer)
+		if (w->t == t)
+			return -EDEADLK;
 	pthread_mutex_lock(&t->reset_lock);
 	cur = atomic_load_explicit(&t->cur, memory_order_relaxed);
 	old = &t->gen[cur];
@@ -332,7 +452,7 @@ RING_API int stacktab_reset(struct stacktab *t, stacktab_fn dump, void *arg)
 	atomic_store_explicit(&t->cur, cur ^ 1, memory_order_release);
 	ring_grace_wait(&t->grace);
 	if (dump)
-		rc = walk(old, dump, arg);
+		rc = walk(t, old, dump, arg);
 	clear_gen(t, old);
 	atomic_fetch_add_explicit(&t->resets, 1, memory_order_relaxed);
 	pthread_mutex_unlock(&t->reset_lock);
@@ -341,26 +461,30 @@ RING_API int stacktab_reset(struct stacktab *t, stacktab_fn dump, void *arg)
 
 RING_API void stacktab_stats(struct stacktab *t, struct stacktab_stats *s)
 {
+	struct ring_grace_section sec;
 	struct st_gen *g;
 	uint32_t next;
 
 	memset(s, 0, sizeof(*s));
 	if (!t)
 		return;
-	/* Acquire: pairs with the release store of cur in reset(). */
-	g = &t->gen[atomic_load_explicit(&t->cur, memory_order_acquire)];
 	s->inserts = atomic_load_explicit(&t->inserts, memory_order_relaxed);
 	s->losses = atomic_load_explicit(&t->losses, memory_order_relaxed);
 	s->wasted = atomic_load_explicit(&t->wasted, memory_order_relaxed);
 	s->resets = atomic_load_explicit(&t->resets, memory_order_relaxed);
 	s->hits = ring_grace_count_sum(&t->grace);
+	/* The generation's nodes are read inside a section, as in get(). */
+	if (!ring_grace_enter(&t->grace, &sec))
+		return;
+	g = current(t);
 	s->bytes = ring_region_used(&g->arena);
 	next = atomic_load_explicit(&g->next_id, memory_order_relaxed);
 	if (next > g->max_ids)
 		next = g->max_ids;
-	/* Published stacks: ids handed out minus holes. */
+	/* Stacks: ids handed out minus holes and pending inserts. */
 	for (uint32_t id = 1; id < next; id++)
-		s->stacks += node_of(g, id) != NULL;
+		s->stacks += node_of(t, g, id) != NULL;
+	ring_grace_exit(&sec);
 }
 
 /* ---- life cycle ------------------------------------------------------ */

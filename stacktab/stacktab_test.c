@@ -6,10 +6,12 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -453,6 +455,626 @@ static void resets_under_load(void)
 	stacktab_free(t);
 }
 
+/* ---- foreach racing inserts of the same stacks ------------------------- */
+
+/*
+ * Each round starts from an empty generation and lets RACERS threads put
+ * the same RACE_STACKS fresh stacks in the same order, so inserts race
+ * inserts of the same stack.  A SIGPROF handler on each racer puts the
+ * stack its thread is putting (if it interrupts that put between its
+ * lookup and its bucket CAS, the handler's insert wins and the thread's
+ * loses: its id is wasted), then lingers while the interrupted put stays
+ * where it was.  Meanwhile the main thread walks the table again and
+ * again.  A losing insert's id sits in the index for a few instructions
+ * only: this catches it now and then (a PROFRING_PERTURB build widens the
+ * window); the test after it catches it every time.  A walk may report
+ * only stacks: each at most once per
+ * walk, and each under an id that, once the puts have returned,
+ * stacktab_get() resolves to the same frames.
+ */
+enum {
+	RACERS = 3,
+	RACE_STACKS = 1024,
+	RACE_IDS = RACE_STACKS * (2 * RACERS + 1) + 2,
+};
+
+#define RACE_TAG ((uintptr_t)0x7f0000000000)
+
+/* Stack @i of a round: a unique first frame, then frames from @i. */
+static size_t race_stack(uint32_t i, uintptr_t *pcs)
+{
+	size_t n = 1 + (i * 7u) % 24;
+
+	pcs[0] = RACE_TAG + i;
+	for (size_t k = 1; k < n; k++)
+		pcs[k] = 0x400000 + ((i * 31u + k * 17u) % 64) * 16;
+	return n;
+}
+
+struct race {
+	struct stacktab *t;
+	atomic_uint round; /* bumped by the main thread to start a round */
+	atomic_uint done; /* racers that finished the current round */
+	atomic_bool quit;
+	atomic_ulong handler_puts;
+};
+
+static struct race *race_now;
+static _Thread_local volatile sig_atomic_t racing = -1; /* stack in a put */
+
+static void on_race_signal(int sig)
+{
+	uintptr_t pcs[32];
+	int saved = errno, i = racing;
+	uint64_t until;
+
+	(void)sig;
+	if (i < 0)
+		return;
+	stacktab_put(race_now->t, pcs, race_stack((uint32_t)i, pcs));
+	atomic_fetch_add_explicit(&race_now->handler_puts, 1,
+				  memory_order_relaxed);
+	/* Linger: the interrupted put stays where it is meanwhile. */
+	for (until = stress_now_ns() + 50000; stress_now_ns() < until;)
+		;
+	errno = saved;
+}
+
+static void *racer_main(void *arg)
+{
+	struct race *r = arg;
+	struct stress_timer timer;
+	unsigned int seen = 0;
+	uintptr_t pcs[32];
+
+	stress_timer_start(&timer, SIGPROF, 2000, false);
+	for (;;) {
+		unsigned int round;
+
+		/* Acquire: pairs with the release increment of round. */
+		while ((round = atomic_load_explicit(
+				&r->round, memory_order_acquire)) == seen) {
+			if (atomic_load_explicit(&r->quit,
+						 memory_order_relaxed))
+				goto out;
+			sched_yield();
+		}
+		seen = round;
+		for (uint32_t i = 0; i < RACE_STACKS; i++) {
+			size_t n = race_stack(i, pcs);
+
+			racing = (sig_atomic_t)i;
+			stacktab_put(r->t, pcs, n);
+			racing = -1;
+		}
+		/* Release: our puts happen before the main thread's gets. */
+		atomic_fetch_add_explicit(&r->done, 1, memory_order_release);
+	}
+out:
+	stress_timer_stop(&timer);
+	return NULL;
+}
+
+struct race_walk {
+	int32_t reported[RACE_IDS]; /* id -> race stack + 1, this round */
+	uint8_t in_walk[RACE_STACKS]; /* reports of each stack in a walk */
+	int twice, not_a_stack, changed;
+	uint64_t reports;
+};
+
+/* Which race stack @pcs is, or -1. */
+static int race_find(const uintptr_t *pcs, size_t n)
+{
+	uintptr_t want[32];
+	uint32_t i;
+
+	if (!n || pcs[0] < RACE_TAG || pcs[0] >= RACE_TAG + RACE_STACKS)
+		return -1;
+	i = (uint32_t)(pcs[0] - RACE_TAG);
+	if (race_stack(i, want) != n || memcmp(want, pcs, n * sizeof(*pcs)))
+		return -1;
+	return (int)i;
+}
+
+static int race_note(void *arg, uint32_t id, const uintptr_t *pcs, size_t n)
+{
+	struct race_walk *w = arg;
+	int i = race_find(pcs, n);
+
+	w->reports++;
+	if (i < 0 || id >= RACE_IDS) {
+		w->not_a_stack++;
+		return 0;
+	}
+	if (w->in_walk[i]++)
+		w->twice++;
+	if (w->reported[id] && w->reported[id] != i + 1)
+		w->changed++;
+	w->reported[id] = i + 1;
+	return 0;
+}
+
+static void foreach_races_inserts(void)
+{
+	struct stacktab *t = stacktab_new(8 << 20, RACE_STACKS);
+	struct race_walk *w = calloc(1, sizeof(*w));
+	struct race r = { .t = t };
+	struct sigaction sa = { .sa_handler = on_race_signal,
+				.sa_flags = SA_RESTART };
+	int unresolved = 0, walks = 0, rounds = 0, missing = 0;
+	uintptr_t out[32], want[32];
+	uint64_t t0;
+	pthread_t th[RACERS];
+	struct stacktab_stats st;
+
+	KT_REQUIRE(t && w);
+	t0 = stress_now_ns();
+	race_now = &r;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGPROF, &sa, NULL);
+	for (int k = 0; k < RACERS; k++)
+		pthread_create(&th[k], NULL, racer_main, &r);
+	for (uint64_t end = stress_now_ns() + 300000000u;
+	     stress_now_ns() < end || rounds < 3; rounds++) {
+		stacktab_reset(t, NULL, NULL);
+		memset(w->reported, 0, sizeof(w->reported));
+		atomic_store_explicit(&r.done, 0, memory_order_relaxed);
+		/* Release: pairs with the racers' acquire load of round. */
+		atomic_fetch_add_explicit(&r.round, 1, memory_order_release);
+		/* Acquire: pairs with the racers' release increment. */
+		while (atomic_load_explicit(&r.done, memory_order_acquire) <
+		       RACERS) {
+			memset(w->in_walk, 0, sizeof(w->in_walk));
+			stacktab_foreach(t, race_note, w);
+			walks++;
+		}
+		/* Every put has returned: wasted ids are final now. */
+		for (uint32_t id = 1; id < RACE_IDS; id++) {
+			int i = w->reported[id] - 1;
+			size_t n;
+
+			if (i < 0)
+				continue;
+			n = race_stack((uint32_t)i, want);
+			memset(out, 0, sizeof(out));
+			if (stacktab_get(t, id, out, 32) != n ||
+			    memcmp(out, want, n * sizeof(*out)))
+				unresolved++;
+		}
+		/* A walk after the puts sees every stack, once. */
+		memset(w->in_walk, 0, sizeof(w->in_walk));
+		stacktab_foreach(t, race_note, w);
+		for (int i = 0; i < RACE_STACKS; i++)
+			missing += w->in_walk[i] != 1;
+	}
+	atomic_store_explicit(&r.quit, true, memory_order_relaxed);
+	for (int k = 0; k < RACERS; k++)
+		pthread_join(th[k], NULL);
+	signal(SIGPROF, SIG_IGN);
+	stacktab_stats(t, &st);
+	printf("  %d rounds in %llu ms, %d walks, %llu reports, %lu handler "
+	       "puts, %llu lost races; %d twice, %d unresolved, %d not "
+	       "stacks\n",
+	       rounds, (unsigned long long)(stress_now_ns() - t0) / 1000000,
+	       walks, (unsigned long long)w->reports,
+	       atomic_load(&r.handler_puts), (unsigned long long)st.wasted,
+	       w->twice, unresolved, w->not_a_stack);
+	KT_CHECK_EQ(w->not_a_stack, 0);
+	KT_CHECK_EQ(w->twice, 0);
+	KT_CHECK_EQ(w->changed, 0);
+	KT_CHECK_EQ(unresolved, 0);
+	KT_CHECK_EQ(missing, 0);
+	free(w);
+	stacktab_free(t);
+}
+
+/*
+ * The same race, made deterministic: a put of a new stack is single-stepped
+ * (the x86 trap flag: SIGTRAP after every instruction), and in round k the
+ * SIGTRAP handler, at the put's k-th instruction, puts the same stack
+ * itself and has a walker thread walk the table while the interrupted put
+ * waits there - for every k from the first instruction of the put to its
+ * last.  Whatever instruction the put is at, a walk reports the stack at
+ * most once, under an id stacktab_get() resolves once the put returns.
+ */
+#if defined(__x86_64__) && !TESTING_UNDER_TSAN
+#include <ucontext.h>
+
+#define X86_TRAP_FLAG 0x100
+
+struct stepper {
+	struct stacktab *t;
+	uintptr_t pcs[3];
+	long step, act_at; /* instructions stepped; the one to act at */
+	bool acted;
+	uint32_t handler_id;
+	atomic_ulong walk_req, walk_done;
+	atomic_bool quit;
+	/* The walker's reports in the last walk it served. */
+	uint32_t walk_ids[8];
+	int nwalk_ids, walk_bad;
+};
+
+static struct stepper stepper;
+
+static int step_note(void *arg, uint32_t id, const uintptr_t *pcs, size_t n)
+{
+	struct stepper *s = arg;
+
+	if (n != 3 || memcmp(pcs, s->pcs, sizeof(s->pcs)) || s->nwalk_ids == 8)
+		s->walk_bad++;
+	else
+		s->walk_ids[s->nwalk_ids++] = id;
+	return 0;
+}
+
+static void *step_walker(void *arg)
+{
+	struct stepper *s = arg;
+
+	while (!atomic_load_explicit(&s->quit, memory_order_relaxed)) {
+		/* Acquire: pairs with the handler's release of its put. */
+		unsigned long req = atomic_load_explicit(&s->walk_req,
+							 memory_order_acquire);
+
+		if (req ==
+		    atomic_load_explicit(&s->walk_done, memory_order_relaxed)) {
+			sched_yield();
+			continue;
+		}
+		s->nwalk_ids = 0;
+		stacktab_foreach(s->t, step_note, s);
+		/* Release: the reports above, to the stepped thread. */
+		atomic_store_explicit(&s->walk_done, req, memory_order_release);
+	}
+	return NULL;
+}
+
+static void on_step(int sig, siginfo_t *si, void *ctx)
+{
+	ucontext_t *uc = ctx;
+	struct stepper *s = &stepper;
+	int saved = errno;
+	unsigned long want;
+
+	(void)sig, (void)si;
+	if (++s->step != s->act_at)
+		return;
+	uc->uc_mcontext.gregs[REG_EFL] &= ~(greg_t)X86_TRAP_FLAG;
+	s->handler_id = stacktab_put(s->t, s->pcs, 3);
+	s->acted = true;
+	/* Release: pairs with the walker's acquire load of walk_req. */
+	want = atomic_fetch_add_explicit(&s->walk_req, 1,
+					 memory_order_release) +
+	       1;
+	/* Acquire: pairs with the walker's release store of walk_done. */
+	while (atomic_load_explicit(&s->walk_done, memory_order_acquire) < want)
+		sched_yield();
+	errno = saved;
+}
+
+/* stacktab_put() with the trap flag set: on_step() after each instruction. */
+static __attribute__((noinline)) uint32_t stepped_put(struct stepper *s)
+{
+	uint32_t id;
+
+	/* Below the red zone, which the compiler may use. */
+	__asm__ __volatile__(
+		"lea -128(%%rsp), %%rsp; pushfq; "
+		"orq $0x100, (%%rsp); popfq; lea 128(%%rsp), %%rsp" ::
+			: "memory", "cc");
+	id = stacktab_put(s->t, s->pcs, 3);
+	__asm__ __volatile__(
+		"lea -128(%%rsp), %%rsp; pushfq; "
+		"andq $~0x100, (%%rsp); popfq; lea 128(%%rsp), %%rsp" ::
+			: "memory", "cc");
+	return id;
+}
+
+static void foreach_put_interrupted_at_every_step(void)
+{
+	struct stepper *s = &stepper;
+	struct sigaction sa = { .sa_sigaction = on_step,
+				.sa_flags = SA_SIGINFO | SA_RESTART };
+	struct sigaction old;
+	int twice = 0, unresolved = 0, bad = 0;
+	long steps = 0, rounds = 0, short_puts = 0;
+	struct stacktab_stats st;
+	uintptr_t out[4];
+	pthread_t walker;
+
+	memset(s, 0, sizeof(*s));
+	s->t = stacktab_new(1 << 16, 16);
+	KT_REQUIRE(s->t);
+	s->pcs[0] = 0x401000, s->pcs[1] = 0x402000, s->pcs[2] = 0x403000;
+	/* Claim this thread's slot outside the stepped put. */
+	KT_CHECK(stacktab_put(s->t, s->pcs, 1) != 0);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTRAP, &sa, &old);
+	pthread_create(&walker, NULL, step_walker, s);
+	/* Round 0 counts the put's instructions; round k acts at the k-th. */
+	for (long k = 0; k == 0 || k <= steps; k++, rounds++) {
+		uint32_t id;
+
+		stacktab_reset(s->t, NULL, NULL);
+		s->step = 0;
+		s->act_at = k;
+		s->acted = false;
+		s->nwalk_ids = 0;
+		id = stepped_put(s);
+		if (k == 0) {
+			steps = s->step;
+			if (!steps)
+				break;
+			continue;
+		}
+		/*
+		 * The put ended before its k-th instruction (it can vary in a
+		 * PROFRING_PERTURB build): nothing to check.
+		 */
+		if (!s->acted) {
+			short_puts++;
+			continue;
+		}
+		/* Both puts returned one id; the loser's (if any) is wasted. */
+		if (!id || s->handler_id != id)
+			bad++;
+		bad += s->walk_bad;
+		s->walk_bad = 0;
+		twice += s->nwalk_ids > 1;
+		for (int j = 0; j < s->nwalk_ids; j++)
+			if (stacktab_get(s->t, s->walk_ids[j], out, 4) != 3 ||
+			    memcmp(out, s->pcs, sizeof(s->pcs)))
+				unresolved++;
+	}
+	atomic_store_explicit(&s->quit, true, memory_order_relaxed);
+	pthread_join(walker, NULL);
+	sigaction(SIGTRAP, &old, NULL);
+	if (!steps) {
+		stacktab_free(s->t);
+		KT_SKIP("no SIGTRAP after an instruction with the trap flag");
+	}
+	stacktab_stats(s->t, &st);
+	printf("  %ld instructions stepped in a put, %ld rounds (%ld ended "
+	       "early), %llu lost races; %d twice, %d unresolved\n",
+	       steps, rounds, short_puts, (unsigned long long)st.wasted, twice,
+	       unresolved);
+	KT_CHECK(steps > 20);
+	KT_CHECK(short_puts < rounds / 2);
+	/* Some rounds interrupted the put between its lookup and its CAS. */
+	KT_CHECK(st.wasted > 0);
+	KT_CHECK_EQ(bad, 0);
+	KT_CHECK_EQ(twice, 0);
+	KT_CHECK_EQ(unresolved, 0);
+	stacktab_free(s->t);
+}
+#else
+static void foreach_put_interrupted_at_every_step(void)
+{
+	KT_SKIP("single-stepping needs x86-64 and no ThreadSanitizer");
+}
+#endif
+
+/* ---- the arena bound ---------------------------------------------------- */
+
+/*
+ * max_bytes is a bound, exactly: 5000 bytes hold the reserved first word
+ * and (5000 - 8) / 32 one-frame stacks (24 + 8 bytes each), no more,
+ * however the arena is rounded to pages underneath; in every generation.
+ */
+static void arena_bound_exact(void)
+{
+	struct stacktab *t = stacktab_new(5000, 16);
+	struct stacktab_stats st;
+	const int fit = (5000 - 8) / 32;
+
+	KT_REQUIRE(t);
+	for (int gen = 0; gen < 3; gen++) {
+		int ok = 0, lost = 0;
+
+		for (int i = 0; i < 400; i++) {
+			uintptr_t pc = 0x1000 + (uintptr_t)i * 8;
+
+			if (stacktab_put(t, &pc, 1))
+				ok++;
+			else
+				lost++;
+		}
+		stacktab_stats(t, &st);
+		KT_CHECK_EQ(ok, fit);
+		KT_CHECK_EQ(st.stacks, fit);
+		KT_CHECK_EQ(st.bytes, 8 + 32 * fit); /* 5000: it fills up */
+		KT_CHECK(st.bytes <= 5000);
+		KT_CHECK_EQ(st.losses, (uint64_t)lost * (gen + 1));
+		KT_CHECK_EQ(stacktab_reset(t, NULL, NULL), 0);
+	}
+	stacktab_free(t);
+}
+
+/* ---- memory across resets ---------------------------------------------- */
+
+/* Resident pages of this process, or -1. */
+static long rss_pages(void)
+{
+	FILE *f = fopen("/proc/self/statm", "r");
+	long size, res = -1;
+
+	if (!f)
+		return -1;
+	if (fscanf(f, "%ld %ld", &size, &res) != 2)
+		res = -1;
+	fclose(f);
+	return res;
+}
+
+/* Put @count distinct 128-frame stacks (1048-byte nodes) tagged @tag. */
+static int put_deep(struct stacktab *t, int count, uintptr_t tag)
+{
+	uintptr_t pcs[STACKTAB_MAX_DEPTH];
+	int ok = 0;
+
+	for (int k = 0; k < STACKTAB_MAX_DEPTH; k++)
+		pcs[k] = 0x400000 + (uintptr_t)k * 8;
+	for (int i = 0; i < count; i++) {
+		pcs[0] = tag << 32 | (uintptr_t)i;
+		ok += stacktab_put(t, pcs, STACKTAB_MAX_DEPTH) != 0;
+	}
+	return ok;
+}
+
+/*
+ * A burst generation's memory is given back once the burst is no longer
+ * among the last four generations: by the fourth reset after the one that
+ * ended it, and not before (see the header).
+ */
+static void reset_gives_back_bursts(void)
+{
+	enum { BURST = (48 << 20) / 1048, MIB = 1 << 20 };
+	struct stacktab *t = stacktab_new(64 << 20, 1024);
+	long page = sysconf(_SC_PAGESIZE), base, burst, after[6];
+
+	KT_REQUIRE(t);
+	base = rss_pages();
+	if (base < 0)
+		KT_SKIP("no /proc/self/statm");
+	KT_CHECK_EQ(put_deep(t, BURST, 1), BURST);
+	burst = rss_pages();
+	/* The burst is resident: at least 40 of its 48 MiB. */
+	KT_REQUIRE((burst - base) * page >= 40 * MIB);
+	for (int r = 1; r <= 5; r++) {
+		KT_CHECK_EQ(stacktab_reset(t, NULL, NULL), 0);
+		after[r] = rss_pages();
+		KT_CHECK_EQ(put_deep(t, 10, 2 + (uintptr_t)r), 10);
+	}
+	printf("  rss MiB: before %ld, burst %ld, after resets 1..5: %ld %ld "
+	       "%ld %ld %ld\n",
+	       base * page / MIB, burst * page / MIB, after[1] * page / MIB,
+	       after[2] * page / MIB, after[3] * page / MIB,
+	       after[4] * page / MIB, after[5] * page / MIB);
+	/* Kept while the burst is one of the last four generations ... */
+	for (int r = 1; r <= 4; r++)
+		KT_CHECK((burst - after[r]) * page < 8 * MIB);
+	/* ... and given back by the fourth reset after the one ending it. */
+	KT_CHECK((burst - after[5]) * page >= 40 * MIB);
+	stacktab_free(t);
+}
+
+static long minor_faults(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_THREAD, &ru);
+	return ru.ru_minflt;
+}
+
+/*
+ * Steady generations (8 MiB each, both arenas warm) keep their pages: the
+ * next generations fault (almost) nothing in.
+ */
+static void steady_generations_keep_pages(void)
+{
+	enum { PER_GEN = (8 << 20) / 1048 };
+	struct stacktab *t = stacktab_new(16 << 20, PER_GEN);
+	long faults = 0;
+
+	KT_REQUIRE(t);
+	for (int gen = 0; gen < 8; gen++) {
+		long before = minor_faults();
+
+		KT_CHECK_EQ(put_deep(t, PER_GEN, 1), PER_GEN);
+		if (gen >= 2)
+			faults += minor_faults() - before;
+		KT_CHECK_EQ(stacktab_reset(t, NULL, NULL), 0);
+	}
+	printf("  %ld page faults in 6 warm generations of 8 MiB\n", faults);
+	/* 6 x 2048 pages of nodes: re-faulting them would be 12288. */
+	KT_CHECK(faults < 200);
+	stacktab_free(t);
+}
+
+/* ---- reset from inside a walk of the same table ------------------------ */
+
+struct reenter {
+	struct stacktab *t, *other;
+	int inner, other_rc, outer, calls;
+	bool foreach;
+	atomic_bool finished;
+};
+
+static int reset_inside(void *arg, uint32_t id, const uintptr_t *pcs, size_t n)
+{
+	struct reenter *r = arg;
+
+	(void)id, (void)pcs, (void)n;
+	if (r->calls++)
+		return 0;
+	r->inner = stacktab_reset(r->t, NULL, NULL);
+	/* Another table is another matter: that reset works. */
+	r->other_rc = stacktab_reset(r->other, NULL, NULL);
+	return 5;
+}
+
+static void *reenter_main(void *arg)
+{
+	struct reenter *r = arg;
+
+	if (r->foreach)
+		r->outer = stacktab_foreach(r->t, reset_inside, r);
+	else
+		r->outer = stacktab_reset(r->t, reset_inside, r);
+	atomic_store_explicit(&r->finished, true, memory_order_release);
+	return NULL;
+}
+
+/*
+ * stacktab_reset() from the dump callback of a reset of the same table,
+ * or from a foreach callback of it, is refused with -EDEADLK (it used to
+ * wait for itself forever).  Run on a thread, so that a hang is reported
+ * as a failure rather than hanging the test.
+ */
+static void reset_from_own_walk_refused(void)
+{
+	for (int mode = 0; mode < 2; mode++) {
+		struct reenter *r = calloc(1, sizeof(*r));
+		uintptr_t pc = 0x1234, out[1];
+		pthread_t th;
+		uint64_t deadline = stress_now_ns() + 3000000000u;
+
+		KT_REQUIRE(r);
+		r->t = stacktab_new(1 << 16, 16);
+		r->other = stacktab_new(1 << 16, 16);
+		r->foreach = mode == 1;
+		KT_REQUIRE(r->t && r->other);
+		KT_CHECK(stacktab_put(r->t, &pc, 1) != 0);
+		KT_CHECK(stacktab_put(r->other, &pc, 1) != 0);
+		pthread_create(&th, NULL, reenter_main, r);
+		/* Acquire: pairs with the release store in reenter_main(). */
+		while (!atomic_load_explicit(&r->finished,
+					     memory_order_acquire) &&
+		       stress_now_ns() < deadline)
+			usleep(1000);
+		if (!atomic_load_explicit(&r->finished, memory_order_acquire)) {
+			/* Stuck: leak the thread and its tables. */
+			KT_CHECK(!"reset from its own walk returned");
+			pthread_detach(th);
+			continue;
+		}
+		pthread_join(th, NULL);
+		KT_CHECK_EQ(r->inner, -EDEADLK);
+		KT_CHECK_EQ(r->outer, 5);
+		KT_CHECK_EQ(r->calls, 1);
+		KT_CHECK_EQ(r->other_rc, 0);
+		KT_CHECK_EQ(stacktab_get(r->other, 1, out, 1), 0);
+		/* The refusal changed nothing; the table resets as usual. */
+		KT_CHECK_EQ(stacktab_get(r->t, 1, out, 1), mode == 1 ? 1 : 0);
+		KT_CHECK_EQ(stacktab_reset(r->t, NULL, NULL), 0);
+		KT_CHECK_EQ(stacktab_get(r->t, 1, out, 1), 0);
+		stacktab_free(r->t);
+		stacktab_free(r->other);
+		free(r);
+	}
+}
+
 int main(void)
 {
 	make_pool();
@@ -465,5 +1087,11 @@ int main(void)
 	KT_RUN(reset_generations);
 	KT_RUN(concurrent_against_reference);
 	KT_RUN(resets_under_load);
+	KT_RUN(foreach_races_inserts);
+	KT_RUN(foreach_put_interrupted_at_every_step);
+	KT_RUN(arena_bound_exact);
+	KT_RUN(reset_gives_back_bursts);
+	KT_RUN(steady_generations_keep_pages);
+	KT_RUN(reset_from_own_walk_refused);
 	return ktest_exit();
 }

@@ -13,8 +13,13 @@
  *  - --resets: the main thread resets at random intervals; every dumped
  *    generation holds only intact pool stacks, each at most once, and a
  *    generation's ids are unique;
- *  - --arena small: puts that returned 0 == losses counted, exactly, and
- *    everything that was interned is intact;
+ *  - always: a walker thread walks the table (stacktab_foreach) again and
+ *    again; a walk reports only intact pool stacks, each at most once, in
+ *    id order, and (without --resets) under an id stacktab_get() resolves
+ *    to the same stack;
+ *  - --arena small: puts that returned 0 == losses counted, exactly,
+ *    everything that was interned is intact, and the arena bytes used
+ *    never exceed --arena;
  *  - without --signals: puts == hits + inserts + wasted + losses, exactly.
  * Exit status 0 only if nothing was violated.
  */
@@ -181,6 +186,43 @@ static long find_stack(const uintptr_t *pcs, size_t n)
 	return i;
 }
 
+/* A foreach walk: like a dump, and (without resets) ids resolve. */
+static int check_walked(void *arg, uint32_t id, const uintptr_t *pcs, size_t n)
+{
+	struct dump_state *d = arg;
+	uintptr_t out[MAX_FRAMES];
+	long i = n ? find_stack(pcs, n) : -1;
+
+	if (i < 0)
+		violation("walked stack is not a pool stack", id, n);
+	else if (d->seen[i]++)
+		violation("stack twice in one walk", id, (uint64_t)i);
+	if (id <= d->last_id)
+		violation("ids out of order in a walk", id, d->last_id);
+	d->last_id = id;
+	d->stacks++;
+	if (!opt.resets && (stacktab_get(tab, id, out, MAX_FRAMES) != n ||
+			    memcmp(out, pcs, n * sizeof(*pcs))))
+		violation("a walked id does not resolve", id, n);
+	return 0;
+}
+
+static void *walker_main(void *arg)
+{
+	struct dump_state d = { .seen = calloc((size_t)opt.stacks, 1) };
+	uint64_t *walks = arg;
+
+	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
+		memset(d.seen, 0, (size_t)opt.stacks);
+		d.last_id = 0;
+		if (stacktab_foreach(tab, check_walked, &d))
+			violation("foreach failed", 0, 0);
+		(*walks)++;
+	}
+	free(d.seen);
+	return NULL;
+}
+
 static int check_dumped(void *arg, uint32_t id, const uintptr_t *pcs, size_t n)
 {
 	struct dump_state *d = arg;
@@ -269,6 +311,8 @@ int main(int argc, char **argv)
 	struct stacktab_stats st;
 	struct putter *ps;
 	uint64_t start, resets = 0, dumped = 0, puts = 0, zeros = 0, nested = 0;
+	uint64_t walks = 0;
+	pthread_t walker;
 	long nputters;
 	char fields[512];
 
@@ -295,6 +339,7 @@ int main(int argc, char **argv)
 		ps[k].handler = &ps[opt.writers + k];
 		pthread_create(&ps[k].th, NULL, putter_main, &ps[k]);
 	}
+	pthread_create(&walker, NULL, walker_main, &walks);
 	if (opt.resets)
 		reset_loop(start + (uint64_t)opt.seconds * 1000000000u, &resets,
 			   &dumped);
@@ -303,8 +348,12 @@ int main(int argc, char **argv)
 	atomic_store(&stop, true);
 	for (long k = 0; k < opt.writers; k++)
 		pthread_join(ps[k].th, NULL);
+	pthread_join(walker, NULL);
 
 	stacktab_stats(tab, &st);
+	if (st.bytes > (uint64_t)opt.arena)
+		violation("arena bytes over the bound", st.bytes,
+			  (uint64_t)opt.arena);
 	for (long k = 0; k < nputters; k++) {
 		puts += ps[k].puts;
 		zeros += ps[k].zeros;
@@ -323,13 +372,14 @@ int main(int argc, char **argv)
 	snprintf(fields, sizeof(fields),
 		 "writers=%ld signals=%d resets=%llu stacks=%ld arena=%ld "
 		 "seconds=%.1f ops=%llu verified=%llu lost=%llu nested=%llu "
-		 "inserts=%llu wasted=%llu rate=%.2fM/s",
+		 "inserts=%llu wasted=%llu walks=%llu rate=%.2fM/s",
 		 opt.writers, opt.signals, (unsigned long long)resets,
 		 opt.stacks, opt.arena, (double)(stress_now_ns() - start) / 1e9,
 		 (unsigned long long)puts,
 		 (unsigned long long)(opt.resets ? dumped : st.stacks),
 		 (unsigned long long)st.losses, (unsigned long long)nested,
 		 (unsigned long long)st.inserts, (unsigned long long)st.wasted,
+		 (unsigned long long)walks,
 		 (double)puts * 1e3 / (double)(stress_now_ns() - start));
 	for (long k = 0; k < nputters; k++)
 		free(ps[k].ids);

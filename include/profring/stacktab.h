@@ -23,26 +23,39 @@
  *    insert that loses a race to a concurrent insert of the same stack
  *    returns the winner's id (its own node and id are wasted and counted).
  *  - What can block: stacktab_reset() waits until every put, get and
- *    foreach that began before it has ended (a grace period).  A thread
- *    that dies inside a put, or a reset called from inside a foreach
- *    callback, blocks it forever.  Nothing else ever waits.
+ *    foreach that began before it has ended (a grace period), and for a
+ *    reset in progress.  A thread that dies inside a put blocks it
+ *    forever.  A reset called from a foreach or dump callback of the same
+ *    table would wait for itself: it is refused (-EDEADLK).  Nothing else
+ *    ever waits.
  *  - Losses are counted, never hidden: a put that finds the arena (or the
  *    id space, or the table's thread slots) full returns 0 and counts a
  *    loss.  It never returns a wrong id.
+ *  - Ids are stacks: every id that a put returned or that foreach or a
+ *    reset's dump reported resolves, through stacktab_get(), to its stack
+ *    until the next reset; a walk reports each stack once, and never the
+ *    id of an insert that lost its race (a wasted id).
  *  - Stacks deeper than STACKTAB_MAX_DEPTH frames are truncated to their
  *    first (innermost) STACKTAB_MAX_DEPTH frames, consistently: two stacks
  *    that agree on those frames get the same id.
  *  - The table does not grow: past about 2 x expected_stacks its chains
  *    get longer and lookups slower, but nothing breaks.
  *
- * Memory: each of the two generations reserves max_bytes of address space
- * for stacks, committed as it is first used.  A reset keeps the pages it
- * empties committed, so that the next generation reuses them without
- * page faults: the table holds on to the most either generation ever
- * used, until stacktab_free().  Each generation also has a bucket array
- * (a power of two of at least 2 x expected_stacks 32-bit words) and an
- * id index (one 32-bit word per possible id), both lazily committed; at
- * most STACKTAB_MAX_THREADS threads (alive at once) can use one table.
+ * Memory: each of the two generations has an arena that holds at most
+ * max_bytes of stacks, exactly (address space is reserved rounded up to
+ * pages, and committed only as it is first used), an id index (one 32-bit
+ * word per possible id: max_bytes / 32 + 1 of them, committed as used)
+ * and a bucket array (a power of two of at least 2 x expected_stacks
+ * 32-bit words, committed in full by the first reset that ends the
+ * generation, and kept).  A
+ * reset keeps committed the arena and index pages that the largest of the
+ * last four generations (the one ending and the three before it) used,
+ * and gives the rest of the ending generation's pages back to the kernel
+ * (madvise(MADV_DONTNEED)).  So a table whose generations stay about the
+ * same size reuses its pages without page faults, and the memory of a
+ * burst is given back by the fourth reset after the one that ended the
+ * burst's generation.  At most STACKTAB_MAX_THREADS threads (alive at
+ * once) can use one table.
  */
 #ifndef PROFRING_STACKTAB_H
 #define PROFRING_STACKTAB_H
@@ -61,7 +74,8 @@ struct stacktab;
 
 struct stacktab_stats {
 	uint64_t stacks; /* in the current generation */
-	uint64_t bytes; /* arena bytes used by the current generation */
+	uint64_t bytes; /* arena bytes the current generation used (its
+			 * first 8 bytes are reserved): at most max_bytes */
 	uint64_t hits; /* puts that found their stack (all generations;
 			   * a handler's put that interrupts another put's
 			   * count may go uncounted) */
@@ -77,8 +91,9 @@ typedef int (*stacktab_fn)(void *arg, uint32_t id, const uintptr_t *pcs,
 
 /**
  * stacktab_new() - create a stack table.
- * @max_bytes:       arena bound per generation (nodes: 24 bytes + 8 per
- *                   frame), at least 4096
+ * @max_bytes:       arena bound per generation, in bytes, enforced exactly
+ *                   (8 reserved, then 24 + 8 per frame for each stack), at
+ *                   least 4096
  * @expected_stacks: distinct stacks expected per generation (sizes the
  *                   hash table), at least 1
  *
@@ -103,7 +118,8 @@ uint32_t stacktab_put(struct stacktab *t, const uintptr_t *pcs, size_t n);
 /**
  * stacktab_get() - copy the PCs of stack @id into @pcs (at most @max).
  *
- * Async-signal-safe, lock-free, O(1) to find the stack.
+ * Async-signal-safe, lock-free, O(1) to find the stack (an id whose
+ * insert is still in flight costs a walk of one hash chain).
  *
  * Return: the stack's length (which may exceed @max: only @max PCs are
  * copied), or 0 if @id is not a stack of the current generation, @t is
@@ -116,8 +132,11 @@ size_t stacktab_get(struct stacktab *t, uint32_t id, uintptr_t *pcs,
  * stacktab_foreach() - call @fn for every stack of the current generation,
  * in id order.
  *
- * Concurrent puts may or may not be seen.  @fn must not call
- * stacktab_reset() (it would wait for itself forever).  Not signal-safe.
+ * Each stack once, under the id its puts return; a stack whose put
+ * returned before the walk began (on this thread, or on one that handed
+ * the id over) is seen, concurrent puts may or may not be.  @fn may put,
+ * get and walk; a stacktab_reset() of this table from @fn is refused with
+ * -EDEADLK.  Not signal-safe.
  *
  * Return: 0 once @fn has seen every stack; the first nonzero value @fn
  * returned (the walk stops there; choose values that cannot be mistaken
@@ -131,18 +150,24 @@ int stacktab_foreach(struct stacktab *t, stacktab_fn fn, void *arg);
 /**
  * stacktab_reset() - start a new generation.
  * @dump: if not NULL, called for every stack of the generation that
- *        ends, in id order, once no put or get can still add to it
+ *        ends, in id order, each once, once no put or get can still add to
+ *        it
  * @arg:  passed to @dump
  *
- * Waits for a grace period (see above).  Resets are serialized.  Not
- * signal-safe.
+ * Waits for a grace period (see above).  Resets are serialized.  Then
+ * gives back memory (see "Memory" above).  Not signal-safe.
  *
  * Return: 0, or the first nonzero value @dump returned (the generation
- * still ends), or -EINVAL.
+ * still ends), or -EINVAL (@t is NULL), or -EDEADLK when called from a
+ * foreach or @dump callback of this same table on this thread (nothing
+ * is done: it would wait for itself).
  */
 int stacktab_reset(struct stacktab *t, stacktab_fn dump, void *arg);
 
-/* Fill @s.  Counters are read without stopping writers. */
+/*
+ * Fill @s.  Counters are read without stopping writers.  stacks and bytes
+ * stay 0 if the calling thread could get no thread slot.
+ */
 void stacktab_stats(struct stacktab *t, struct stacktab_stats *s);
 
 #ifdef __cplusplus
