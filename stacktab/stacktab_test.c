@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1075,6 +1076,81 @@ static void reset_from_own_walk_refused(void)
 	}
 }
 
+/* ---- fork ----------------------------------------------------------- */
+
+static struct stacktab *fork_tab;
+static atomic_int fork_stop;
+
+static void *fork_putter_main(void *arg)
+{
+	uintptr_t pcs[8];
+	unsigned int i = 0;
+
+	(void)arg;
+	while (!atomic_load_explicit(&fork_stop, memory_order_relaxed)) {
+		for (int k = 0; k < 8; k++)
+			pcs[k] = 0x1000 + (i % 512) * 16 + (uintptr_t)k;
+		stacktab_put(fork_tab, pcs, 1 + i++ % 8);
+	}
+	return NULL;
+}
+
+static int count_stack(void *arg, uint32_t id, const uintptr_t *pcs, size_t n)
+{
+	(void)id;
+	(void)pcs;
+	(void)n;
+	++*(int *)arg;
+	return 0;
+}
+
+/*
+ * A hundred forks while two threads put stacks: each child resets the
+ * table (the grace period must not wait for the parent's threads, which
+ * do not exist there), puts and reads back a stack of its own.  This hung
+ * in 99 of 100 children.
+ */
+static void reset_in_fork_child(void)
+{
+	uintptr_t mine[3] = { 0xdead, 0xbeef, 0xf00d }, out[3];
+	int bad = 0, status;
+	pthread_t th[2];
+	pid_t pid;
+
+	fork_tab = stacktab_new(1 << 20, 1024);
+	KT_REQUIRE(fork_tab);
+	atomic_store_explicit(&fork_stop, 0, memory_order_relaxed);
+	for (int i = 0; i < 2; i++)
+		KT_REQUIRE(pthread_create(&th[i], NULL, fork_putter_main,
+					  NULL) == 0);
+	for (int i = 0; i < 100; i++) {
+		pid = fork();
+		if (pid == 0) {
+			uint32_t id;
+			int n = 0;
+
+			alarm(10);
+			if (stacktab_reset(fork_tab, count_stack, &n))
+				_exit(2);
+			id = stacktab_put(fork_tab, mine, 3);
+			if (!id || stacktab_get(fork_tab, id, out, 3) != 3 ||
+			    memcmp(out, mine, sizeof(mine)))
+				_exit(3);
+			_exit(0);
+		}
+		if (pid < 0 || waitpid(pid, &status, 0) != pid ||
+		    !WIFEXITED(status) || WEXITSTATUS(status)) {
+			fprintf(stderr, "  child %d: status 0x%x\n", i, status);
+			bad++;
+		}
+	}
+	atomic_store_explicit(&fork_stop, 1, memory_order_relaxed);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	KT_CHECK_EQ(bad, 0);
+	stacktab_free(fork_tab);
+}
+
 int main(void)
 {
 	make_pool();
@@ -1093,5 +1169,6 @@ int main(void)
 	KT_RUN(reset_gives_back_bursts);
 	KT_RUN(steady_generations_keep_pages);
 	KT_RUN(reset_from_own_walk_refused);
+	KT_RUN(reset_in_fork_child);
 	return ktest_exit();
 }
