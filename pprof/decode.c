@@ -8,16 +8,22 @@
  *
  * Decoding happens in two passes.  The first walks the wire format
  * (pprof/proto.h, every read bounds-checked) and keeps every field of
- * interest in flat arrays, as the fields may come in any order (the string
- * table is usually last).  Each message is a table of its known fields
- * (struct field_spec: number, kind, place), read by one loop, dec_fields().
- * Unknown fields are skipped; a known field with the wrong wire type is
- * malformed.  The second checks references: string indices inside the
- * table (whose entry 0 is ""), nonzero unique ids of mappings, locations
- * and functions, every sample's location ids and every location's mapping
- * and line function ids (0: none) existing, and one value per sample type
- * in every sample; it turns ids into indices (decode.h).  Anything else is
- * -EBADMSG, with the first problem found as the message.
+ * interest of the tables in flat arrays, as the fields may come in any
+ * order (the string table is usually last); samples are only counted.
+ * Each message is a table of its known fields (struct field_spec: number,
+ * kind, place), read by one loop, dec_fields().  Unknown fields are
+ * skipped; a known field with the wrong wire type is malformed.  The
+ * second checks references: string indices inside the table (whose entry
+ * 0 is ""), nonzero unique ids of mappings, locations and functions, every
+ * location's mapping and line function ids (0: none) existing; it turns
+ * ids into indices (decode.h).  Then every sample is read, one at a time,
+ * as pprof_doc_samples() reads them for the summary: its location ids must
+ * exist, its labels' string indices be in the table, and it must have one
+ * value per sample type.  Anything else is -EBADMSG, with the first
+ * problem found as the message.
+ *
+ * Every array grows through pprof_vec_reserve(), which counts its growth
+ * against the profile's memory limit (pprof_doc_charge()).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -34,27 +40,61 @@
 #include "pprof/report.h"
 #include "pprof/table.h"
 
-#define MAX_FILE (1ull << 30)
-
-/*
- * Append an element, zeroed (array_grow() zeroes the room it adds, and a
- * vec is only ever appended to); return it, or NULL.
- */
-static void *vec_push(struct vec *v, size_t size)
-{
-	char *p = array_grow(v->data, &v->cap, v->n + 1, size);
-
-	if (!p)
-		return NULL;
-	v->data = p;
-	return p + v->n++ * size;
-}
-
 /* A decoding under way: the profile it fills, where its first error goes. */
 struct dec {
 	struct pprof_doc *doc;
 	struct pprof_err *err;
 };
+
+int pprof_doc_charge(struct pprof_doc *doc, size_t n, size_t size)
+{
+	size_t bytes;
+
+	if (__builtin_mul_overflow(n, size, &bytes) ||
+	    bytes > doc->mem_limit - doc->mem)
+		return -EFBIG;
+	doc->mem += bytes;
+	return 0;
+}
+
+int pprof_vec_reserve(struct pprof_doc *doc, struct vec *v, size_t need,
+		      size_t size, struct pprof_err *e)
+{
+	size_t cap = v->cap ? v->cap : 16;
+	void *p;
+
+	if (need <= v->cap)
+		return 0;
+	while (cap < need) {
+		if (cap > SIZE_MAX / 2)
+			return pprof_err_nomem(e);
+		cap *= 2;
+	}
+	if (pprof_doc_charge(doc, cap - v->cap, size))
+		return pprof_err_big(e, doc);
+	p = array_grow(v->data, &v->cap, need, size);
+	if (!p)
+		return pprof_err_nomem(e);
+	v->data = p;
+	return 0;
+}
+
+static int vec_reserve(struct dec *d, struct vec *v, size_t need, size_t size)
+{
+	return pprof_vec_reserve(d->doc, v, need, size, d->err);
+}
+
+/* Append an element, zeroed, to @v: *@e points to it. */
+static int vec_push(struct dec *d, struct vec *v, size_t size, void **e)
+{
+	int err = vec_reserve(d, v, v->n + 1, size);
+
+	*e = NULL;
+	if (err)
+		return err;
+	*e = memset((char *)v->data + v->n++ * size, 0, size);
+	return 0;
+}
 
 int pprof_err_bad(struct pprof_err *e, const char *fmt, ...)
 {
@@ -77,6 +117,18 @@ int pprof_err_nomem(struct pprof_err *e)
 	return -ENOMEM;
 }
 
+int pprof_err_big(struct pprof_err *e, const struct pprof_doc *doc)
+{
+	if (!e->failed && e->len)
+		snprintf(e->msg, e->len,
+			 "profile too large: summarizing its %zu bytes needs "
+			 "over %zu MiB (the limit: %d bytes per byte + %d MiB)",
+			 doc->rawlen, doc->mem_limit >> 20, DOC_MEM_PER_BYTE,
+			 DOC_MEM_BASE_MIB);
+	e->failed = true;
+	return -EFBIG;
+}
+
 /* ---- pass one: the wire format ---- */
 
 /* How a field's value is decoded, and where it goes. */
@@ -84,6 +136,7 @@ enum field_kind {
 	FK_U64, /* a varint: the uint64_t at ->offset */
 	FK_I64, /* a varint: the int64_t at ->offset */
 	FK_BOOL, /* a varint: the bool at ->offset, true when nonzero */
+	FK_UNUSED, /* a varint, not kept */
 	FK_REPEATED, /* varints, packed or not: the struct vec (uint64_t) */
 	FK_MESSAGE, /* length-delimited: its bytes go to ->sub */
 };
@@ -110,13 +163,19 @@ struct field_spec {
 	{                                    \
 		num, FK_MESSAGE, 0, name, fn \
 	}
+#define UNUSED(num, name)                     \
+	{                                     \
+		num, FK_UNUSED, 0, name, NULL \
+	}
 
 /* A repeated varint field, packed or not, appended to @v (uint64_t). */
 static int rd_repeated(struct dec *d, struct proto_reader *r, enum proto_wire w,
 		       struct vec *v, const char *what)
 {
 	struct proto_reader sub = { 0 };
-	uint64_t x, *e;
+	uint64_t x;
+	void *e;
+	int err;
 
 	if (proto_read_repeated(r, w, &sub))
 		return pprof_err_bad(d->err, "%s: bad repeated field", what);
@@ -124,10 +183,10 @@ static int rd_repeated(struct dec *d, struct proto_reader *r, enum proto_wire w,
 		if (proto_read_varint(&sub, &x))
 			return pprof_err_bad(d->err, "%s: bad packed varint",
 					     what);
-		e = vec_push(v, sizeof(*e));
-		if (!e)
-			return pprof_err_nomem(d->err);
-		*e = x;
+		err = vec_push(d, v, sizeof(x), &e);
+		if (err)
+			return err;
+		memcpy(e, &x, sizeof(x));
 	}
 	return 0;
 }
@@ -155,7 +214,7 @@ static int dec_field(struct dec *d, struct proto_reader *r, enum proto_wire w,
 		*(uint64_t *)p = v;
 	else if (fs->kind == FK_I64)
 		*(int64_t *)p = (int64_t)v;
-	else
+	else if (fs->kind == FK_BOOL)
 		*(bool *)p = v != 0;
 	return 0;
 }
@@ -193,12 +252,12 @@ static int dec_fields(struct dec *d, struct proto_reader *r, const char *msg,
 /* Append a copy of the @size bytes at @e to @v. */
 static int vec_add(struct dec *d, struct vec *v, const void *e, size_t size)
 {
-	void *p = vec_push(v, size);
+	void *p;
+	int err = vec_push(d, v, size, &p);
 
-	if (!p)
-		return pprof_err_nomem(d->err);
-	memcpy(p, e, size);
-	return 0;
+	if (!err)
+		memcpy(p, e, size);
+	return err;
 }
 
 /* Decode message @msg into a new element of @v (@size bytes). */
@@ -206,10 +265,10 @@ static int dec_elem(struct dec *d, struct proto_reader *r, struct vec *v,
 		    size_t size, const char *msg,
 		    const struct field_spec *fields)
 {
-	void *e = vec_push(v, size);
+	void *e;
+	int err = vec_push(d, v, size, &e);
 
-	return e ? dec_fields(d, r, msg, fields, e, NULL)
-		 : pprof_err_nomem(d->err);
+	return err ? err : dec_fields(d, r, msg, fields, e, NULL);
 }
 
 static const struct field_spec value_type_fields[] = {
@@ -228,38 +287,34 @@ static const struct field_spec label_fields[] = {
 
 static int dec_label(struct dec *d, struct proto_reader *r)
 {
-	struct d_label *l = vec_push(&d->doc->labels, sizeof(*l));
+	struct d_label *l;
 	uint64_t seen = 0;
-	int err;
+	int err = vec_push(d, &d->doc->s_labels, sizeof(*l), (void **)&l);
 
-	if (!l)
-		return pprof_err_nomem(d->err);
+	if (err)
+		return err;
 	err = dec_fields(d, r, "label", label_fields, l, &seen);
 	l->has_num = seen >> 3 & 1; /* label.num */
 	return err;
 }
 
-/* The repeated fields go to the profile's arrays. */
+/*
+ * The sample being read: its repeated fields go to the profile's arrays
+ * for it (s_locs gets uint64_t ids, which checking turns into indices).
+ */
 static const struct field_spec sample_fields[] = {
-	FIELD(1, FK_REPEATED, struct pprof_doc, sample_locs,
-	      "sample.location_id"),
-	FIELD(2, FK_REPEATED, struct pprof_doc, values, "sample.value"),
+	FIELD(1, FK_REPEATED, struct pprof_doc, s_locs, "sample.location_id"),
+	FIELD(2, FK_REPEATED, struct pprof_doc, s_vals, "sample.value"),
 	SUBMSG(3, dec_label, "sample.label"),
 	{ 0 },
 };
 
-static int dec_sample(struct dec *d, struct proto_reader *r)
+/* Pass one counts the samples; pprof_doc_samples() reads them. */
+static int count_sample(struct dec *d, struct proto_reader *r)
 {
-	struct pprof_doc *doc = d->doc;
-	struct d_sample s = { .loc0 = doc->sample_locs.n,
-			      .val0 = doc->values.n,
-			      .lab0 = doc->labels.n };
-	int err = dec_fields(d, r, "sample", sample_fields, doc, NULL);
-
-	s.nloc = doc->sample_locs.n - s.loc0;
-	s.nval = doc->values.n - s.val0;
-	s.nlab = doc->labels.n - s.lab0;
-	return err ? err : vec_add(d, &doc->samples, &s, sizeof(s));
+	(void)r;
+	d->doc->nsamples++;
+	return 0;
 }
 
 static const struct field_spec mapping_fields[] = {
@@ -283,7 +338,7 @@ static int dec_mapping(struct dec *d, struct proto_reader *r)
 
 static const struct field_spec line_fields[] = {
 	FIELD(1, FK_U64, struct d_line, function_id, "line.function_id"),
-	FIELD(2, FK_I64, struct d_line, line, "line.line"),
+	UNUSED(2, "line.line"),
 	{ 0 },
 };
 
@@ -315,7 +370,7 @@ static const struct field_spec function_fields[] = {
 	FIELD(2, FK_I64, struct d_func, name, "function.name"),
 	FIELD(3, FK_I64, struct d_func, system_name, "function.system_name"),
 	FIELD(4, FK_I64, struct d_func, filename, "function.filename"),
-	FIELD(5, FK_I64, struct d_func, start_line, "function.start_line"),
+	UNUSED(5, "function.start_line"),
 	{ 0 },
 };
 
@@ -337,26 +392,33 @@ static int dec_period_type(struct dec *d, struct proto_reader *r)
 			  &d->doc->period_type, NULL);
 }
 
-/* A string_table entry: @r's bytes, NUL-terminated. */
+/*
+ * A string_table entry: @r's bytes, NUL-terminated, appended to the text;
+ * its offset there to the table.  The text is less than twice the message
+ * (one NUL per string of at least two bytes of it), which
+ * PROF_PROFILE_MAX keeps under 4 GiB.
+ */
 static int dec_string(struct dec *d, struct proto_reader *r)
 {
-	char *s = malloc(r->len + 1), **e;
+	struct vec *text = &d->doc->text;
+	uint32_t off = (uint32_t)text->n;
+	int err;
 
-	e = s ? vec_push(&d->doc->strs, sizeof(*e)) : NULL;
-	if (!e) {
-		free(s);
-		return pprof_err_nomem(d->err);
-	}
+	err = vec_reserve(d, text, text->n + r->len + 1, 1);
+	if (!err)
+		err = vec_add(d, &d->doc->strs, &off, sizeof(off));
+	if (err)
+		return err;
 	if (r->len)
-		memcpy(s, r->p, r->len);
-	s[r->len] = '\0';
-	*e = s;
+		memcpy((char *)text->data + text->n, r->p, r->len);
+	((char *)text->data)[text->n + r->len] = '\0';
+	text->n += r->len + 1;
 	return 0;
 }
 
 static const struct field_spec profile_fields[] = {
 	SUBMSG(1, dec_sample_type, "sample_type"),
-	SUBMSG(2, dec_sample, "sample"),
+	SUBMSG(2, count_sample, "sample"),
 	SUBMSG(3, dec_mapping, "mapping"),
 	SUBMSG(4, dec_location, "location"),
 	SUBMSG(5, dec_function, "function"),
@@ -391,14 +453,22 @@ static int check_str(struct dec *d, int64_t i, const char *what)
 	return 0;
 }
 
-struct id_ent {
-	uint64_t id;
-	size_t idx;
-};
+/* @n zeroed elements of @size bytes, counted against the limit, or NULL. */
+static void *doc_calloc(struct dec *d, size_t n, size_t size, int *err)
+{
+	void *p = NULL;
+
+	*err = 0;
+	if (pprof_doc_charge(d->doc, n + 1, size))
+		*err = pprof_err_big(d->err, d->doc);
+	else if (!(p = calloc(n + 1, size)))
+		*err = pprof_err_nomem(d->err);
+	return p;
+}
 
 static int id_cmp(const void *a, const void *b)
 {
-	const struct id_ent *x = a, *y = b;
+	const struct d_id *x = a, *y = b;
 
 	return x->id < y->id ? -1 : x->id > y->id;
 }
@@ -408,13 +478,14 @@ static int id_cmp(const void *a, const void *b)
  * id is first; ids must be nonzero and unique.
  */
 static int id_index(struct dec *d, const struct vec *v, size_t size,
-		    struct id_ent **out, const char *what)
+		    struct d_id **out, const char *what)
 {
-	struct id_ent *ix = calloc(v->n + 1, sizeof(*ix));
+	int err;
+	struct d_id *ix = doc_calloc(d, v->n, sizeof(*ix), &err);
 
 	*out = ix;
 	if (!ix)
-		return pprof_err_nomem(d->err);
+		return err;
 	for (size_t i = 0; i < v->n; i++) {
 		memcpy(&ix[i].id, (const char *)v->data + i * size,
 		       sizeof(uint64_t));
@@ -431,9 +502,9 @@ static int id_index(struct dec *d, const struct vec *v, size_t size,
 }
 
 /* Index of @id in @ix, or DOC_NONE. */
-static size_t id_find(const struct id_ent *ix, size_t n, uint64_t id)
+static size_t id_find(const struct d_id *ix, size_t n, uint64_t id)
 {
-	struct id_ent key = { .id = id }, *e;
+	struct d_id key = { .id = id }, *e;
 
 	e = bsearch(&key, ix, n, sizeof(*ix), id_cmp);
 	return e ? e->idx : DOC_NONE;
@@ -497,8 +568,8 @@ static int check_maps(struct dec *d)
 }
 
 /* Resolve the location's mapping and its lines' functions. */
-static int check_loc(struct dec *d, struct d_loc *l, const struct id_ent *mix,
-		     const struct id_ent *fix)
+static int check_loc(struct dec *d, struct d_loc *l, const struct d_id *mix,
+		     const struct d_id *fix)
 {
 	struct pprof_doc *doc = d->doc;
 
@@ -526,7 +597,7 @@ static int check_loc(struct dec *d, struct d_loc *l, const struct id_ent *mix,
 
 static int check_locs(struct dec *d)
 {
-	struct id_ent *mix = NULL, *fix = NULL;
+	struct d_id *mix = NULL, *fix = NULL;
 	struct pprof_doc *doc = d->doc;
 	int err;
 
@@ -542,55 +613,105 @@ static int check_locs(struct dec *d)
 	return err;
 }
 
-static int check_sample(struct dec *d, const struct d_sample *s,
-			const struct id_ent *lix)
+/* The locations' ids, which samples refer to, in doc->loc_ix. */
+static int check_loc_ids(struct dec *d)
+{
+	return id_index(d, &d->doc->locs, sizeof(struct d_loc), &d->doc->loc_ix,
+			"location");
+}
+
+/*
+ * Read the sample in @r into the profile's arrays for it and check it: @s
+ * points to them, its location ids turned into indices.
+ */
+static int read_sample(struct dec *d, struct proto_reader *r,
+		       struct d_sample *s)
 {
 	struct pprof_doc *doc = d->doc;
+	uint64_t *loc;
+	int err;
 
-	if (s->nval != doc->stypes.n)
+	doc->s_locs.n = 0;
+	doc->s_vals.n = 0;
+	doc->s_labels.n = 0;
+	err = dec_fields(d, r, "sample", sample_fields, doc, NULL);
+	if (err)
+		return err;
+	if (doc->s_vals.n != doc->stypes.n)
 		return pprof_err_bad(
 			d->err, "a sample has %zu values for %zu sample types",
-			s->nval, doc->stypes.n);
-	for (size_t k = 0; k < s->nloc; k++) {
-		uint64_t *id = &VEC_AT(doc->sample_locs, uint64_t, s->loc0 + k);
-		size_t i = id_find(lix, doc->locs.n, *id);
+			doc->s_vals.n, doc->stypes.n);
+	loc = doc->s_locs.data;
+	for (size_t k = 0; k < doc->s_locs.n; k++) {
+		size_t i = id_find(doc->loc_ix, doc->locs.n, loc[k]);
 
 		if (i == DOC_NONE)
 			return pprof_err_bad(
 				d->err,
-				"a sample has unknown location %" PRIu64, *id);
-		*id = i;
+				"a sample has unknown location %" PRIu64,
+				loc[k]);
+		loc[k] = i;
 	}
-	for (size_t k = 0; k < s->nlab; k++) {
+	for (size_t k = 0; k < doc->s_labels.n; k++) {
 		const struct d_label *l =
-			&VEC_AT(doc->labels, struct d_label, s->lab0 + k);
+			&VEC_AT(doc->s_labels, struct d_label, k);
 		const int64_t refs[] = { l->key, l->str, l->num_unit };
 
 		if (check_strs(d, refs, 3, "label"))
 			return -EBADMSG;
 	}
+	*s = (struct d_sample){
+		.locs = loc,
+		.nloc = doc->s_locs.n,
+		.vals = doc->s_vals.data,
+		.nval = doc->s_vals.n,
+		.labels = doc->s_labels.data,
+		.nlab = doc->s_labels.n,
+	};
 	return 0;
+}
+
+int pprof_doc_samples(struct pprof_doc *doc,
+		      int (*fn)(void *arg, const struct d_sample *s), void *arg,
+		      struct pprof_err *e)
+{
+	struct dec d = { .doc = doc, .err = e };
+	struct proto_reader r, sub;
+	struct d_sample s;
+	enum proto_wire w;
+	uint32_t f;
+	int err = 0;
+
+	proto_reader_init(&r, doc->raw, doc->rawlen);
+	while (!err && proto_more(&r)) {
+		if (proto_read_key(&r, &f, &w))
+			return pprof_err_bad(e, "profile: bad field key");
+		if (f != 2) {
+			if (proto_skip(&r, f, w))
+				return pprof_err_bad(
+					e, "profile: bad field %" PRIu32, f);
+			continue;
+		}
+		if (w != PROTO_LEN || proto_read_len(&r, &sub))
+			return pprof_err_bad(
+				e, "sample: bad length-delimited field");
+		err = read_sample(&d, &sub, &s);
+		if (!err && fn)
+			err = fn(arg, &s);
+	}
+	return err;
 }
 
 static int check_samples(struct dec *d)
 {
-	struct id_ent *lix = NULL;
-	struct pprof_doc *doc = d->doc;
-	int err;
-
-	err = id_index(d, &doc->locs, sizeof(struct d_loc), &lix, "location");
-	for (size_t i = 0; !err && i < doc->samples.n; i++)
-		err = check_sample(d, &VEC_AT(doc->samples, struct d_sample, i),
-				   lix);
-	free(lix);
-	return err;
+	return pprof_doc_samples(d->doc, NULL, NULL, d->err);
 }
 
 static int check_profile(struct dec *d)
 {
 	static int (*const checks[])(struct dec *) = {
 		check_header, check_funcs,   check_maps,
-		check_locs,   check_samples,
+		check_locs,   check_loc_ids, check_samples,
 	};
 	int err = 0;
 
@@ -601,46 +722,65 @@ static int check_profile(struct dec *d)
 
 void pprof_doc_free(struct pprof_doc *doc)
 {
-	for (size_t i = 0; i < doc->strs.n; i++)
-		free(VEC_AT(doc->strs, char *, i));
+	free(doc->text.data);
 	free(doc->strs.data);
 	free(doc->stypes.data);
-	free(doc->samples.data);
-	free(doc->sample_locs.data);
-	free(doc->values.data);
-	free(doc->labels.data);
 	free(doc->maps.data);
 	free(doc->locs.data);
 	free(doc->lines.data);
 	free(doc->funcs.data);
 	free(doc->comments.data);
+	free(doc->loc_ix);
+	free(doc->s_locs.data);
+	free(doc->s_vals.data);
+	free(doc->s_labels.data);
 }
 
 int pprof_doc_decode(struct pprof_doc *doc, const void *data, size_t len,
 		     struct pprof_err *e)
 {
 	struct dec d = { .doc = doc, .err = e };
-	int rc = dec_profile(&d, data, len);
+	int rc;
 
+	doc->raw = data;
+	doc->rawlen = data ? len : 0;
+	doc->mem_limit = DOC_MEM_PER_BYTE * doc->rawlen +
+			 ((size_t)DOC_MEM_BASE_MIB << 20);
+	if (doc->rawlen > PROF_PROFILE_MAX) {
+		if (!e->failed && e->len)
+			snprintf(e->msg, e->len,
+				 "profile too large: %zu bytes (the limit: "
+				 "%u MiB)",
+				 len, PROF_PROFILE_MAX >> 20);
+		e->failed = true;
+		return -EFBIG;
+	}
+	rc = dec_profile(&d, data, len);
 	return rc ? rc : check_profile(&d);
 }
 
 /* ---- reading files ---- */
 
-/* gzread everything into @buf; then look at how the stream ended. */
+/*
+ * gzread everything into @buf, up to one byte past PROF_PROFILE_MAX (a
+ * profile past it is refused); then look at how the stream ended.
+ */
 static int gz_slurp(gzFile gz, struct proto_buf *buf)
 {
-	const unsigned int chunk = 1 << 16;
+	const size_t chunk = 1 << 16;
+	size_t want;
 	uint8_t *room;
 	int n, errnum;
 
 	do {
-		if (buf->len + chunk > MAX_FILE)
+		if (buf->len > PROF_PROFILE_MAX)
 			return -EFBIG;
-		room = proto_buf_room(buf, chunk);
+		want = (size_t)PROF_PROFILE_MAX + 1 - buf->len;
+		want = want < chunk ? want : chunk;
+		room = proto_buf_room(buf, want);
 		if (!room)
 			return -ENOMEM;
-		n = gzread(gz, room, chunk);
+		n = gzread(gz, room, (unsigned int)want);
 		if (n > 0)
 			buf->len += (size_t)n;
 	} while (n > 0);

@@ -14,16 +14,31 @@
  * -EBADMSG, and thousands of random corruptions must give a profile or
  * -EBADMSG, never a crash (run it under ASan/UBSan too).
  *
+ * Hostile profiles, built field by field, each summarized in a child
+ * process under alarm() (a regression hangs no one) whose peak memory is
+ * measured: a sample citing a location of 50,000 lines 50,000 times must
+ * be summarized at once and exactly; millions of samples must take no
+ * memory each; a profile past the limits of memory or frames must be
+ * refused with a message naming the limit.  The report must escape the
+ * control characters of the profile's strings, print nothing on stderr,
+ * and explain each failure in one line that says what failed.
+ *
  * With PPROF_TEST_KEEP set in the environment, the last pprof and folded
  * files are left in the temporary directory, for `go tool pprof`.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "testing/ktest.h"
 #include "testing/harness.h"
@@ -549,8 +564,9 @@ static void decoder_refuses_truncation(void)
 		prof_summary_free(p);
 	}
 	KT_CHECK_EQ(wrong, 0);
-	KT_CHECK_EQ(prof_report(cut, stdout, NULL), -EBADMSG);
-	KT_CHECK_EQ(prof_report(tmp_path("absent"), stdout, NULL), -ENOENT);
+	KT_CHECK_EQ(prof_report(cut, stdout, NULL, NULL, 0), -EBADMSG);
+	KT_CHECK_EQ(prof_report(tmp_path("absent"), stdout, NULL, NULL, 0),
+		    -ENOENT);
 	unlink(cut);
 	free(gz);
 	free(plain);
@@ -655,7 +671,7 @@ static void report_text(void)
 	prof_symbolizer_free(s);
 	f = fopen(out, "w");
 	KT_REQUIRE(f);
-	KT_CHECK_EQ(prof_report(path, f, &o), 0);
+	KT_CHECK_EQ(prof_report(path, f, &o, NULL, 0), 0);
 	fclose(f);
 	text = read_text(out, &len);
 	KT_REQUIRE(text);
@@ -681,6 +697,551 @@ static void report_text(void)
 	unlink(out);
 }
 
+/* ---- hostile profiles ---- */
+
+/*
+ * A profile.proto message built field by field (pprof/proto.h); the
+ * string table grows as strings are asked for, entry 0 being "".
+ */
+struct pb {
+	struct proto_buf p;
+	int64_t nstr, tid_key, thread_key;
+};
+
+static void pb_init(struct pb *b)
+{
+	*b = (struct pb){ .nstr = 1 };
+	proto_put_string(&b->p, 6, "");
+}
+
+/* A new string table entry for @s: its index. */
+static int64_t pb_str(struct pb *b, const char *s)
+{
+	proto_put_string(&b->p, 6, s);
+	return b->nstr++;
+}
+
+static void pb_stype(struct pb *b, const char *type, const char *unit)
+{
+	struct proto_buf m = { 0 };
+
+	proto_put_int64(&m, 1, pb_str(b, type));
+	proto_put_int64(&m, 2, pb_str(b, unit));
+	proto_put_message(&b->p, 1, &m);
+	proto_buf_free(&m);
+}
+
+static void pb_func(struct pb *b, uint64_t id, const char *name)
+{
+	struct proto_buf m = { 0 };
+
+	proto_put_uint64(&m, 1, id);
+	proto_put_int64(&m, 2, pb_str(b, name));
+	proto_put_message(&b->p, 5, &m);
+	proto_buf_free(&m);
+}
+
+/* Location @id: @n lines, of functions @funcs (NULL: all of function 1). */
+static void pb_loc(struct pb *b, uint64_t id, uint64_t addr,
+		   const uint64_t *funcs, size_t n)
+{
+	struct proto_buf m = { 0 }, l = { 0 };
+
+	proto_put_uint64(&m, 1, id);
+	proto_put_uint64(&m, 3, addr);
+	for (size_t i = 0; i < n; i++) {
+		proto_buf_reset(&l);
+		proto_put_uint64(&l, 1, funcs ? funcs[i] : 1);
+		proto_put_message(&m, 4, &l);
+	}
+	proto_put_message(&b->p, 4, &m);
+	proto_buf_free(&m);
+	proto_buf_free(&l);
+}
+
+/*
+ * A sample of value @v at @locs (leaf first), with a "tid" label if @tid
+ * and a "thread" label if @thread.
+ */
+static void pb_sample(struct pb *b, const uint64_t *locs, size_t n, int64_t v,
+		      uint64_t tid, const char *thread)
+{
+	struct proto_buf m = { 0 }, l = { 0 };
+
+	proto_put_packed(&m, 1, locs, n);
+	proto_put_packed(&m, 2, (const uint64_t *)&v, 1);
+	if (tid) {
+		if (!b->tid_key)
+			b->tid_key = pb_str(b, "tid");
+		proto_put_int64(&l, 1, b->tid_key);
+		proto_put_uint64(&l, 3, tid);
+		proto_put_message(&m, 3, &l);
+	}
+	if (thread) {
+		if (!b->thread_key)
+			b->thread_key = pb_str(b, "thread");
+		proto_buf_reset(&l);
+		proto_put_int64(&l, 1, b->thread_key);
+		proto_put_int64(&l, 2, pb_str(b, thread));
+		proto_put_message(&m, 3, &l);
+	}
+	proto_put_message(&b->p, 2, &m);
+	proto_buf_free(&m);
+	proto_buf_free(&l);
+}
+
+/* Sanitizers' shadow memory and quarantine: peak memory grows more. */
+#define RSS_SLACK (TESTING_UNDER_ASAN || TESTING_UNDER_TSAN ? 3 : 1)
+
+/*
+ * Run @fn(@arg) in a child process under alarm(@secs).  *@grew_kb gets
+ * how much the child's peak resident set grew while @fn ran (-1 if it did
+ * not finish).
+ *
+ * Return: true if @fn returned 0 in time; else false, why on stderr.
+ */
+static bool in_child(int (*fn)(void *), void *arg, unsigned int secs,
+		     long *grew_kb)
+{
+	struct rusage before, after;
+	int fd[2], status;
+	long grew = -1;
+	pid_t pid;
+
+	*grew_kb = -1;
+	fflush(stdout);
+	fflush(stderr);
+	if (pipe(fd))
+		return false;
+	pid = fork();
+	if (pid < 0)
+		return false;
+	if (!pid) {
+		close(fd[0]);
+		alarm(secs);
+		getrusage(RUSAGE_SELF, &before);
+		status = fn(arg);
+		getrusage(RUSAGE_SELF, &after);
+		grew = after.ru_maxrss - before.ru_maxrss;
+		if (write(fd[1], &grew, sizeof(grew)) != sizeof(grew))
+			status = 1;
+		_exit(status ? 1 : 0);
+	}
+	close(fd[1]);
+	if (read(fd[0], &grew, sizeof(grew)) == sizeof(grew))
+		*grew_kb = grew;
+	close(fd[0]);
+	if (waitpid(pid, &status, 0) != pid)
+		return false;
+	if (WIFSIGNALED(status))
+		fprintf(stderr, "  child killed by signal %d%s\n",
+			WTERMSIG(status),
+			WTERMSIG(status) == SIGALRM ? " (out of time)" : "");
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* A summary to check in a child, and what it must be. */
+struct hostile {
+	struct pb b;
+	const char *path; /* read this file instead of b */
+	int want_rc;
+	const char *want_msg; /* in the error, with want_rc */
+	int64_t total;
+	size_t nfuncs;
+	bool (*check)(const struct prof_summary *p, const struct hostile *h);
+	int64_t v; /* for check_fg() */
+	size_t n;
+	bool has_f;
+};
+
+static int summarize_child(void *arg)
+{
+	const struct hostile *h = arg;
+	struct prof_summary *p;
+	char err[256];
+	int rc, bad = 0;
+
+	if (h->path)
+		rc = prof_summary_load(h->path, -1, &p, err, sizeof(err));
+	else
+		rc = prof_summary_decode(h->b.p.data, h->b.p.len, -1, &p, err,
+					 sizeof(err));
+	if (rc != h->want_rc) {
+		fprintf(stderr, "  rc %d, want %d: %s\n", rc, h->want_rc, err);
+		bad = 1;
+	} else if (rc && (!strstr(err, h->want_msg) || strchr(err, '\n'))) {
+		fprintf(stderr, "  message \"%s\" lacks \"%s\"\n", err,
+			h->want_msg);
+		bad = 1;
+	}
+	if (!rc && !bad) {
+		if (p->total != h->total || p->nfuncs != h->nfuncs ||
+		    (h->check && !h->check(p, h))) {
+			fprintf(stderr, "  total %" PRId64 ", %zu functions\n",
+				p->total, p->nfuncs);
+			bad = 1;
+		}
+		prof_summary_free(p);
+	}
+	return bad;
+}
+
+#define BIG_LINES 200000 /* location 1: lines of function 1, "f" */
+#define WIDE 2000 /* location 2: a line for each of functions g0... */
+#define CITES 200000 /* times one sample cites each of them */
+
+/*
+ * With h->has_f, f is the leaf: flat and cum h->v; else g0 is, flat
+ * h->v * h->n.  Every g: cum h->v * h->n.
+ */
+static bool check_fg(const struct prof_summary *p, const struct hostile *h)
+{
+	const struct prof_report_func *f = find_func(p, "f");
+	int64_t all = h->v * (int64_t)h->n;
+	bool ok = h->has_f ? f && f->flat == h->v && f->cum == h->v : !f;
+	char name[16];
+
+	for (size_t i = 0; ok && i < WIDE; i++) {
+		snprintf(name, sizeof(name), "g%zu", i);
+		f = find_func(p, name);
+		ok = f && f->flat == (!i && !h->has_f ? all : 0) &&
+		     f->cum == all;
+	}
+	return ok;
+}
+
+/* Functions 2.. named g0..g(WIDE-1); location 2 has a line for each. */
+static void add_wide(struct pb *b)
+{
+	uint64_t *funcs = malloc(WIDE * sizeof(*funcs));
+	char name[16];
+
+	for (size_t i = 0; i < WIDE; i++) {
+		snprintf(name, sizeof(name), "g%zu", i);
+		pb_func(b, i + 2, name);
+		if (funcs)
+			funcs[i] = i + 2;
+	}
+	pb_loc(b, 2, 0x2000, funcs, funcs ? WIDE : 0);
+	free(funcs);
+}
+
+/*
+ * One sample citing a location of BIG_LINES lines and one of WIDE
+ * functions, CITES times each (1.2 MB): 4e10 frames read naively (minutes),
+ * 2,001 once a sample's repeated locations and a location's repeated
+ * functions are dropped.  It must take a moment (alarm: 20 s) and be
+ * exact.
+ */
+static void summary_is_linear(void)
+{
+	struct hostile h = { .total = 3,
+			     .nfuncs = WIDE + 1,
+			     .check = check_fg,
+			     .v = 3,
+			     .n = 1,
+			     .has_f = true };
+	uint64_t *cites = malloc(2 * CITES * sizeof(*cites));
+	long grew;
+
+	KT_REQUIRE(cites);
+	pb_init(&h.b);
+	pb_stype(&h.b, "samples", "count");
+	pb_func(&h.b, 1, "f");
+	pb_loc(&h.b, 1, 0x1000, NULL, BIG_LINES);
+	add_wide(&h.b);
+	for (size_t i = 0; i < 2 * CITES; i++)
+		cites[i] = i % 2 ? 2 : 1;
+	pb_sample(&h.b, cites, 2 * CITES, 3, 0, NULL);
+	free(cites);
+	KT_REQUIRE(!h.b.p.err);
+	KT_CHECK(in_child(summarize_child, &h, 20, &grew));
+	proto_buf_free(&h.b.p);
+}
+
+/*
+ * Many samples citing the location of WIDE functions once each: the work
+ * grows as their product, so past the frames limit (32 per byte of the
+ * profile + 16M) the profile is refused, quickly; under it, exact.
+ */
+static void summary_frames_limit(void)
+{
+	static const size_t nsamples[] = { 2000, 20000 };
+	uint64_t loc = 2;
+	long grew;
+
+	for (int k = 0; k < 2; k++) {
+		struct hostile h = { .total = 5 * (int64_t)nsamples[k],
+				     .nfuncs = WIDE,
+				     .check = check_fg,
+				     .v = 5,
+				     .n = nsamples[k] };
+
+		pb_init(&h.b);
+		pb_stype(&h.b, "samples", "count");
+		add_wide(&h.b);
+		for (size_t i = 0; i < nsamples[k]; i++)
+			pb_sample(&h.b, &loc, 1, 5, 0, NULL);
+		KT_REQUIRE(!h.b.p.err);
+		if (k) {
+			h.want_rc = -EFBIG;
+			h.want_msg = "frames (the limit: 32 per byte + 16M)";
+		}
+		KT_CHECK(in_child(summarize_child, &h, 20, &grew));
+		proto_buf_free(&h.b.p);
+	}
+}
+
+/* Write @b's message gzip'd, then @n copies of the @len bytes at @rec. */
+static int write_gz(const char *path, const struct pb *b, const void *rec,
+		    size_t len, size_t n)
+{
+	char buf[4096];
+	size_t per = sizeof(buf) / len, k;
+	gzFile gz = gzopen(path, "wb1");
+	int ok;
+
+	if (!gz)
+		return -1;
+	for (size_t i = 0; i < per; i++)
+		memcpy(buf + i * len, rec, len);
+	ok = gzwrite(gz, b->p.data, (unsigned int)b->p.len) > 0;
+	for (size_t i = 0; ok && i < n; i += k) {
+		k = n - i < per ? n - i : per;
+		ok = gzwrite(gz, buf, (unsigned int)(k * len)) > 0;
+	}
+	return gzclose(gz) == Z_OK && ok ? 0 : -1;
+}
+
+#define MANY 2000000 /* samples of 4 bytes: 8 MB */
+
+/*
+ * Millions of samples of no location, one value each, gzip'd: they must
+ * take no memory each (the read buffer aside: peak growth under 4 bytes
+ * per byte of profile + 16 MiB), and add up; the same samples with no
+ * value are refused, as cheaply.
+ */
+static void summary_memory_bounded(void)
+{
+	struct hostile h = { .path = tmp_path("many.pb.gz"),
+			     .total = MANY,
+			     .nfuncs = 0 };
+	long grew, bound_kb = RSS_SLACK * (4L * MANY * 4 + (16L << 20)) >> 10;
+
+	pb_init(&h.b);
+	pb_stype(&h.b, "samples", "count");
+	KT_REQUIRE(!h.b.p.err);
+	/* sample { value: [1] } */
+	KT_REQUIRE(!write_gz(h.path, &h.b, "\x12\x02\x10\x01", 4, MANY));
+	KT_CHECK(in_child(summarize_child, &h, 60, &grew));
+	KT_CHECK(grew >= 0 && grew < bound_kb);
+	printf("# %d samples, %d bytes: peak memory grew %ld kB (bound %ld "
+	       "kB)\n",
+	       MANY, 4 * MANY, grew, bound_kb);
+	/* sample { }: no value for the one sample type */
+	KT_REQUIRE(!write_gz(h.path, &h.b, "\x12\x00", 2, 2 * MANY));
+	h.want_rc = -EBADMSG;
+	h.want_msg = "a sample has 0 values for 1 sample types";
+	KT_CHECK(in_child(summarize_child, &h, 60, &grew));
+	KT_CHECK(grew >= 0 && grew < bound_kb);
+	printf("# %d samples of no value: peak memory grew %ld kB\n", 2 * MANY,
+	       grew);
+	unlink(h.path);
+	proto_buf_free(&h.b.p);
+}
+
+#define NMAPS 1000000
+
+/*
+ * A million mappings and nothing else: 56 bytes each decoded and 56 in
+ * the summary, for 6 of profile.  Past the memory limit (16 bytes per
+ * byte + 16 MiB) it is refused with a message naming the limit, having
+ * used no more than the limit; a message past PROF_PROFILE_MAX is refused
+ * before it is read.
+ */
+static void summary_memory_limit(void)
+{
+	struct hostile h = { .want_rc = -EFBIG,
+			     .want_msg = "(the limit: 16 bytes per byte + "
+					 "16 MiB)" };
+	struct proto_buf m = { 0 };
+	struct prof_summary *p;
+	size_t big = (size_t)PROF_PROFILE_MAX + 1;
+	long grew, bound_kb;
+	char err[256];
+	void *huge;
+
+	pb_init(&h.b);
+	pb_stype(&h.b, "samples", "count");
+	for (uint64_t id = 1; id <= NMAPS; id++) {
+		proto_buf_reset(&m);
+		proto_put_uint64(&m, 1, id);
+		proto_put_message(&h.b.p, 3, &m);
+	}
+	proto_buf_free(&m);
+	KT_REQUIRE(!h.b.p.err);
+	bound_kb = RSS_SLACK * (17L * (long)h.b.p.len + (24L << 20)) >> 10;
+	KT_CHECK(in_child(summarize_child, &h, 60, &grew));
+	KT_CHECK(grew >= 0 && grew < bound_kb);
+	printf("# %d mappings, %zu bytes: refused; peak memory grew %ld kB "
+	       "(bound %ld kB)\n",
+	       NMAPS, h.b.p.len, grew, bound_kb);
+	proto_buf_free(&h.b.p);
+	/* Never read: its pages are never touched. */
+	huge = mmap(NULL, big, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	KT_REQUIRE(huge != MAP_FAILED);
+	KT_CHECK_EQ(prof_summary_decode(huge, big, -1, &p, err, sizeof(err)),
+		    -EFBIG);
+	KT_CHECK(p == NULL && strstr(err, "(the limit: 128 MiB)"));
+	munmap(huge, big);
+}
+
+/*
+ * Does @text hold a control character but newlines, or a byte past ASCII
+ * but those of "é" (c3 a9, the only one report_escapes() keeps)?
+ */
+static bool has_controls(const char *text, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)text;
+
+	for (size_t i = 0; i < len; i++) {
+		if ((u[i] < 0x20 && u[i] != '\n') || u[i] == 0x7f)
+			return true;
+		if (u[i] == 0xc3 && i + 1 < len && u[i + 1] == 0xa9)
+			i++;
+		else if (u[i] >= 0x80)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Names, a comment, a type and a thread name that would drive a terminal
+ * (or reorder what it shows) are printed escaped (pprof/escape.h), the
+ * UTF-8 of printable characters kept.
+ */
+static void report_escapes(void)
+{
+	const char *path = tmp_path("hostile.pb");
+	const char *out = tmp_path("hostile.txt");
+	struct prof_report_opts o = { .top = 20,
+				      .by_thread = 1,
+				      .sample_index = -1 };
+	static const char *const names[] = {
+		"\x1b]0;pwned\a", "\x1b[2Jclear",
+		"cr\rlf\nnul?",	  "back\\slash",
+		"h\xc3\xa9llo",	  "c1\xc2\x9b\x33\x31m",
+		"bad\xff\xc3(",	  "rtl\xe2\x80\xae\x65vil",
+	};
+	static const char *const want[] = {
+		"  \\x1b]0;pwned\\x07\n",
+		"  \\x1b[2Jclear\n",
+		"  cr\\x0dlf\\x0anul?\n",
+		"  back\\\\slash\n",
+		"  h\xc3\xa9llo\n",
+		"  c1\\xc2\\x9b31m\n",
+		"  bad\\xff\\xc3(\n",
+		"  rtl\\xe2\\x80\\xaeevil\n",
+		"Type: \\x1b[1mcpu (nano\\x09seconds)\n",
+		"Comment: \\x1b]2;title\\x07\n",
+		"  42  \\x1b[31mred\n",
+	};
+	struct pb b;
+	int64_t c;
+	uint64_t loc;
+	size_t len;
+	char *text, err[256];
+	FILE *f;
+
+	pb_init(&b);
+	pb_stype(&b, "\x1b[1mcpu", "nano\tseconds");
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		pb_func(&b, i + 1, names[i]);
+		loc = i + 1;
+		pb_loc(&b, loc, 0x100 * loc, &loc, 1);
+		pb_sample(&b, &loc, 1, 1, 42, "\x1b[31mred");
+	}
+	c = pb_str(&b, "\x1b]2;title\a");
+	proto_put_int64(&b.p, 13, c);
+	KT_REQUIRE(!b.p.err);
+	KT_REQUIRE(!write_bytes(path, b.p.data, b.p.len));
+	proto_buf_free(&b.p);
+	f = fopen(out, "w");
+	KT_REQUIRE(f);
+	KT_CHECK_EQ(prof_report(path, f, &o, err, sizeof(err)), 0);
+	fclose(f);
+	text = read_text(out, &len);
+	KT_REQUIRE(text);
+	KT_CHECK(!has_controls(text, len));
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		KT_CHECK(strstr(text, want[i]));
+		if (!strstr(text, want[i]))
+			fprintf(stderr, "  missing: %s", want[i]);
+	}
+	free(text);
+	unlink(out);
+	unlink(path);
+}
+
+/* prof_report(@path) to @out, with stderr caught: what it printed there. */
+static int report_quietly(const char *path, FILE *out, char *err, size_t errlen,
+			  size_t *said)
+{
+	const char *caught = tmp_path("stderr.txt");
+	int saved = dup(2), fd, rc;
+	char *text;
+
+	*said = (size_t)-1;
+	fflush(stderr);
+	fd = open(caught, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (saved < 0 || fd < 0 || dup2(fd, 2) < 0)
+		return -1000;
+	close(fd);
+	rc = prof_report(path, out, NULL, err, errlen);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	text = read_text(caught, said);
+	free(text);
+	unlink(caught);
+	return rc;
+}
+
+/*
+ * prof_report() prints nothing on stderr: a failure is one line in @err,
+ * naming the file when reading it failed, the report when writing it did.
+ */
+static void report_errors(void)
+{
+	char good[512], bad[512], absent[512], err[1024], want[1100];
+	size_t said;
+	FILE *ro;
+
+	/* Copies: report_quietly() calls tmp_path() too. */
+	snprintf(good, sizeof(good), "%s", tmp_path("prof.pb.gz"));
+	snprintf(bad, sizeof(bad), "%s", tmp_path("bad.pb"));
+	snprintf(absent, sizeof(absent), "%s", tmp_path("absent"));
+
+	KT_REQUIRE(!prof_pprof_write(&profile, NULL, good));
+	KT_REQUIRE(!write_bytes(bad, "\x08", 1));
+	ro = fopen(bad, "r"); /* writing to it fails */
+	KT_REQUIRE(ro);
+	KT_CHECK_EQ(report_quietly(absent, stdout, err, sizeof(err), &said),
+		    -ENOENT);
+	snprintf(want, sizeof(want), "%s: %s", absent, strerror(ENOENT));
+	KT_CHECK(!strcmp(err, want) && said == 0);
+	KT_CHECK_EQ(report_quietly(bad, stdout, err, sizeof(err), &said),
+		    -EBADMSG);
+	snprintf(want, sizeof(want), "%s: malformed profile: ", bad);
+	KT_CHECK(!strncmp(err, want, strlen(want)) && said == 0);
+	KT_CHECK(!strchr(err, '\n'));
+	KT_CHECK(report_quietly(good, ro, err, sizeof(err), &said) < 0);
+	KT_CHECK(!strncmp(err, "writing the report: ", 20) && said == 0);
+	KT_CHECK(!strstr(err, good));
+	fclose(ro);
+	unlink(bad);
+}
+
 int main(void)
 {
 	if (tmpfiles_init("pprof_test"))
@@ -696,6 +1257,12 @@ int main(void)
 	KT_RUN(decoder_refuses_truncation);
 	KT_RUN(decoder_survives_corruption);
 	KT_RUN(report_text);
+	KT_RUN(summary_is_linear);
+	KT_RUN(summary_frames_limit);
+	KT_RUN(summary_memory_bounded);
+	KT_RUN(summary_memory_limit);
+	KT_RUN(report_escapes);
+	KT_RUN(report_errors);
 	if (getenv("PPROF_TEST_KEEP")) {
 		printf("# prof.pb.gz and prof.folded kept in %s\n",
 		       tmpfiles_dir());

@@ -6,7 +6,8 @@
  * Values in nanoseconds are scaled to the largest unit (s, ms, us, ns)
  * that the total reaches, with two decimals unless whole ("1.50s",
  * "90ms"); values of other units print as integers.  Percentages are of
- * the total, six characters wide, as pprof prints them.
+ * the total, six characters wide, as pprof prints them.  The profile's
+ * own strings go through pprof_put_escaped() (pprof/escape.h).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "pprof/escape.h"
 #include "pprof/report.h"
 
 /* How values of one unit print: divided by @div, followed by @suffix. */
@@ -70,12 +72,22 @@ static const char *fmt_pct(char *buf, size_t n, int64_t v, int64_t total)
 	return buf;
 }
 
+/* @before, the profile's string @s escaped, @after. */
+static void put_str(FILE *out, const char *before, const char *s,
+		    const char *after)
+{
+	fputs(before, out);
+	pprof_put_escaped(out, s, strlen(s));
+	fputs(after, out);
+}
+
 static void print_header(const struct prof_summary *p, FILE *out,
 			 const struct scale *sc)
 {
 	char a[48], b[48];
 
-	fprintf(out, "Type: %s (%s)\n", p->type, p->unit);
+	put_str(out, "Type: ", p->type, "");
+	put_str(out, " (", p->unit, ")\n");
 	if (p->duration_nanos) {
 		struct scale s = pick_scale("nanoseconds", p->duration_nanos);
 
@@ -85,7 +97,7 @@ static void print_header(const struct prof_summary *p, FILE *out,
 	fprintf(out, "Total: %s in %zu sample records\n",
 		fmt_value(b, sizeof(b), p->total, sc), p->nsamples);
 	for (size_t i = 0; i < p->ncomments; i++)
-		fprintf(out, "Comment: %s\n", p->comments[i]);
+		put_str(out, "Comment: ", p->comments[i], "\n");
 }
 
 static void print_funcs(const struct prof_summary *p, FILE *out,
@@ -109,12 +121,13 @@ static void print_funcs(const struct prof_summary *p, FILE *out,
 		const struct prof_report_func *f = &p->funcs[i];
 
 		sum = prof_sat_add(sum, f->flat);
-		fprintf(out, "%10s %s %s %10s %s  %s\n",
+		fprintf(out, "%10s %s %s %10s %s  ",
 			fmt_value(a, sizeof(a), f->flat, sc),
 			fmt_pct(c, sizeof(c), f->flat, p->total),
 			fmt_pct(d, sizeof(d), sum, p->total),
 			fmt_value(b, sizeof(b), f->cum, sc),
-			fmt_pct(e, sizeof(e), f->cum, p->total), f->name);
+			fmt_pct(e, sizeof(e), f->cum, p->total));
+		put_str(out, "", f->name, "\n");
 	}
 }
 
@@ -130,37 +143,55 @@ static void print_tids(const struct prof_summary *p, FILE *out,
 
 		fprintf(out, "%10s %s  ", fmt_value(a, sizeof(a), t->value, sc),
 			fmt_pct(c, sizeof(c), t->value, p->total));
-		if (t->has_tid)
-			fprintf(out, "%" PRIu64 "%s%s\n", t->tid,
-				*t->name ? "  " : "", t->name);
-		else
+		if (t->has_tid) {
+			fprintf(out, "%" PRIu64 "%s", t->tid,
+				*t->name ? "  " : "");
+			put_str(out, "", t->name, "\n");
+		} else {
 			fprintf(out, "(none)\n");
+		}
 	}
 }
 
-int prof_report(const char *path, FILE *out, const struct prof_report_opts *o)
+int prof_report_print(const struct prof_summary *p, FILE *out,
+		      const struct prof_report_opts *o)
 {
 	struct prof_report_opts def = { .top = 0, .sample_index = -1 };
-	struct prof_summary *p;
-	struct scale sc;
-	char msg[256];
-	int err;
+	struct scale sc = pick_scale(p->unit, p->total);
 
 	if (!o)
 		o = &def;
-	err = prof_summary_load(path, o->sample_index, &p, msg, sizeof(msg));
-	if (err) {
-		fprintf(stderr, "prof_report: %s: %s%s\n", path,
-			err == -EBADMSG ? "malformed profile: " : "", msg);
-		return err;
-	}
-	sc = pick_scale(p->unit, p->total);
+	errno = 0;
 	print_header(p, out, &sc);
 	print_funcs(p, out, &sc, o->top ? o->top : 20);
 	if (o->by_thread)
 		print_tids(p, out, &sc);
-	prof_summary_free(p);
 	if (fflush(out) || ferror(out))
-		return -EIO;
+		return errno ? -errno : -EIO;
 	return 0;
+}
+
+int prof_report(const char *path, FILE *out, const struct prof_report_opts *o,
+		char *err, size_t errlen)
+{
+	struct prof_summary *p;
+	char msg[256];
+	int rc;
+
+	if (errlen)
+		err[0] = '\0';
+	rc = prof_summary_load(path, o ? o->sample_index : -1, &p, msg,
+			       sizeof(msg));
+	if (rc) {
+		if (errlen)
+			snprintf(err, errlen, "%s: %s%s", path,
+				 rc == -EBADMSG ? "malformed profile: " : "",
+				 msg);
+		return rc;
+	}
+	rc = prof_report_print(p, out, o);
+	prof_summary_free(p);
+	if (rc && errlen)
+		snprintf(err, errlen, "writing the report: %s", strerror(-rc));
+	return rc;
 }

@@ -7,6 +7,14 @@
  * refers to (ids of locations, functions and mappings exist and are
  * unique, string indices are in the table, every sample has one value per
  * sample type): any input gives a summary or -EBADMSG, never a crash.
+ * Time and memory are bounded by the size of the input: a profile is at
+ * most PROF_PROFILE_MAX bytes uncompressed (the file read is held whole,
+ * in a buffer at most twice its size); the arrays that decoding and
+ * summarizing it build may take 16 bytes per byte of it plus 16 MiB
+ * (qsort()'s scratch, no larger than the array it sorts, aside), and the
+ * summary visits at most 32 frames per byte plus 16M (after dropping a
+ * sample's repeated locations and a location's repeated functions); past
+ * a limit the answer is -EFBIG and a message naming it.
  *
  * The API of pprof/'s reading side, for the tools and tests.  Behind it:
  * decode.c reads the file and decodes it (decode.h), summary.c
@@ -20,6 +28,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+
+/* The largest profile read, uncompressed: 128 MiB. */
+#define PROF_PROFILE_MAX (128u << 20)
 
 /**
  * struct prof_report_opts - what prof_report() prints.
@@ -145,7 +156,7 @@ static inline int64_t prof_sat_add(int64_t a, int64_t b)
  * @len:	set to their length.
  *
  * Return: 0; -EBADMSG for a corrupt or truncated gzip stream; -EFBIG past
- * 1 GiB; -ENOMEM; or the -errno of open/read.
+ * PROF_PROFILE_MAX; -ENOMEM; or the -errno of open/read.
  */
 int prof_read_file(const char *path, uint8_t **data, size_t *len);
 
@@ -156,8 +167,11 @@ int prof_read_file(const char *path, uint8_t **data, size_t *len);
  * @out:	set to the summary (prof_summary_free() it), or NULL.
  * @err, @errlen: if @errlen, what was wrong, as a NUL-terminated line.
  *
+ * @data must stay as it is while the call runs (it is read twice).
+ *
  * Return: 0; -EBADMSG for a malformed profile; -EINVAL for a
- * @sample_index out of range; -ENOMEM.
+ * @sample_index out of range; -EFBIG for a profile past the limits of
+ * size, time and memory (at the top of this file); -ENOMEM.
  */
 int prof_summary_decode(const void *data, size_t len, int sample_index,
 			struct prof_summary **out, char *err, size_t errlen);
@@ -166,6 +180,8 @@ int prof_summary_decode(const void *data, size_t len, int sample_index,
  * prof_summary_load() - prof_read_file() then prof_summary_decode().
  * @path:	the file.
  * @sample_index, @out, @err, @errlen: as prof_summary_decode().
+ *
+ * A failure of prof_read_file() is explained in @err too.
  *
  * Return: as prof_read_file() and prof_summary_decode().
  */
@@ -179,18 +195,37 @@ int prof_summary_load(const char *path, int sample_index,
 void prof_summary_free(struct prof_summary *s);
 
 /**
- * prof_report() - print a profile like `go tool pprof -top`.
- * @path:	the profile, gzip'd or not.
+ * prof_report_print() - print a summary like `go tool pprof -top`.
+ * @p:		the summary.
  * @out:	where to print.
  * @o:		options, or NULL for the defaults.
  *
  * A header (sample type, total, duration, comments), then the top
  * functions by flat value: "flat flat% sum% cum cum% name"; with
- * @o->by_thread, the value per tid.  Errors are explained on stderr.
+ * @o->by_thread, the value per tid.  The profile's strings (type, unit,
+ * comments, names) are printed escaped (pprof/escape.h): no control
+ * character of theirs reaches @out.
+ *
+ * Return: 0; or the -errno of a failed write (-EIO if none is known).
+ */
+int prof_report_print(const struct prof_summary *p, FILE *out,
+		      const struct prof_report_opts *o);
+
+/**
+ * prof_report() - prof_summary_load() then prof_report_print().
+ * @path:	the profile, gzip'd or not.
+ * @out:	where to print.
+ * @o:		options, or NULL for the defaults.
+ * @err, @errlen: if @errlen, what went wrong, as one NUL-terminated line
+ *		(no newline) that names @path when reading it failed, or
+ *		says that writing the report did.  Nothing is printed on
+ *		stderr.
  *
  * Return: 0; -EBADMSG for a malformed profile; -EINVAL for a bad
- * sample_index; or another -errno (reading @path, writing @out).
+ * sample_index; -EFBIG for a profile past the limits; or another -errno
+ * (reading @path, writing @out).
  */
-int prof_report(const char *path, FILE *out, const struct prof_report_opts *o);
+int prof_report(const char *path, FILE *out, const struct prof_report_opts *o,
+		char *err, size_t errlen);
 
 #endif /* PROFRING_PROF_REPORT_H */

@@ -13,6 +13,18 @@
  * sample's value goes to its "tid" label's number (the samples without
  * one have a row of their own), named by a "thread" label of one of them.
  * Sums saturate instead of overflowing (prof_sat_add()).
+ *
+ * The work is linear in the profile.  Frame names are grouped by sorting
+ * once each string that names a function.  A location's groups are
+ * listed, each once, before any sample is read.  A sample adds up the
+ * lists of its distinct locations (a location it cites again adds
+ * nothing).  That is still the product of samples and lines when every
+ * sample cites one large location, so the frames visited are counted
+ * against a limit set by the size of the profile (SUM_FRAMES_PER_BYTE,
+ * SUM_FRAMES_BASE_M), past which the answer is -EFBIG.  Samples are read
+ * from the message as they are added up (pprof_doc_samples()), not kept;
+ * only the samples with a "tid" label leave a row each, for the values
+ * per tid.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -24,41 +36,83 @@
 
 #include "pprof/decode.h"
 #include "pprof/report.h"
+#include "pprof/table.h"
+
+/* Frames a summary may visit: per byte of the message, plus. */
+#define SUM_FRAMES_PER_BYTE 32
+#define SUM_FRAMES_BASE_M 16
+
+/* The most frames a summary of @doc may visit. */
+static size_t frames_limit(const struct pprof_doc *doc)
+{
+	return SUM_FRAMES_PER_BYTE * doc->rawlen +
+	       ((size_t)SUM_FRAMES_BASE_M << 20);
+}
+
+/* A location's frame groups, each once, leaf first: in summary.lgroups. */
+struct loc_groups {
+	size_t first, n;
+};
 
 /*
  * What prof_summary_decode() hands out (as &pub) and prof_summary_free()
  * takes back: the summary, the decoded profile its strings point into,
- * and the arrays it is built from.
+ * and the arrays it is built from.  Every array is counted against the
+ * profile's memory limit: allocated by sum_alloc(), or grown by
+ * pprof_vec_reserve().
  */
 struct summary {
 	struct prof_summary pub;
 	struct pprof_doc doc;
+	struct pprof_err *e;
 	const char **comments;
 	const char **names; /* sorted, unique: the frame groups */
 	size_t ngroups;
-	const char **fname; /* per function: its name, or NULL */
-	char **loc_name; /* per location: "0x<address>", or NULL */
+	char *loc_text; /* the "0x<address>" names, one after another */
+	const char **loc_name; /* per location: its "0x<address>", or NULL */
+	size_t *str_group; /* per string: the group it names, if it does */
 	size_t *func_group, *loc_group;
+	struct loc_groups *lg; /* per location */
+	size_t *lgroups;
+	/* Adding samples up (sum_samples()). */
+	int64_t *flat, *cum;
+	size_t *gstamp, *lstamp, stamp;
+	size_t frames_left;
+	struct vec rows; /* a struct prof_report_tid per sample with a tid */
+	struct prof_report_tid none; /* the samples without one */
+	size_t nnone;
 	struct prof_report_func *funcs;
 	struct prof_report_tid *tids;
 	struct prof_report_location *locs;
 	struct prof_report_mapping *maps;
 };
 
-static int str_ptr_cmp(const void *a, const void *b)
+/*
+ * @n + 1 zeroed elements of @size bytes, counted against the profile's
+ * memory limit; NULL with the error noted (*@err: -EFBIG or -ENOMEM).
+ */
+static void *sum_alloc(struct summary *s, size_t n, size_t size, int *err)
 {
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
+	void *p = NULL;
+
+	*err = 0;
+	if (n == SIZE_MAX || pprof_doc_charge(&s->doc, n + 1, size))
+		*err = pprof_err_big(s->e, &s->doc);
+	else if (!(p = calloc(n + 1, size)))
+		*err = pprof_err_nomem(s->e);
+	return p;
 }
 
-static size_t group_of(const struct summary *s, const char *name)
+/* The string index function @f is named by, or -1 if none. */
+static int64_t func_name_ix(const struct pprof_doc *doc, size_t f)
 {
-	const char **e;
+	const struct d_func *fn = &VEC_AT(doc->funcs, struct d_func, f);
 
-	if (!name)
-		return DOC_NONE;
-	e = bsearch(&name, s->names, s->ngroups, sizeof(*s->names),
-		    str_ptr_cmp);
-	return e ? (size_t)(e - s->names) : DOC_NONE;
+	if (doc_str(doc, fn->name)[0])
+		return fn->name;
+	if (doc_str(doc, fn->system_name)[0])
+		return fn->system_name;
+	return -1;
 }
 
 /* Does location @l need its address as a name (a frame without one)? */
@@ -70,76 +124,112 @@ static bool loc_needs_name(const struct summary *s, const struct d_loc *l)
 		size_t f =
 			VEC_AT(s->doc.lines, struct d_line, l->line0 + k).func;
 
-		if (f == DOC_NONE || !s->fname[f])
+		if (f == DOC_NONE || func_name_ix(&s->doc, f) < 0)
 			return true;
 	}
 	return false;
 }
 
-static int name_funcs(struct summary *s)
-{
-	const struct pprof_doc *doc = &s->doc;
-
-	s->fname = calloc(doc->funcs.n + 1, sizeof(*s->fname));
-	if (!s->fname)
-		return -ENOMEM;
-	for (size_t i = 0; i < doc->funcs.n; i++) {
-		const struct d_func *f = &VEC_AT(doc->funcs, struct d_func, i);
-		const char *n = doc_str(doc, f->name);
-
-		if (!n[0])
-			n = doc_str(doc, f->system_name);
-		s->fname[i] = n[0] ? n : NULL;
-	}
-	return 0;
-}
+/* "0x<address>": at most 18 characters and a NUL. */
+#define LOC_NAME_MAX 19
 
 static int name_locs(struct summary *s)
 {
 	const struct pprof_doc *doc = &s->doc;
-	char buf[32];
+	size_t at = 0;
+	int err;
 
-	s->loc_name = calloc(doc->locs.n + 1, sizeof(*s->loc_name));
-	if (!s->loc_name)
-		return -ENOMEM;
-	for (size_t i = 0; i < doc->locs.n; i++) {
-		const struct d_loc *l = &VEC_AT(doc->locs, struct d_loc, i);
-
-		if (!loc_needs_name(s, l))
-			continue;
-		snprintf(buf, sizeof(buf), "0x%" PRIx64, l->address);
-		s->loc_name[i] = strdup(buf);
+	s->loc_name = sum_alloc(s, doc->locs.n, sizeof(*s->loc_name), &err);
+	if (!err)
+		for (size_t i = 0; i < doc->locs.n; i++)
+			if (loc_needs_name(s,
+					   &VEC_AT(doc->locs, struct d_loc, i)))
+				s->loc_name[i] = ""; /* named below */
+	for (size_t i = 0; !err && i < doc->locs.n; i++)
+		at += s->loc_name[i] ? LOC_NAME_MAX : 0;
+	if (!err)
+		s->loc_text = sum_alloc(s, at, 1, &err);
+	at = 0;
+	for (size_t i = 0; !err && i < doc->locs.n; i++) {
 		if (!s->loc_name[i])
-			return -ENOMEM;
+			continue;
+		s->loc_name[i] = s->loc_text + at;
+		at += (size_t)snprintf(
+			      s->loc_text + at, LOC_NAME_MAX, "0x%" PRIx64,
+			      VEC_AT(doc->locs, struct d_loc, i).address) +
+		      1;
 	}
-	return 0;
+	return err;
 }
 
-/* The distinct frame names, and each function's and location's. */
+/* A frame name and where it came from: a string index, or a location. */
+struct name_ref {
+	const char *name;
+	size_t origin; /* string index; past the string table: a location */
+};
+
+static int name_ref_cmp(const void *a, const void *b)
+{
+	const struct name_ref *x = a, *y = b;
+
+	return x->name == y->name ? 0 : strcmp(x->name, y->name);
+}
+
+/*
+ * The distinct frame names, and each function's and location's group:
+ * every string that names a function and every location name is sorted
+ * once (a string named by many functions is sorted once, not once per
+ * function: the time is that of sorting the profile's own strings).
+ */
 static int make_groups(struct summary *s)
 {
-	size_t nf = s->doc.funcs.n, nl = s->doc.locs.n, n = 0;
+	const struct pprof_doc *doc = &s->doc;
+	size_t ns = doc->strs.n, nf = doc->funcs.n, nl = doc->locs.n, n = 0;
+	struct name_ref *refs;
+	int err;
 
-	s->names = calloc(nf + nl + 1, sizeof(*s->names));
-	s->func_group = calloc(nf + 1, sizeof(*s->func_group));
-	s->loc_group = calloc(nl + 1, sizeof(*s->loc_group));
-	if (!s->names || !s->func_group || !s->loc_group)
-		return -ENOMEM;
-	for (size_t i = 0; i < nf; i++)
-		if (s->fname[i])
-			s->names[n++] = s->fname[i];
+	s->str_group = sum_alloc(s, ns, sizeof(*s->str_group), &err);
+	if (!err)
+		s->func_group = sum_alloc(s, nf, sizeof(*s->func_group), &err);
+	if (!err)
+		s->loc_group = sum_alloc(s, nl, sizeof(*s->loc_group), &err);
+	if (!err)
+		s->names = sum_alloc(s, ns + nl, sizeof(*s->names), &err);
+	refs = err ? NULL : sum_alloc(s, ns + nl, sizeof(*refs), &err);
+	if (err)
+		return err;
+	for (size_t i = 0; i < ns; i++)
+		s->str_group[i] = DOC_NONE;
+	for (size_t i = 0; i < nf; i++) {
+		int64_t x = func_name_ix(doc, i);
+
+		if (x >= 0 && s->str_group[x] == DOC_NONE) {
+			s->str_group[x] = 0; /* named; its group is below */
+			refs[n++] =
+				(struct name_ref){ doc_str(doc, x), (size_t)x };
+		}
+	}
 	for (size_t i = 0; i < nl; i++)
 		if (s->loc_name[i])
-			s->names[n++] = s->loc_name[i];
-	qsort(s->names, n, sizeof(*s->names), str_ptr_cmp);
-	for (size_t i = 0; i < n; i++)
-		if (!s->ngroups ||
-		    strcmp(s->names[i], s->names[s->ngroups - 1]))
-			s->names[s->ngroups++] = s->names[i];
-	for (size_t i = 0; i < nf; i++)
-		s->func_group[i] = group_of(s, s->fname[i]);
+			refs[n++] = (struct name_ref){ s->loc_name[i], ns + i };
+	qsort(refs, n, sizeof(*refs), name_ref_cmp);
+	for (size_t i = 0; i < n; i++) {
+		if (!s->ngroups || strcmp(refs[i].name, refs[i - 1].name))
+			s->names[s->ngroups++] = refs[i].name;
+		if (refs[i].origin < ns)
+			s->str_group[refs[i].origin] = s->ngroups - 1;
+		else
+			s->loc_group[refs[i].origin - ns] = s->ngroups - 1;
+	}
+	for (size_t i = 0; i < nf; i++) {
+		int64_t x = func_name_ix(doc, i);
+
+		s->func_group[i] = x >= 0 ? s->str_group[x] : DOC_NONE;
+	}
 	for (size_t i = 0; i < nl; i++)
-		s->loc_group[i] = group_of(s, s->loc_name[i]);
+		if (!s->loc_name[i])
+			s->loc_group[i] = DOC_NONE;
+	free(refs);
 	return 0;
 }
 
@@ -157,33 +247,47 @@ static size_t frame_group(const struct summary *s, size_t li, size_t k)
 	return s->func_group[f];
 }
 
-struct acc {
-	int64_t *flat, *cum;
-	size_t *stamp;
-};
-
-static void add_sample(const struct summary *s, const struct d_sample *ds,
-		       size_t stamp, int64_t v, struct acc *a)
+/*
+ * Each location's frame groups, each once, in frame order (the first is
+ * its leaf frame's), and the arrays that add samples up.  A location's
+ * lines are read here once, not once per sample that cites it.
+ */
+static int group_locs(struct summary *s)
 {
-	bool leaf = true;
+	const struct pprof_doc *doc = &s->doc;
+	size_t nl = doc->locs.n, g = s->ngroups, n = 0;
+	int err;
 
-	for (size_t k = 0; k < ds->nloc; k++) {
-		size_t li = (size_t)VEC_AT(s->doc.sample_locs, uint64_t,
-					   ds->loc0 + k);
-		size_t nl = VEC_AT(s->doc.locs, struct d_loc, li).nline;
+	s->lg = sum_alloc(s, nl, sizeof(*s->lg), &err);
+	if (!err)
+		s->lgroups = sum_alloc(s, doc->lines.n + nl,
+				       sizeof(*s->lgroups), &err);
+	if (!err)
+		s->flat = sum_alloc(s, g, sizeof(*s->flat), &err);
+	if (!err)
+		s->cum = sum_alloc(s, g, sizeof(*s->cum), &err);
+	if (!err)
+		s->gstamp = sum_alloc(s, g, sizeof(*s->gstamp), &err);
+	if (!err)
+		s->lstamp = sum_alloc(s, nl, sizeof(*s->lstamp), &err);
+	if (err)
+		return err;
+	for (size_t li = 0; li < nl; li++) {
+		size_t nline = VEC_AT(doc->locs, struct d_loc, li).nline;
 
-		for (size_t j = 0; j < (nl ? nl : 1); j++) {
-			size_t g = frame_group(s, li, j);
+		s->stamp++;
+		s->lg[li].first = n;
+		for (size_t k = 0; k < (nline ? nline : 1); k++) {
+			size_t gr = frame_group(s, li, k);
 
-			if (leaf)
-				a->flat[g] = prof_sat_add(a->flat[g], v);
-			leaf = false;
-			if (a->stamp[g] != stamp) {
-				a->stamp[g] = stamp;
-				a->cum[g] = prof_sat_add(a->cum[g], v);
+			if (s->gstamp[gr] != s->stamp) {
+				s->gstamp[gr] = s->stamp;
+				s->lgroups[n++] = gr;
 			}
 		}
+		s->lg[li].n = n - s->lg[li].first;
 	}
+	return 0;
 }
 
 static int func_cmp(const void *a, const void *b)
@@ -199,49 +303,25 @@ static int func_cmp(const void *a, const void *b)
 	return x->cum > y->cum ? -1 : x->cum < y->cum;
 }
 
-static void fill_funcs(struct summary *s, const struct acc *a)
+static int fill_funcs(struct summary *s)
 {
 	size_t n = 0;
+	int err;
 
+	s->funcs = sum_alloc(s, s->ngroups, sizeof(*s->funcs), &err);
+	if (err)
+		return err;
 	for (size_t g = 0; g < s->ngroups; g++) {
-		if (!a->flat[g] && !a->cum[g])
+		if (!s->flat[g] && !s->cum[g])
 			continue;
 		s->funcs[n].name = s->names[g];
-		s->funcs[n].flat = a->flat[g];
-		s->funcs[n++].cum = a->cum[g];
+		s->funcs[n].flat = s->flat[g];
+		s->funcs[n++].cum = s->cum[g];
 	}
 	qsort(s->funcs, n, sizeof(*s->funcs), func_cmp);
 	s->pub.funcs = s->funcs;
 	s->pub.nfuncs = n;
-}
-
-static int sum_funcs(struct summary *s)
-{
-	size_t idx = s->pub.sample_index, g = s->ngroups + 1;
-	struct acc a;
-	int err = -ENOMEM;
-
-	a.flat = calloc(g, sizeof(*a.flat));
-	a.cum = calloc(g, sizeof(*a.cum));
-	a.stamp = calloc(g, sizeof(*a.stamp));
-	s->funcs = calloc(g, sizeof(*s->funcs));
-	if (!a.flat || !a.cum || !a.stamp || !s->funcs)
-		goto out;
-	for (size_t i = 0; i < s->doc.samples.n; i++) {
-		const struct d_sample *ds =
-			&VEC_AT(s->doc.samples, struct d_sample, i);
-		int64_t v = VEC_AT(s->doc.values, int64_t, ds->val0 + idx);
-
-		s->pub.total = prof_sat_add(s->pub.total, v);
-		add_sample(s, ds, i + 1, v, &a);
-	}
-	fill_funcs(s, &a);
-	err = 0;
-out:
-	free(a.flat);
-	free(a.cum);
-	free(a.stamp);
-	return err;
+	return 0;
 }
 
 /* The "tid" label of sample @ds: 1 and *tid, or 0; its "thread" name. */
@@ -252,8 +332,7 @@ static int sample_tid(const struct pprof_doc *doc, const struct d_sample *ds,
 
 	*name = "";
 	for (size_t k = 0; k < ds->nlab; k++) {
-		const struct d_label *l =
-			&VEC_AT(doc->labels, struct d_label, ds->lab0 + k);
+		const struct d_label *l = &ds->labels[k];
 
 		if (l->has_num && !strcmp(doc_str(doc, l->key), "tid")) {
 			*tid = (uint64_t)l->num;
@@ -266,45 +345,111 @@ static int sample_tid(const struct pprof_doc *doc, const struct d_sample *ds,
 	return found;
 }
 
+/*
+ * Add sample @ds up (pprof_doc_samples() calls it with each).  Its value
+ * goes to the total, to the flat value of its leaf frame's group and,
+ * once, to the cum value of each group among its frames: a location cited
+ * again by the sample adds nothing new and is skipped, and each location's
+ * groups are already distinct (group_locs()), so the work is the sum of
+ * the sizes of its distinct locations' group lists, counted against
+ * frames_left.  A sample with a "tid" label gets a row for sum_tids().
+ */
+static int add_sample(void *arg, const struct d_sample *ds)
+{
+	struct summary *s = arg;
+	size_t stamp = ++s->stamp;
+	int64_t v = ds->vals[s->pub.sample_index];
+	struct prof_report_tid t = { .value = v };
+	int err;
+
+	s->pub.total = prof_sat_add(s->pub.total, v);
+	for (size_t k = 0; k < ds->nloc; k++) {
+		size_t li = (size_t)ds->locs[k];
+		const struct loc_groups *lg = &s->lg[li];
+
+		if (s->lstamp[li] == stamp)
+			continue;
+		s->lstamp[li] = stamp;
+		if (lg->n > s->frames_left) {
+			pprof_err_bad(
+				s->e,
+				"profile too complex: summarizing its %zu "
+				"bytes visits over %zu frames (the "
+				"limit: %d per byte + %dM)",
+				s->doc.rawlen, frames_limit(&s->doc),
+				SUM_FRAMES_PER_BYTE, SUM_FRAMES_BASE_M);
+			return -EFBIG;
+		}
+		s->frames_left -= lg->n;
+		for (size_t j = 0; j < lg->n; j++) {
+			size_t g = s->lgroups[lg->first + j];
+
+			if (!k && !j)
+				s->flat[g] = prof_sat_add(s->flat[g], v);
+			if (s->gstamp[g] != stamp) {
+				s->gstamp[g] = stamp;
+				s->cum[g] = prof_sat_add(s->cum[g], v);
+			}
+		}
+	}
+	t.has_tid = sample_tid(&s->doc, ds, &t.tid, &t.name);
+	if (!t.has_tid) {
+		s->nnone++;
+		s->none.value = prof_sat_add(s->none.value, v);
+		if (!*s->none.name)
+			s->none.name = t.name;
+		return 0;
+	}
+	err = pprof_vec_reserve(&s->doc, &s->rows, s->rows.n + 1, sizeof(t),
+				s->e);
+	if (!err)
+		VEC_AT(s->rows, struct prof_report_tid, s->rows.n++) = t;
+	return err;
+}
+
+/* Add the samples up, reading them from the message once more. */
+static int sum_samples(struct summary *s)
+{
+	s->frames_left = frames_limit(&s->doc);
+	s->none = (struct prof_report_tid){ .name = "" };
+	return pprof_doc_samples(&s->doc, add_sample, s, s->e);
+}
+
 static int tid_cmp(const void *a, const void *b)
 {
 	const struct prof_report_tid *x = a, *y = b;
 
-	if (x->has_tid != y->has_tid)
-		return x->has_tid ? -1 : 1;
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
+/*
+ * The value per tid, by tid (a "thread" name of one of its samples), and
+ * the row of the samples without one last, if there are any.
+ */
 static int sum_tids(struct summary *s)
 {
-	const struct pprof_doc *doc = &s->doc;
-	size_t n = 0, i, j;
+	struct prof_report_tid *rows = s->rows.data;
+	size_t n = 0, nrows = s->rows.n, i, j;
+	int err;
 
-	s->tids = calloc(doc->samples.n + 1, sizeof(*s->tids));
-	if (!s->tids)
-		return -ENOMEM;
-	for (i = 0; i < doc->samples.n; i++) {
-		const struct d_sample *ds =
-			&VEC_AT(doc->samples, struct d_sample, i);
-
-		s->tids[i].has_tid =
-			sample_tid(doc, ds, &s->tids[i].tid, &s->tids[i].name);
-		s->tids[i].value = VEC_AT(doc->values, int64_t,
-					  ds->val0 + s->pub.sample_index);
-	}
-	qsort(s->tids, doc->samples.n, sizeof(*s->tids), tid_cmp);
-	for (i = 0; i < doc->samples.n; i = j) {
-		s->tids[n] = s->tids[i];
-		for (j = i + 1;
-		     j < doc->samples.n && !tid_cmp(&s->tids[i], &s->tids[j]);
+	s->tids = sum_alloc(s, nrows + 1, sizeof(*s->tids), &err);
+	if (err)
+		return err;
+	if (nrows)
+		qsort(rows, nrows, sizeof(*rows), tid_cmp);
+	for (i = 0; i < nrows; i = j) {
+		s->tids[n] = rows[i];
+		for (j = i + 1; j < nrows && !tid_cmp(&rows[i], &rows[j]);
 		     j++) {
-			s->tids[n].value = prof_sat_add(s->tids[n].value,
-							s->tids[j].value);
+			s->tids[n].value =
+				prof_sat_add(s->tids[n].value, rows[j].value);
 			if (!*s->tids[n].name)
-				s->tids[n].name = s->tids[j].name;
+				s->tids[n].name = rows[j].name;
 		}
 		n++;
 	}
+	if (s->nnone)
+		s->tids[n++] = s->none;
 	s->pub.tids = s->tids;
 	s->pub.ntids = n;
 	return 0;
@@ -313,23 +458,26 @@ static int sum_tids(struct summary *s)
 static int fill_tables(struct summary *s)
 {
 	const struct pprof_doc *doc = &s->doc;
+	int err;
 
-	s->locs = calloc(doc->locs.n + 1, sizeof(*s->locs));
-	s->maps = calloc(doc->maps.n + 1, sizeof(*s->maps));
-	if (!s->locs || !s->maps)
-		return -ENOMEM;
+	s->locs = sum_alloc(s, doc->locs.n, sizeof(*s->locs), &err);
+	if (!err)
+		s->maps = sum_alloc(s, doc->maps.n, sizeof(*s->maps), &err);
+	if (err)
+		return err;
 	for (size_t i = 0; i < doc->locs.n; i++) {
 		const struct d_loc *l = &VEC_AT(doc->locs, struct d_loc, i);
 		size_t f = l->nline
 				   ? VEC_AT(doc->lines, struct d_line, l->line0)
 					     .func
 				   : DOC_NONE;
+		int64_t x = f == DOC_NONE ? -1 : func_name_ix(doc, f);
 
 		s->locs[i] = (struct prof_report_location){
 			.id = l->id,
 			.address = l->address,
 			.mapping = l->map == DOC_NONE ? -1 : (long)l->map,
-			.name = f == DOC_NONE ? NULL : s->fname[f],
+			.name = x < 0 ? NULL : doc_str(doc, x),
 		};
 	}
 	for (size_t i = 0; i < doc->maps.n; i++) {
@@ -352,25 +500,54 @@ static int fill_tables(struct summary *s)
 	return 0;
 }
 
+/*
+ * The index of the default sample type (the last one if it names none):
+ * the first whose type is the string default_sample_type names.  A
+ * string is compared with it once however many types name it (@seen).
+ */
+static int default_type(struct summary *s, size_t *out)
+{
+	const struct pprof_doc *doc = &s->doc;
+	const char *want = doc_str(doc, doc->default_st);
+	uint8_t *seen;
+	int err;
+
+	*out = doc->stypes.n - 1;
+	if (!doc->default_st)
+		return 0;
+	seen = sum_alloc(s, doc->strs.n, 1, &err);
+	if (err)
+		return err;
+	for (size_t i = 0; i < doc->stypes.n; i++) {
+		int64_t t = VEC_AT(doc->stypes, struct d_vt, i).type;
+
+		if (t != doc->default_st && seen[t])
+			continue;
+		if (t == doc->default_st || !strcmp(doc_str(doc, t), want)) {
+			*out = i;
+			break;
+		}
+		seen[t] = 1;
+	}
+	free(seen);
+	return 0;
+}
+
 /* Header fields; the default sample type; the one to summarize. */
-static int fill_header(struct summary *s, int sample_index, struct pprof_err *e)
+static int fill_header(struct summary *s, int sample_index)
 {
 	const struct pprof_doc *doc = &s->doc;
 	struct prof_summary *p = &s->pub;
 	const struct d_vt *vt;
+	int err;
 
 	p->nsample_types = doc->stypes.n;
-	p->default_index = doc->stypes.n - 1;
-	for (size_t i = 0; doc->default_st && i < doc->stypes.n; i++)
-		if (!strcmp(doc_str(doc,
-				    VEC_AT(doc->stypes, struct d_vt, i).type),
-			    doc_str(doc, doc->default_st))) {
-			p->default_index = i;
-			break;
-		}
+	err = default_type(s, &p->default_index);
+	if (err)
+		return err;
 	if (sample_index < -1 ||
 	    (sample_index >= 0 && (size_t)sample_index >= doc->stypes.n)) {
-		pprof_err_bad(e,
+		pprof_err_bad(s->e,
 			      "sample index %d out of range: %zu sample types",
 			      sample_index, doc->stypes.n);
 		return -EINVAL;
@@ -380,7 +557,7 @@ static int fill_header(struct summary *s, int sample_index, struct pprof_err *e)
 	vt = &VEC_AT(doc->stypes, struct d_vt, p->sample_index);
 	p->type = doc_str(doc, vt->type);
 	p->unit = doc_str(doc, vt->unit);
-	p->nsamples = doc->samples.n;
+	p->nsamples = doc->nsamples;
 	p->period_type = doc_str(doc, doc->period_type.type);
 	p->period_unit = doc_str(doc, doc->period_type.unit);
 	p->period = doc->period;
@@ -392,10 +569,11 @@ static int fill_header(struct summary *s, int sample_index, struct pprof_err *e)
 static int fill_comments(struct summary *s)
 {
 	const struct pprof_doc *doc = &s->doc;
+	int err;
 
-	s->comments = calloc(doc->comments.n + 1, sizeof(*s->comments));
-	if (!s->comments)
-		return -ENOMEM;
+	s->comments = sum_alloc(s, doc->comments.n, sizeof(*s->comments), &err);
+	if (err)
+		return err;
 	for (size_t i = 0; i < doc->comments.n; i++)
 		s->comments[i] =
 			doc_str(doc, VEC_AT(doc->comments, int64_t, i));
@@ -404,19 +582,39 @@ static int fill_comments(struct summary *s)
 	return 0;
 }
 
-static int summarize(struct summary *s, int sample_index, struct pprof_err *e)
+/* Each step notes its error in s->e. */
+static int summarize(struct summary *s, int sample_index)
 {
 	static int (*const steps[])(struct summary *) = {
-		fill_comments, name_funcs, name_locs,	make_groups,
-		sum_funcs,     sum_tids,   fill_tables,
+		fill_comments, name_locs,  make_groups, group_locs,
+		sum_samples,   fill_funcs, sum_tids,	fill_tables,
 	};
-	int err = fill_header(s, sample_index, e);
+	int err = fill_header(s, sample_index);
 
-	if (err)
-		return err;
 	for (size_t i = 0; !err && i < sizeof(steps) / sizeof(steps[0]); i++)
 		err = steps[i](s);
-	return err ? pprof_err_nomem(e) : 0;
+	return err;
+}
+
+/* What the summary no longer needs once made. */
+static void free_work(struct summary *s)
+{
+	free(s->str_group);
+	free(s->func_group);
+	free(s->loc_group);
+	free(s->lg);
+	free(s->lgroups);
+	free(s->flat);
+	free(s->cum);
+	free(s->gstamp);
+	free(s->lstamp);
+	free(s->rows.data);
+	s->str_group = s->func_group = s->loc_group = NULL;
+	s->lg = NULL;
+	s->lgroups = NULL;
+	s->flat = s->cum = NULL;
+	s->gstamp = s->lstamp = NULL;
+	s->rows = (struct vec){ 0 };
 }
 
 void prof_summary_free(struct prof_summary *p)
@@ -425,15 +623,11 @@ void prof_summary_free(struct prof_summary *p)
 
 	if (!s)
 		return;
-	if (s->loc_name)
-		for (size_t i = 0; i < s->doc.locs.n; i++)
-			free(s->loc_name[i]);
+	free_work(s);
 	free(s->loc_name);
+	free(s->loc_text);
 	free(s->comments);
 	free(s->names);
-	free(s->fname);
-	free(s->func_group);
-	free(s->loc_group);
 	free(s->funcs);
 	free(s->tids);
 	free(s->locs);
@@ -454,9 +648,14 @@ int prof_summary_decode(const void *data, size_t len, int sample_index,
 		err[0] = '\0';
 	if (!s)
 		return pprof_err_nomem(&e);
+	s->e = &e;
 	rc = pprof_doc_decode(&s->doc, data, len, &e);
 	if (!rc)
-		rc = summarize(s, sample_index, &e);
+		rc = summarize(s, sample_index);
+	free_work(s);
+	s->e = NULL;
+	s->doc.raw = NULL; /* @data is the caller's again */
+	s->doc.rawlen = 0;
 	if (rc) {
 		prof_summary_free(&s->pub);
 		return rc;
@@ -474,13 +673,17 @@ int prof_summary_load(const char *path, int sample_index,
 
 	*out = NULL;
 	rc = prof_read_file(path, &data, &len);
-	if (rc) {
-		if (errlen)
-			snprintf(err, errlen, "%s",
-				 rc == -EBADMSG ? "corrupt gzip stream"
-						: strerror(-rc));
+	if (rc == -EFBIG && errlen)
+		snprintf(err, errlen,
+			 "profile too large: over %u MiB uncompressed (the "
+			 "limit)",
+			 PROF_PROFILE_MAX >> 20);
+	else if (rc && errlen)
+		snprintf(err, errlen, "%s",
+			 rc == -EBADMSG ? "corrupt gzip stream"
+					: strerror(-rc));
+	if (rc)
 		return rc;
-	}
 	rc = prof_summary_decode(data, len, sample_index, out, err, errlen);
 	free(data);
 	return rc;

@@ -20,7 +20,10 @@
 # libunwind); the setitimer fallback works; a stripped binary gives a
 # valid profile; a profiled shell's children are not profiled; output
 # paths that are symlinks, FIFOs, character devices or /dev/stdout are
-# written through, never replaced.  One PASS/FAIL line per check.
+# written through, never replaced; report explains a bad command line
+# (exit 2), a bad or missing profile and a failed write (exit 1) in one
+# line each, and prints a profile's terminal escapes escaped.  One
+# PASS/FAIL line per check.
 
 BUILD=${1:-build}
 LABEL=${2:-check}
@@ -226,6 +229,61 @@ if mknod "$TMP/null" c 1 3 2>/dev/null; then
 else
 	echo "SKIP prof_output_chardev (mknod needs root)"
 fi
+
+# 9. report on bad command lines and bad files: one line on stderr per
+# error; exit status 2 for a bad command line, 1 for a profile that cannot
+# be read or a report that cannot be written.
+report_fails() { # NAME STATUS ARGS...: report ARGS exits STATUS, one line
+	rname=$1
+	rwant=$2
+	shift 2
+	"$PROF" report "$@" >"$TMP/$rname.rout" 2>"$TMP/$rname.rerr"
+	rst=$?
+	check "report_${rname}_status" test "$rst" -eq "$rwant"
+	check "report_${rname}_one_line" test \
+		"$(wc -l <"$TMP/$rname.rerr")" -eq 1
+}
+report_fails n_abc 2 -n abc "$TMP/demo.pb.gz"
+check report_n_abc_names_range grep -q \
+	'^profring-prof: report: -n abc: want a number of rows from 1 to ' \
+	"$TMP/n_abc.rerr"
+report_fails n_zero 2 -n 0 "$TMP/demo.pb.gz"
+report_fails extra_argument 2 "$TMP/demo.pb.gz" "$TMP/demo.pb.gz"
+report_fails unknown_option 2 --bogus "$TMP/demo.pb.gz"
+report_fails missing_file 1 "$TMP/absent.pb.gz"
+head -c 300 "$TMP/demo.pb.gz" >"$TMP/cut.pb.gz"
+report_fails truncated 1 "$TMP/cut.pb.gz"
+check report_truncated_names_file grep -q \
+	"^profring-prof: $TMP/cut.pb.gz: malformed profile: " "$TMP/truncated.rerr"
+# Standard output closed: the write fails, and the report says so (not
+# that the profile is bad).
+"$PROF" report "$TMP/demo.pb.gz" >&- 2>"$TMP/closed.rerr"
+check report_write_error_status test $? -eq 1
+check report_write_error_blamed grep -q \
+	'^profring-prof: writing the report: ' "$TMP/closed.rerr"
+check report_write_error_one_line test "$(wc -l <"$TMP/closed.rerr")" -eq 1
+
+# 10. A profile (plain, not gzip'd) whose function name and comment are
+# terminal escapes (retitle the window, clear the screen): the report
+# prints them escaped, no ESC or BEL byte reaches the terminal.
+{
+	# string_table: "", "samples", "count", the escapes (ESC ] 0 ; ...)
+	printf '\062\000\062\007samples\062\005count'
+	printf '\062\016\033]0;pwned\007\033[2J'
+	# sample_type {1, 2}, function {id 1, name 3}
+	printf '\012\004\010\001\020\002\052\004\010\001\020\003'
+	# location {id 1, line {function_id 1}}, sample {[1], [1]}, comment 3
+	printf '\042\006\010\001\042\002\010\001'
+	printf '\022\005\012\001\001\020\001\150\003'
+} >"$TMP/escapes.pb"
+"$PROF" report "$TMP/escapes.pb" >"$TMP/escapes.report" 2>&1
+check report_escapes_runs test $? -eq 0
+check report_escapes_no_control test \
+	"$(tr -d '\n' <"$TMP/escapes.report" | tr -d '\040-\176' | wc -c)" -eq 0
+check report_escapes_name_escaped grep -qF \
+	'  \x1b]0;pwned\x07\x1b[2J' "$TMP/escapes.report"
+check report_escapes_comment_escaped grep -qxF \
+	'Comment: \x1b]0;pwned\x07\x1b[2J' "$TMP/escapes.report"
 
 if [ $fails -ne 0 ]; then
 	for f in "$TMP"/*.err; do

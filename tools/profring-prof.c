@@ -163,6 +163,26 @@ static int record(int argc, char **argv)
 	return 127;
 }
 
+/* -n's argument, a number of rows from 1 to INT_MAX; 0 if it is not one. */
+static size_t parse_top(const char *arg)
+{
+	unsigned long long v;
+	char *end;
+
+	if (*arg < '0' || *arg > '9')
+		return 0;
+	errno = 0;
+	v = strtoull(arg, &end, 10);
+	if (errno || *end || !v || v > INT_MAX)
+		return 0;
+	return (size_t)v;
+}
+
+/*
+ * report: one line on stderr for each way it can fail, exit status 2 for
+ * a bad command line, 1 for a profile that cannot be read or a report
+ * that cannot be written.
+ */
 static int report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -173,28 +193,62 @@ static int report(int argc, char **argv)
 	};
 	struct prof_report_opts o = { .top = 20, .sample_index = -1 };
 	const char *path = PROFRING_PROF_DEFAULT_OUTPUT;
-	int c, err;
+	char msg[512];
+	int c;
 
-	while ((c = getopt_long(argc, argv, "n:Th", longopts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":n:Th", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'n':
-			o.top = (size_t)strtoul(optarg, NULL, 10);
+			o.top = parse_top(optarg);
+			if (!o.top) {
+				fprintf(stderr,
+					"profring-prof: report: -n %s: want a "
+					"number of rows from 1 to %d\n",
+					optarg, INT_MAX);
+				return 2;
+			}
 			break;
 		case 'T':
 			o.by_thread = 1;
 			break;
 		case 'h':
 			return usage(true);
+		case ':':
+			fprintf(stderr,
+				"profring-prof: report: %s needs an argument\n",
+				argv[optind - 1]);
+			return 2;
 		default:
-			return usage(false);
+			if (optopt == 'T' || optopt == 'h')
+				fprintf(stderr,
+					"profring-prof: report: %s takes no "
+					"argument\n",
+					argv[optind - 1]);
+			else if (optopt)
+				fprintf(stderr,
+					"profring-prof: report: unknown option "
+					"-%c (see --help)\n",
+					optopt);
+			else
+				fprintf(stderr,
+					"profring-prof: report: unknown option "
+					"%s (see --help)\n",
+					argv[optind - 1]);
+			return 2;
 		}
 	}
 	if (optind < argc)
-		path = argv[optind];
-	err = prof_report(path, stdout, &o);
-	if (err) {
-		fprintf(stderr, "profring-prof: %s: %s\n", path,
-			strerror(-err));
+		path = argv[optind++];
+	if (optind < argc) {
+		fprintf(stderr,
+			"profring-prof: report: one profile at most; extra "
+			"argument %s\n",
+			argv[optind]);
+		return 2;
+	}
+	if (prof_report(path, stdout, &o, msg, sizeof(msg))) {
+		fprintf(stderr, "profring-prof: %s\n", msg);
 		return 1;
 	}
 	return 0;
