@@ -74,7 +74,7 @@ BENCHES := $(call bins,$(filter-out bench/harness.c,$(wildcard bench/*.c)),bench
 ifneq ($(HAVE_LIBUNWIND),yes)
 BENCHES := $(filter-out $(BUILD)/bench/unwind_bench,$(BENCHES))
 endif
-TOOLS := $(call bins,$(filter-out tools/prof_demo.c,$(wildcard tools/*.c)),tools)
+TOOLS := $(call bins,$(filter-out tools/prof_demo.c tools/trace_report.c,$(wildcard tools/*.c)),tools)
 DEMOS := $(BUILD)/tools/prof_demo $(BUILD)/tools/prof_demo_nofp
 FUZZ_SRCS := $(wildcard fuzz/*_fuzz.c)
 FUZZERS := $(call bins,$(FUZZ_SRCS),fuzz)
@@ -96,6 +96,11 @@ deps:
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -c -o $@ $<
+
+# The same, with frame pointers (code a frame-pointer walk goes through).
+$(BUILD)/obj-fp/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(FRAMEPTR) $(DEPFLAGS) -c -o $@ $<
 
 $(BUILD)/obj/prof/unwind.o: CPPFLAGS += $(if $(HAVE_LIBUNWIND),-DPROFRING_HAVE_LIBUNWIND)
 
@@ -130,6 +135,12 @@ link = $(CC) $(CPPFLAGS) $(CFLAGS) $(2) $(DEPFLAGS) -MF $(dir $@).$(notdir $@).d
 $(BUILD)/tools/profring-prof: tools/profring-prof.c $(PPROF_A)
 	@mkdir -p $(dir $@)
 	$(call link,$(PPROF_LIBS))
+
+# profring-trace: main and file reading; its reports in trace_report.c
+# (shared with their fuzzer).
+$(BUILD)/tools/profring-trace: tools/profring-trace.c $(BUILD)/obj/tools/trace_report.o $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(call link,)
 
 $(BUILD)/tools/%: tools/%.c $(LIB_A)
 	@mkdir -p $(dir $@)
@@ -176,9 +187,9 @@ BENCH_LIBS := -lck -lurcu-cds -lurcu -lrt -lm
 
 # The profiler's per-sample work (unwind + write) against glibc's
 # backtrace() and libunwind's unw_backtrace(); needs libunwind.  Its
-# harness is compiled with it, with frame pointers: the reference walk
-# goes up through the harness's frames.
-$(BUILD)/bench/unwind_bench: bench/unwind_bench.c bench/harness.c \
+# harness is compiled with frame pointers: the reference walk goes up
+# through the harness's frames.
+$(BUILD)/bench/unwind_bench: bench/unwind_bench.c $(BUILD)/obj-fp/bench/harness.o \
 		$(BUILD)/obj/prof/unwind.o $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call link,-lunwind $(BENCH_LIBS),-fno-omit-frame-pointer)
@@ -191,10 +202,15 @@ $(BUILD)/fuzz/%: fuzz/%.c $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call link,-fsanitize=fuzzer)
 
-# Fuzzers of the tools' readers: the pprof decoder and report.
+# Fuzzers of the tools' readers: the pprof decoder and report, and
+# profring-trace's reports.
 $(BUILD)/fuzz/pprof_fuzz: fuzz/pprof_fuzz.c $(PPROF_A) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call link,-fsanitize=fuzzer $(PPROF_LIBS))
+
+$(BUILD)/fuzz/trace_tool_fuzz: fuzz/trace_tool_fuzz.c $(BUILD)/obj/tools/trace_report.o $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(call link,-fsanitize=fuzzer)
 
 # libFuzzer targets: the library built with the fuzzer's coverage and
 # ASan+UBSan.  `make fuzz` runs each for FUZZ_SECONDS, new inputs going to

@@ -4,9 +4,10 @@
  *
  * The decoder must return 0 or -EBADMSG with an offset inside the input,
  * never crash, hang, read out of bounds (ASan: the input is an exact-size
- * copy) or allocate.  Half the inputs get a valid stream header in front,
- * so that the fuzzer spends its time on records rather than on the magic.
- * A visitor touches every field it is handed.
+ * copy) or allocate; a truncated record's offset must be the record's
+ * own, all before it valid.  Half the inputs get a valid stream header in
+ * front, so that the fuzzer spends its time on records rather than on the
+ * magic.  A visitor touches every field it is handed.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -78,6 +79,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc && (rc != -EBADMSG || err.offset > len || !err.what)) {
 		fprintf(stderr, "trace_decode_fuzz: rc %d offset %zu\n", rc,
 			err.offset);
+		abort();
+	}
+	/* A truncated record's offset is its own: all before it is valid. */
+	if (rc &&
+	    (!strcmp(err.what, "record truncated") ||
+	     !strcmp(err.what, "record header truncated")) &&
+	    tracedec_decode(buf, err.offset, NULL, NULL, NULL)) {
+		fprintf(stderr,
+			"trace_decode_fuzz: %s at %zu: before not valid\n",
+			err.what, err.offset);
 		abort();
 	}
 	free(buf);

@@ -356,6 +356,7 @@ static void *reader_main(void *arg)
 			    memcmp(ch.data, TB_MAGIC, 8))
 				violation("bad stream header", ch.len, 0);
 			header = false;
+			c->bytes += ch.len;
 			continue;
 		}
 		check_chunk(c, ch.data, ch.len);
@@ -367,11 +368,15 @@ static void *reader_main(void *arg)
 
 /* ---- the end ------------------------------------------------------------ */
 
-/* Stopped: everything says so with -ESHUTDOWN; the reader sees EOF. */
-static void check_stopped(void)
+/*
+ * Stopped: everything says so with -ESHUTDOWN; the reader sees EOF; the
+ * stats count every byte read, the stream header's too.
+ */
+static void check_stopped(const struct check *c)
 {
 	uint64_t args[2] = { 0, 0 };
 	struct tracebuf_chunk ch;
+	struct tracebuf_stats st;
 
 	if (tracebuf_emit(tracer, 8, args, 2) != -ESHUTDOWN ||
 	    tracebuf_advance(tracer) != -ESHUTDOWN ||
@@ -380,6 +385,9 @@ static void check_stopped(void)
 		violation("not -ESHUTDOWN after stop", 0, 0);
 	if (tracebuf_read(tracer, PROFBUF_NONBLOCKING, &ch) || !ch.eof)
 		violation("no EOF after stop", 0, 0);
+	tracebuf_stats(tracer, &st);
+	if (st.bytes != c->bytes)
+		violation("stats bytes != bytes read", st.bytes, c->bytes);
 }
 
 static void check_writers(struct check *c, uint32_t nwriters, uint64_t *ok,
@@ -459,7 +467,7 @@ int main(int argc, char **argv)
 		violation("stop refused", 0, 0);
 	pthread_join(reader, NULL);
 	signal(SIGPROF, SIG_IGN);
-	check_stopped();
+	check_stopped(c);
 
 	nwriters = atomic_load(&next_writer);
 	if (nwriters > MAX_WRITERS)

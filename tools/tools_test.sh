@@ -9,8 +9,12 @@
 # profring-trace summary, dump and json succeed on it, that the summary
 # counts exactly the events trace_demo says were accepted, that the JSON
 # parses, and that a copy cut in half is refused with an error naming an
-# offset.  Prints one "PASS tools_trace_<name>" or "FAIL tools_trace_<name>"
-# line per check; exits nonzero if any failed.
+# offset.  Then handmade streams: many threads and many generations
+# (linear, within a time bound), generations without tables, type names
+# with control characters (escaped); and files that are not traces, too
+# large (--max-size) or directories.  Prints one "PASS tools_trace_<name>"
+# or "FAIL tools_trace_<name>" line per check; exits nonzero if any
+# failed.
 
 BUILD=${1:-build}
 DEMO=$BUILD/tools/trace_demo
@@ -63,5 +67,141 @@ check truncated refused_with_offset
 
 "$TOOL" >/dev/null 2>&1
 check usage [ $? -eq 2 ]
+# mktrace KIND N FILE: a handmade stream (tracebuf/FORMAT.md):
+#   threads N	one generation whose lost record names N threads
+#   gens N	N generations, each an end record alone
+#   bare N	N generations with events and no strings, stacks or F
+#   ctrl N	an event of a type whose name holds control characters
+mktrace() {
+	python3 - "$@" <<'EOF'
+import struct, sys
+
+def varint(v):
+    out = bytearray()
+    while True:
+        b, v = v & 0x7f, v >> 7
+        out.append(b | 0x80 if v else b)
+        if not v:
+            return bytes(out)
+
+def rec(kind, gen, payload, level=0):
+    p = struct.pack('<Q', gen) + payload
+    return bytes([ord(kind), level, 0, 0]) + struct.pack('<I', len(p)) + p
+
+def end(gen, batches=0):
+    return rec('E', gen, struct.pack('<QQ', batches, 0))
+
+def batch(gen, tid, events):
+    return rec('B', gen, struct.pack('<QQQ', tid, 0, 1000) + events)
+
+kind, n, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+s = bytearray(b'PRTRACE\n' + struct.pack('<II', 1, 0))
+if kind == 'threads':
+    s += rec('L', 1, b''.join(varint(1000 + i) + b'\0\1' for i in range(n)))
+    s += end(1)
+elif kind == 'gens':
+    for g in range(1, n + 1):
+        s += end(g)
+elif kind == 'bare':
+    for g in range(1, n + 1):
+        # type 9: a string and a stack argument that do not resolve
+        s += batch(g, 7, bytes([9 << 3 | 3, 5, 1, 3, 4]))
+        s += rec('T', g, varint(9) + varint(1) + b'q' + varint(3) + b'usk')
+        s += end(g, 1)
+elif kind == 'ctrl':
+    name = b'\x1b[31mred\nline\x07\\'
+    s += batch(1, 7, bytes([8 << 3 | 1, 5, 42]))
+    s += rec('T', 1, varint(8) + varint(len(name)) + name + varint(1) + b'u')
+    s += rec('S', 1, varint(1) + varint(3) + b'\x1b\n\x00')
+    s += end(1, 1)
+open(path, 'wb').write(s)
+EOF
+}
+
+# bounded NAME CMD...: CMD within 60 s, stdout and stderr to
+# $TMP/NAME.out and .err; its exit status in $rc, NAME in $last.
+bounded() {
+	last=$1
+	shift
+	timeout -k 5 60 "$@" >"$TMP/$last.out" 2>"$TMP/$last.err"
+	rc=$?
+	if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+		echo "  $last: still running after 60 s"
+	fi
+}
+
+# failed_with PATTERN: the last bounded command exited 1 with PATTERN
+# in its message.
+failed_with() {
+	[ $rc -eq 1 ] && grep -q "$1" "$TMP/$last.err" ||
+		{ echo "  $last: exit $rc: $(cat "$TMP/$last.err")"; false; }
+}
+
+bounded usage_max_size "$TOOL" --max-size 12X summary "$TMP/demo.trace"
+check usage_max_size [ $rc -eq 2 ]
+
+# Linear in threads and in generations: each took minutes when a new
+# one was looked for among all the others (quadratic).
+mktrace threads 500000 "$TMP/threads.trace"
+lines=$({
+	timeout -k 5 60 "$TOOL" summary "$TMP/threads.trace"
+	echo $? >"$TMP/threads.rc"
+} | grep -c '^thread ')
+rc=$(cat "$TMP/threads.rc")
+echo "  500000 threads: exit $rc, $lines thread lines"
+check many_threads [ "$rc.$lines" = 0.500000 ]
+mktrace gens 300000 "$TMP/gens.trace"
+bounded gens "$TOOL" summary "$TMP/gens.trace"
+check many_generations grep -q '^generations 300000 (1-300000)$' "$TMP/gens.out"
+
+# Generations without strings or stacks: nothing to sort or search
+# (qsort() of a NULL array was undefined behaviour, UBSan's to see).
+mktrace bare 3 "$TMP/bare.trace"
+for cmd in summary dump json; do
+	bounded bare_$cmd "$TOOL" $cmd "$TMP/bare.trace"
+	check no_tables_$cmd [ $rc -eq 0 ]
+done
+check no_tables_unresolved grep -q \
+	'q(9) u:1 s:string#3(missing) k:stack#4(missing)' "$TMP/bare_dump.out"
+
+# The stream's control characters never reach a terminal: the text
+# reports escape them, the JSON keeps them exactly (escaped).
+mktrace ctrl 1 "$TMP/ctrl.trace"
+printable() {
+	[ -s "$1" ] && ! tr -d '\n' <"$1" | LC_ALL=C grep -q '[^ -~]'
+}
+for cmd in summary dump; do
+	bounded ctrl_$cmd "$TOOL" $cmd "$TMP/ctrl.trace"
+	check escaped_$cmd printable "$TMP/ctrl_$cmd.out"
+done
+check escaped_dump_name grep -qF '\x1b[31mred\x0aline\x07\\(8)' \
+	"$TMP/ctrl_dump.out"
+bounded ctrl_json "$TOOL" json "$TMP/ctrl.trace"
+check escaped_json python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["traceEvents"][0]["name"] == "\x1b[31mred\nline\x07\\"
+' "$TMP/ctrl_json.out"
+
+# Files that are not traces: what the OS said; /dev/zero at once.
+bounded directory "$TOOL" summary "$TMP"
+check directory_errno failed_with 'read: Is a directory'
+bounded zero "$TOOL" summary /dev/zero
+check not_a_trace failed_with 'offset 0: not a profring trace'
+
+# --max-size: a file of exactly SIZE bytes is read, one more is refused:
+# a regular file before it is read, a pipe once it brings too much.
+bounded max_size_exact "$TOOL" --max-size "$size" summary "$TMP/demo.trace"
+check max_size_exact [ $rc -eq 0 ]
+bounded max_size_file "$TOOL" --max-size $((size - 1)) summary \
+	"$TMP/demo.trace"
+check max_size_file failed_with "larger than $((size - 1)) bytes"
+mkfifo "$TMP/fifo"
+# (the writer opens the FIFO inside the bound: the open waits for a reader)
+timeout -k 5 60 sh -c 'cat "$1" >"$2"' sh "$TMP/demo.trace" "$TMP/fifo" \
+	2>"$TMP/cat.err" &
+bounded max_size_pipe "$TOOL" --max-size 100K summary "$TMP/fifo"
+wait
+check max_size_pipe failed_with 'larger than 102400 bytes'
 
 [ $fails -eq 0 ]

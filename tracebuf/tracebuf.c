@@ -64,7 +64,12 @@
 #include "ring/varint.h"
 #include "tracebuf/tracebuf_format.h"
 
-#define TB_MAX_THREADS 4096
+/*
+ * The smallest stack table node (stacktab.h: 24 bytes + 8 per frame, and
+ * a stack has a frame; a string is packed as at least one word): an
+ * arena of N bytes holds at most N / TB_MIN_NODE stacks.
+ */
+#define TB_MIN_NODE 32
 
 /* The public limits are the format's (see tracebuf_format.h). */
 _Static_assert(TRACEBUF_MAX_ARGS == TB_MAX_ARGS, "TRACEBUF_MAX_ARGS");
@@ -77,6 +82,8 @@ _Static_assert(STACKTAB_MAX_DEPTH <= TB_MAX_FRAMES, "stack depth");
 /* ... and a string, packed as a "stack" of words, is never truncated. */
 _Static_assert(1 + (TB_MAX_STRING + 7) / 8 <= STACKTAB_MAX_DEPTH,
 	       "string length");
+/* The least string table (a quarter) is one stacktab_new() takes. */
+_Static_assert(TRACEBUF_MIN_STACK_BYTES / 4 >= 4096, "string table size");
 
 enum tb_chunk_kind { TB_BUF, TB_META, TB_EOF };
 
@@ -718,8 +725,12 @@ RING_API int tracebuf_stop(struct tracebuf *t)
 	if (!t)
 		return -EINVAL;
 	pthread_mutex_lock(&t->lock);
-	if (atomic_load_explicit(&t->gen, memory_order_relaxed)) {
+	if (atomic_load_explicit(&t->gen, memory_order_relaxed))
 		rc = close_gen(t, 0);
+	else if (t->eof_chunk.kind != TB_EOF)
+		rc = 0; /* never started: no generation to close */
+	if (rc != -ESHUTDOWN) {
+		/* Stopped for good: tracebuf_start() checks this kind. */
 		t->eof_chunk.kind = TB_EOF;
 		publish(t, &t->eof_chunk);
 	}
@@ -801,6 +812,8 @@ static int read_chunk(struct tracebuf *t, enum profbuf_mode mode,
 		t->header_sent = true;
 		c->data = stream_header();
 		c->len = TB_STREAM_HDR;
+		atomic_fetch_add_explicit(&t->bytes, TB_STREAM_HDR,
+					  memory_order_relaxed);
 		return 0;
 	}
 	give_back_chunk(t, t->rd_prev);
@@ -869,17 +882,25 @@ static size_t opt_or(size_t v, size_t dflt)
 	return v ? v : dflt;
 }
 
+/* @expected, cut down to the stacks an arena of @bytes can hold. */
+static size_t expected_in(size_t expected, size_t bytes)
+{
+	return expected < bytes / TB_MIN_NODE ? expected : bytes / TB_MIN_NODE;
+}
+
 static int tables_init(struct tracebuf *t, const struct tracebuf_opts *o)
 {
 	size_t sb = opt_or(o->stack_bytes, 8 << 20);
 	size_t es = opt_or(o->expected_stacks, 4096);
 
+	if (sb < TRACEBUF_MIN_STACK_BYTES)
+		return -EINVAL;
 	for (int i = 0; i < 2; i++) {
-		/* EINVAL (stack_bytes, expected_stacks out of range), ENOMEM */
-		t->stacks[i] = stacktab_new(sb, es);
+		/* EINVAL (stack_bytes above stacktab's bound), ENOMEM */
+		t->stacks[i] = stacktab_new(sb, expected_in(es, sb));
 		if (!t->stacks[i])
 			return -errno;
-		t->strings[i] = stacktab_new(sb / 4, es);
+		t->strings[i] = stacktab_new(sb / 4, expected_in(es, sb / 4));
 		if (!t->strings[i])
 			return -errno;
 	}
@@ -924,10 +945,11 @@ RING_API struct tracebuf *tracebuf_new(const struct tracebuf_opts *opts)
 	rc = -EINVAL;
 	if (o.buf_size && (o.buf_size < 4096 || o.buf_size > (16 << 20)))
 		goto free_t;
-	rc = ring_grace_init(&t->grace, TB_MAX_THREADS, false);
+	rc = ring_grace_init(&t->grace, TRACEBUF_MAX_THREADS, false);
 	if (rc)
 		goto free_t;
-	t->threads = ring_map_zeroed(TB_MAX_THREADS * sizeof(*t->threads));
+	t->threads =
+		ring_map_zeroed(TRACEBUF_MAX_THREADS * sizeof(*t->threads));
 	if (!t->threads) {
 		rc = -ENOMEM;
 		goto free_t;
@@ -968,7 +990,7 @@ RING_API void tracebuf_free(struct tracebuf *t)
 	if (t->mem)
 		munmap(t->mem, (size_t)t->nbufs * t->buf_size);
 	if (t->threads)
-		munmap(t->threads, TB_MAX_THREADS * sizeof(*t->threads));
+		munmap(t->threads, TRACEBUF_MAX_THREADS * sizeof(*t->threads));
 	free(t->chunks);
 	free((void *)t->free_next);
 	ring_grace_destroy(&t->grace);

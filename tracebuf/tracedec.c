@@ -365,8 +365,11 @@ RING_API int tracedec_decode(const uint8_t *buf, size_t len,
 		plen = tb_get_u32(at + 4);
 		if (at[2] || at[3])
 			return bad(&d, at + 2, "reserved bytes not zero");
-		if (plen > TB_MAX_REC_PAYLOAD || plen > len - off - TB_REC_HDR)
-			return bad(&d, at + 4, "record longer than the stream");
+		if (plen > TB_MAX_REC_PAYLOAD)
+			return bad(&d, at + 4, "record length over the limit");
+		/* Truncated: the offset is the record's (see tracedec.h). */
+		if (plen > len - off - TB_REC_HDR)
+			return bad(&d, at, "record truncated");
 		c.p = at + TB_REC_HDR;
 		c.left = plen;
 		rc = record(&d, at, at[0], at[1], &c);

@@ -59,6 +59,7 @@
 #include <stdint.h>
 
 #include <profring/profbuf.h>
+#include <profring/stacktab.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -73,6 +74,20 @@ extern "C" {
 #define TRACEBUF_MAX_PAYLOAD 1024 /* bytes of an event's payload */
 #define TRACEBUF_MAX_STRING 1000 /* bytes of an interned string */
 #define TRACEBUF_MAX_TYPE_NAME 255 /* bytes of an event type's name */
+
+/*
+ * Threads that can write to one tracer at once: each holds a slot from
+ * its first event until the advance after it exits; one more gets
+ * -ENOSPC (counted, as thread 0).  The stack and string tables serve as
+ * many threads, no more.
+ */
+#define TRACEBUF_MAX_THREADS STACKTAB_MAX_THREADS
+
+/*
+ * The least stack_bytes (struct tracebuf_opts): the string table gets a
+ * quarter of it, and a stack table takes no less than 4096 bytes.
+ */
+#define TRACEBUF_MIN_STACK_BYTES 16384
 
 /* Event types 1-7 are the library's; 8 ... TRACEBUF_MAX_TYPE are yours. */
 enum tracebuf_event_type {
@@ -96,10 +111,15 @@ struct tracebuf_opts {
 	size_t max_bytes;
 	/*
 	 * Stack table arena per generation (and a quarter of it for the
-	 * string table), at least 16 KiB; 0: 8 MiB.
+	 * string table), at least TRACEBUF_MIN_STACK_BYTES; 0: 8 MiB.
 	 */
 	size_t stack_bytes;
-	/* Distinct stacks (and strings) per generation; 0: 4096. */
+	/*
+	 * Distinct stacks (and strings) expected per generation, a hint
+	 * that sizes the tables' hash buckets; 0: 4096.  Any value is
+	 * taken: above what a table's arena can hold (one stack of one
+	 * frame per 32 bytes) it is cut down to that.
+	 */
 	size_t expected_stacks;
 	/*
 	 * Words of the CPU sample profbuf, as profbuf_new() takes them
@@ -133,7 +153,7 @@ struct tracebuf_chunk {
 struct tracebuf_stats {
 	uint64_t generation;
 	uint64_t batches; /* buffers handed to the reader */
-	uint64_t bytes; /* stream bytes handed to the reader */
+	uint64_t bytes; /* stream bytes handed to the reader, header included */
 	uint64_t lost; /* events lost so far (all threads) */
 	uint64_t buffers_free;
 };
@@ -160,12 +180,14 @@ int tracebuf_start(struct tracebuf *t);
 
 /**
  * tracebuf_stop() - end the last generation (as tracebuf_advance()) and
- * make the reader see EOF after it.  Writers get -ESHUTDOWN from then on.
+ * make the reader see EOF after it.  Writers get -ESHUTDOWN from then on,
+ * and tracebuf_start() too.  A tracer that was never started is stopped
+ * all the same: its stream is the stream header alone, then EOF (so a
+ * reader blocked on it returns).
  *
  * Return: 0 (also when the last generation's tables could not be
- * emitted: its end record says so); -ESHUTDOWN if the tracer is not
- * running (never started, or already stopped: the reader then gets no
- * EOF from this call); -EINVAL if @t is NULL.
+ * emitted: its end record says so); -ESHUTDOWN if it was already stopped
+ * (the reader's EOF came from that first stop); -EINVAL if @t is NULL.
  */
 int tracebuf_stop(struct tracebuf *t);
 

@@ -69,8 +69,11 @@ struct tracedec_visitor {
 
 struct tracedec_error {
 	/*
-	 * Byte offset of the problem in the stream; the stream's length when
-	 * it ends where more was due (a truncated record).
+	 * Byte offset of the problem in the stream.  When the stream ends
+	 * inside a record (a truncated record: its header, or its payload
+	 * shorter than its header says), the offset of that record: the
+	 * bytes before it are whole records, all valid.  0 when the stream
+	 * is shorter than its 16-byte header.
 	 */
 	size_t offset;
 	const char *what; /* a static message */

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tools/trace_report.h - the reports of profring-trace (dump, summary,
+ * json) over a trace stream held in memory, so that the program
+ * (tools/profring-trace.c) and its fuzzer (fuzz/trace_tool_fuzz.c) run
+ * the same code.
+ *
+ * Internal to the tools: never installed.  Each call has its own state,
+ * so calls may run in parallel (each with its own output FILEs).
+ */
+#ifndef PROFRING_TOOLS_TRACE_REPORT_H
+#define PROFRING_TOOLS_TRACE_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum trace_report_cmd {
+	TRACE_REPORT_DUMP, /* every record and event as text */
+	TRACE_REPORT_SUMMARY, /* counts: generations, events, losses */
+	TRACE_REPORT_JSON, /* Chrome trace-event JSON (Perfetto UI) */
+};
+
+/**
+ * trace_report() - validate a whole stream and print one report of it.
+ * @cmd:	which report.
+ * @name:	the stream's name (its file), for the report and messages.
+ * @buf:	the stream, @len bytes (tracebuf/FORMAT.md); read only.
+ * @out:	where the report goes.  Its write errors are the caller's
+ *		to check (ferror()).
+ * @err:	where a failure's message goes: one line, "profring-trace:
+ *		NAME: ..." (with the byte offset of a bad stream).
+ *
+ * A stream that does not decode, or that ends inside a generation (its
+ * tables missing), is refused before anything is written to @out; the
+ * text reports escape every byte of the stream they show, so that @out
+ * gets printable ASCII and newlines only, and the json report is valid
+ * JSON whatever the stream holds.  Time and memory are linear in @len.
+ *
+ * Return: 0, or -1 with the message on @err.
+ */
+int trace_report(enum trace_report_cmd cmd, const char *name,
+		 const uint8_t *buf, size_t len, FILE *out, FILE *err);
+
+#endif /* PROFRING_TOOLS_TRACE_REPORT_H */
