@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <profring/tracebuf.h>
@@ -1097,6 +1098,73 @@ static void string_limit(void)
 	KT_CHECK(err.what && !strcmp(err.what, "bad string length"));
 }
 
+/* ---- fork ----------------------------------------------------------- */
+
+static struct tracebuf *fork_tr;
+static atomic_int fork_stop;
+
+static void *fork_emitter_main(void *arg)
+{
+	uint64_t a[2] = { 1, 2 };
+
+	(void)arg;
+	while (!atomic_load_explicit(&fork_stop, memory_order_relaxed))
+		tracebuf_emit(fork_tr, 1, a, 2);
+	return NULL;
+}
+
+static void *fork_drainer_main(void *arg)
+{
+	struct tracebuf_chunk c;
+
+	(void)arg;
+	while (tracebuf_read(fork_tr, PROFBUF_BLOCKING, &c) == 0 && !c.eof)
+		;
+	return NULL;
+}
+
+/*
+ * A hundred forks while two threads emit and one reads: in each child
+ * tracebuf_advance() and tracebuf_stop() return (the grace period must
+ * not wait for the parent's threads, which do not exist there); advance
+ * hung in 99 of 100 children.
+ */
+static void advance_in_fork_child(void)
+{
+	pthread_t th[3];
+	int bad = 0, status;
+	pid_t pid;
+
+	fork_tr = new_tracer(16 << 20, 4096);
+	KT_REQUIRE(fork_tr && tracebuf_start(fork_tr) == 0);
+	atomic_store_explicit(&fork_stop, 0, memory_order_relaxed);
+	KT_REQUIRE(pthread_create(&th[2], NULL, fork_drainer_main, NULL) == 0);
+	for (int i = 0; i < 2; i++)
+		KT_REQUIRE(pthread_create(&th[i], NULL, fork_emitter_main,
+					  NULL) == 0);
+	for (int i = 0; i < 100; i++) {
+		pid = fork();
+		if (pid == 0) {
+			alarm(10);
+			if (tracebuf_advance(fork_tr))
+				_exit(2);
+			_exit(tracebuf_stop(fork_tr) ? 3 : 0);
+		}
+		if (pid < 0 || waitpid(pid, &status, 0) != pid ||
+		    !WIFEXITED(status) || WEXITSTATUS(status)) {
+			fprintf(stderr, "  child %d: status 0x%x\n", i, status);
+			bad++;
+		}
+	}
+	atomic_store_explicit(&fork_stop, 1, memory_order_relaxed);
+	for (int i = 0; i < 2; i++)
+		pthread_join(th[i], NULL);
+	KT_CHECK_EQ(tracebuf_stop(fork_tr), 0);
+	pthread_join(th[2], NULL);
+	KT_CHECK_EQ(bad, 0);
+	tracebuf_free(fork_tr);
+}
+
 int main(void)
 {
 	KT_RUN(roundtrip_every_form);
@@ -1113,5 +1181,6 @@ int main(void)
 	KT_RUN(decoder_truncated);
 	KT_RUN(decoder_corrupted);
 	KT_RUN(string_limit);
+	KT_RUN(advance_in_fork_child);
 	return ktest_exit();
 }

@@ -24,8 +24,11 @@
  *    returns the winner's id (its own node and id are wasted and counted).
  *  - What can block: stacktab_reset() waits until every put, get and
  *    foreach that began before it has ended (a grace period), and for a
- *    reset in progress.  A thread that dies inside a put blocks it
- *    forever.  A reset called from a foreach or dump callback of the same
+ *    reset in progress.  A thread that no longer exists is not waited
+ *    for: one that died inside a put, or, in the child of fork(), every
+ *    parent thread but the one that forked (so the child may reset, put,
+ *    get and walk; a reset the parent was inside at the fork leaves the
+ *    child's resets waiting for its lock).  A reset called from a foreach or dump callback of the same
  *    table would wait for itself: it is refused (-EDEADLK).  Nothing else
  *    ever waits.
  *  - Losses are counted, never hidden: a put that finds the arena (or the

@@ -41,9 +41,14 @@
  *    stop.  An event refused because the tracer is not running
  *    (-ESHUTDOWN) is not a loss: there is no generation to count it in.
  *  - What can block: tracebuf_advance() and tracebuf_stop() wait until no
- *    thread is inside a begin/end pair of the generation they close (a
- *    thread that dies inside one blocks them; so does calling them from
- *    inside one).  A blocking tracebuf_read() waits for data.
+ *    thread is inside a begin/end pair of the generation they close
+ *    (calling them from inside one blocks them for ever).  A thread that
+ *    no longer exists is not waited for: one that died inside a pair, or,
+ *    in the child of fork(), every parent thread but the one that forked.
+ *    A blocking tracebuf_read() waits for data.
+ *  - fork(): the child may emit, advance and stop.  A read the parent
+ *    was inside at the fork leaves the child's tracebuf_read() -EBUSY:
+ *    read a tracer in the process that was reading it.
  *  - Errors: -EINVAL for misuse (a NULL pointer, an argument out of
  *    range), -ESHUTDOWN when the tracer is not running (not yet started,
  *    or stopped), -ENOSPC for an event lost and counted, -EBUSY for a
