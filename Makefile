@@ -128,9 +128,10 @@ $(PROF_SO): $(PROF_OBJS) $(PPROF_A) $(LIB_A) prof/libprofring-prof.map
 		-o $@ $(PROF_OBJS) $(PPROF_A) $(LIB_OBJS) $(PROF_LIBS) $(LDLIBS)
 
 # Programs: one source file each, linked against what they name:
-# $(call link,LIBS[,EXTRA CFLAGS]).
+# $(call link,LIBS[,EXTRA CFLAGS]): the first prerequisite is the source,
+# the objects and archives among the others are linked in.
 link = $(CC) $(CPPFLAGS) $(CFLAGS) $(2) $(DEPFLAGS) -MF $(dir $@).$(notdir $@).d -MT $@ -o $@ \
-	$(filter %.c %.o %.a,$^) $(LDFLAGS) $(1) $(LDLIBS)
+	$< $(filter %.o %.a,$^) $(LDFLAGS) $(1) $(LDLIBS)
 
 $(BUILD)/tools/profring-prof: tools/profring-prof.c $(PPROF_A)
 	@mkdir -p $(dir $@)
