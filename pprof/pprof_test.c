@@ -47,38 +47,14 @@
 #include "pprof/proto.h"
 #include "pprof/report.h"
 #include "pprof/symbolize.h"
+#include "pprof/symbolize_testing.h"
 
 #define PERIOD_NS 10000000ull
 #define LOST "[profring: lost samples]"
 #define ODD "[odd;name\nhere]"
 #define NSAMPLES 8
 
-static volatile unsigned long sink;
-
-__attribute__((noinline)) static void leaf_fn(unsigned long n)
-{
-	for (unsigned long i = 0; i < n; i++)
-		sink += i * 3;
-}
-
-__attribute__((noinline)) static void mid_fn(unsigned long n)
-{
-	for (unsigned long i = 0; i < n; i++) {
-		sink ^= i;
-		leaf_fn(i);
-	}
-}
-
-__attribute__((noinline)) static void root_fn(unsigned long n)
-{
-	for (unsigned long i = 0; i < n; i++) {
-		sink += 7;
-		mid_fn(i);
-	}
-}
-
 /* The test profile: stacks of the functions above, libc, junk. */
-static uintptr_t leaf, mid, root, libc_pc;
 static uintptr_t pcs_a[3], pcs_b[3], pcs_c[3], pcs_d[2], pcs_e[2], pcs_f[3];
 static struct prof_sample samples[NSAMPLES];
 static const char *const comments[] = { "profring: test comment one",
@@ -87,10 +63,7 @@ static struct prof_profile profile;
 
 static void make_profile(void)
 {
-	leaf = (uintptr_t)&leaf_fn;
-	mid = (uintptr_t)&mid_fn;
-	root = (uintptr_t)&root_fn;
-	libc_pc = (uintptr_t)&strlen + 1;
+	find_functions();
 	memcpy(pcs_a, (uintptr_t[]){ leaf + 4, mid + 9, root + 9 }, 24);
 	memcpy(pcs_b, (uintptr_t[]){ leaf + 6, mid + 9, root + 9 }, 24);
 	memcpy(pcs_c, (uintptr_t[]){ libc_pc, mid + 9, root + 9 }, 24);
@@ -117,22 +90,6 @@ static void make_profile(void)
 		.comments = comments,
 		.ncomments = 2,
 	};
-}
-
-static const char *base_of(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	return s ? s + 1 : path;
-}
-
-static const struct prof_mapping *mapping_by_id(struct prof_symbolizer *s,
-						unsigned int id)
-{
-	const struct prof_mapping *m;
-	size_t n = prof_symbolizer_mappings(s, &m);
-
-	return id && id <= n ? &m[id - 1] : NULL;
 }
 
 /* The name the writers must give @addr (the rule of pprof.h). */

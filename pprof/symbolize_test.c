@@ -24,60 +24,10 @@
 #include "testing/harness.h"
 #include "testing/tmpfiles.h"
 #include "pprof/symbolize.h"
-
-static volatile unsigned long sink;
-
-__attribute__((noinline)) static void leaf_fn(unsigned long n)
-{
-	for (unsigned long i = 0; i < n; i++)
-		sink += i * 3;
-}
-
-__attribute__((noinline)) static void mid_fn(unsigned long n)
-{
-	for (unsigned long i = 0; i < n; i++) {
-		sink ^= i;
-		leaf_fn(i);
-	}
-}
-
-__attribute__((noinline)) static void root_fn(unsigned long n)
-{
-	for (unsigned long i = 0; i < n; i++) {
-		sink += 7;
-		mid_fn(i);
-	}
-}
-
-/* Their addresses, and one inside libc. */
-static uintptr_t leaf, mid, root, libc_pc;
+#include "pprof/symbolize_testing.h"
 
 /* Data of this program: no function, no mapping of code. */
 static char own_data[64];
-
-static void find_functions(void)
-{
-	leaf = (uintptr_t)&leaf_fn;
-	mid = (uintptr_t)&mid_fn;
-	root = (uintptr_t)&root_fn;
-	libc_pc = (uintptr_t)&strlen + 1;
-}
-
-static const char *base_of(const char *path)
-{
-	const char *s = strrchr(path, '/');
-
-	return s ? s + 1 : path;
-}
-
-static const struct prof_mapping *mapping_by_id(struct prof_symbolizer *s,
-						unsigned int id)
-{
-	const struct prof_mapping *m;
-	size_t n = prof_symbolizer_mappings(s, &m);
-
-	return id && id <= n ? &m[id - 1] : NULL;
-}
 
 /* ---- the symbolizer ---- */
 
