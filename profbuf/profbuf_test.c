@@ -15,7 +15,6 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/time.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,6 +22,7 @@
 
 #include "testing/ktest.h"
 #include "testing/checkrec.h"
+#include "testing/harness.h"
 #include "profbuf/profbuf_testing.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -1381,7 +1381,8 @@ static void *fork_reader_main(void *arg)
  * reads to EOF.  Exit status: 0 good; 2 -EBUSY; 3 its own records not all
  * read, or fewer losses counted than records given up; 4 a parent's
  * record read after the child's; 5, 6, 7 an error from after_fork, a
- * read or write, the iterator; killed by SIGALRM: no EOF.
+ * read or write, the iterator; killed by SIGALRM (testing_fork_children()
+ * arms it): no EOF.
  */
 /* Walk one read of the child: count overflow and its own records. */
 static int fork_child_walk(const struct profbuf_read *r, uint64_t *ovf,
@@ -1409,7 +1410,6 @@ static int fork_child(void)
 	struct profbuf_read r;
 	int rc, mine = 0, lost;
 
-	alarm(10);
 	lost = profbuf_after_fork(fork_buf, 2);
 	if (lost < 0)
 		return 5;
@@ -1443,8 +1443,7 @@ static int fork_child(void)
 static void after_fork_under_load(void)
 {
 	pthread_t wt[2], rt;
-	int bad = 0, status;
-	pid_t pid;
+	int bad;
 
 	fork_buf = profbuf_new(1, 1024, 64);
 	KT_REQUIRE(fork_buf);
@@ -1453,16 +1452,7 @@ static void after_fork_under_load(void)
 	for (int i = 0; i < 2; i++)
 		KT_REQUIRE(pthread_create(&wt[i], NULL, fork_writer_main,
 					  NULL) == 0);
-	for (int i = 0; i < 100; i++) {
-		pid = fork();
-		if (pid == 0)
-			_exit(fork_child());
-		if (pid < 0 || waitpid(pid, &status, 0) != pid ||
-		    !WIFEXITED(status) || WEXITSTATUS(status)) {
-			fprintf(stderr, "  child %d: status 0x%x\n", i, status);
-			bad++;
-		}
-	}
+	bad = testing_fork_children(100, fork_child);
 	atomic_store_explicit(&fork_stop, 1, memory_order_relaxed);
 	for (int i = 0; i < 2; i++)
 		pthread_join(wt[i], NULL);

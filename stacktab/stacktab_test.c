@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1104,6 +1103,22 @@ static int count_stack(void *arg, uint32_t id, const uintptr_t *pcs, size_t n)
 	return 0;
 }
 
+/* In a child: reset, then put and read back a stack of our own. */
+static int reset_child(void)
+{
+	uintptr_t mine[3] = { 0xdead, 0xbeef, 0xf00d }, out[3];
+	uint32_t id;
+	int n = 0;
+
+	if (stacktab_reset(fork_tab, count_stack, &n))
+		return 2;
+	id = stacktab_put(fork_tab, mine, 3);
+	if (!id || stacktab_get(fork_tab, id, out, 3) != 3 ||
+	    memcmp(out, mine, sizeof(mine)))
+		return 3;
+	return 0;
+}
+
 /*
  * A hundred forks while two threads put stacks: each child resets the
  * table (the grace period must not wait for the parent's threads, which
@@ -1112,10 +1127,8 @@ static int count_stack(void *arg, uint32_t id, const uintptr_t *pcs, size_t n)
  */
 static void reset_in_fork_child(void)
 {
-	uintptr_t mine[3] = { 0xdead, 0xbeef, 0xf00d }, out[3];
-	int bad = 0, status;
 	pthread_t th[2];
-	pid_t pid;
+	int bad;
 
 	fork_tab = stacktab_new(1 << 20, 1024);
 	KT_REQUIRE(fork_tab);
@@ -1123,27 +1136,7 @@ static void reset_in_fork_child(void)
 	for (int i = 0; i < 2; i++)
 		KT_REQUIRE(pthread_create(&th[i], NULL, fork_putter_main,
 					  NULL) == 0);
-	for (int i = 0; i < 100; i++) {
-		pid = fork();
-		if (pid == 0) {
-			uint32_t id;
-			int n = 0;
-
-			alarm(10);
-			if (stacktab_reset(fork_tab, count_stack, &n))
-				_exit(2);
-			id = stacktab_put(fork_tab, mine, 3);
-			if (!id || stacktab_get(fork_tab, id, out, 3) != 3 ||
-			    memcmp(out, mine, sizeof(mine)))
-				_exit(3);
-			_exit(0);
-		}
-		if (pid < 0 || waitpid(pid, &status, 0) != pid ||
-		    !WIFEXITED(status) || WEXITSTATUS(status)) {
-			fprintf(stderr, "  child %d: status 0x%x\n", i, status);
-			bad++;
-		}
-	}
+	bad = testing_fork_children(100, reset_child);
 	atomic_store_explicit(&fork_stop, 1, memory_order_relaxed);
 	for (int i = 0; i < 2; i++)
 		pthread_join(th[i], NULL);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "testing/harness.h"
@@ -124,4 +125,24 @@ int stress_summary(const char *prog, const char *fields, uint64_t violations)
 	       (unsigned long long)violations, violations ? "FAILED" : "OK");
 	fflush(stdout);
 	return violations ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
+int testing_fork_children(int n, int (*child)(void))
+{
+	int bad = 0, status = 0;
+	pid_t pid;
+
+	for (int i = 0; i < n; i++) {
+		pid = fork();
+		if (pid == 0) {
+			alarm(10);
+			_exit(child());
+		}
+		if (pid < 0 || waitpid(pid, &status, 0) != pid ||
+		    !WIFEXITED(status) || WEXITSTATUS(status)) {
+			fprintf(stderr, "  child %d: status 0x%x\n", i, status);
+			bad++;
+		}
+	}
+	return bad;
 }

@@ -56,4 +56,11 @@ void stress_timer_stop(struct stress_timer *t);
 /* Prints "PROG: k=v ... OK|FAILED" and returns the exit status. */
 int stress_summary(const char *prog, const char *fields, uint64_t violations);
 
+/*
+ * Fork @n children one after another, each running @child and exiting
+ * with its return value (0: good) under a 10 s alarm; print the status of
+ * every child that did not exit 0, and return how many.
+ */
+int testing_fork_children(int n, int (*child)(void));
+
 #endif /* PROFRING_TESTING_HARNESS_H */

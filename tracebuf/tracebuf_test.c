@@ -17,7 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <profring/tracebuf.h>
@@ -1123,6 +1122,14 @@ static void *fork_drainer_main(void *arg)
 	return NULL;
 }
 
+/* In a child: close a generation, then stop. */
+static int advance_child(void)
+{
+	if (tracebuf_advance(fork_tr))
+		return 2;
+	return tracebuf_stop(fork_tr) ? 3 : 0;
+}
+
 /*
  * A hundred forks while two threads emit and one reads: in each child
  * tracebuf_advance() and tracebuf_stop() return (the grace period must
@@ -1132,8 +1139,7 @@ static void *fork_drainer_main(void *arg)
 static void advance_in_fork_child(void)
 {
 	pthread_t th[3];
-	int bad = 0, status;
-	pid_t pid;
+	int bad;
 
 	fork_tr = new_tracer(16 << 20, 4096);
 	KT_REQUIRE(fork_tr && tracebuf_start(fork_tr) == 0);
@@ -1142,20 +1148,7 @@ static void advance_in_fork_child(void)
 	for (int i = 0; i < 2; i++)
 		KT_REQUIRE(pthread_create(&th[i], NULL, fork_emitter_main,
 					  NULL) == 0);
-	for (int i = 0; i < 100; i++) {
-		pid = fork();
-		if (pid == 0) {
-			alarm(10);
-			if (tracebuf_advance(fork_tr))
-				_exit(2);
-			_exit(tracebuf_stop(fork_tr) ? 3 : 0);
-		}
-		if (pid < 0 || waitpid(pid, &status, 0) != pid ||
-		    !WIFEXITED(status) || WEXITSTATUS(status)) {
-			fprintf(stderr, "  child %d: status 0x%x\n", i, status);
-			bad++;
-		}
-	}
+	bad = testing_fork_children(100, advance_child);
 	atomic_store_explicit(&fork_stop, 1, memory_order_relaxed);
 	for (int i = 0; i < 2; i++)
 		pthread_join(th[i], NULL);
