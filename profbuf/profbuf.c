@@ -108,11 +108,16 @@
  * before EOF, or refused.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <signal.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <profring/profbuf.h>
 
@@ -120,45 +125,8 @@
 #include "ring/futex.h"
 #include "ring/perturb.h"
 #include "ring/pindex.h"
+#include "profbuf/profbuf_impl.h"
 #include "profbuf/profbuf_testing.h"
-
-#define PB_SLEEPING RING_PINDEX_FLAG_A
-#define PB_EXTRA RING_PINDEX_FLAG_B
-/* Tag-count distance of a sealed w from r: more than any live ring. */
-#define PB_SEAL_DISTANCE ((uint32_t)1 << 29)
-
-#define OVF_COUNT_MASK ((uint64_t)UINT32_MAX)
-#define OVF_BUSY ((uint64_t)1 << 32)
-#define OVF_SEALED ((uint64_t)1 << 33)
-#define OVF_CLOSED ((uint64_t)1 << 34)
-#define OVF_GEN_SHIFT 35
-
-struct profbuf {
-	/* Reserved by writers; SLEEPING/EXTRA also moved by the reader. */
-	ring_cacheline_aligned _Atomic uint64_t w;
-	/* Given back by the reader. */
-	ring_cacheline_aligned _Atomic uint64_t r;
-	/* The pending overflow record, and CLOSED. */
-	ring_cacheline_aligned _Atomic uint64_t ovf;
-	_Atomic uint64_t ovf_time;
-	/* Read-mostly. */
-	ring_cacheline_aligned _Atomic uint32_t wake_watermark;
-	uint32_t hdrsize;
-	uint32_t data_len; /* power of two */
-	uint32_t tag_len; /* power of two */
-	uint64_t *data;
-	const void **tags;
-	_Atomic uint32_t *committed;
-	/* Futex word the reader sleeps on; bumped by the one waker. */
-	ring_cacheline_aligned _Atomic uint32_t wake_seq;
-	/* Reader-owned. */
-	_Atomic uint32_t reading;
-	bool eof_returned;
-	uint64_t r_next;
-	uint64_t sleeps; /* SLEEPING set by us (for tests) */
-	uint64_t withdrawn; /* SLEEPING cleared by us, not a waker */
-	uint64_t *overflow_rec;
-};
 
 /* What one reservation got: up to two records (overflow + own). */
 struct pb_reservation {
@@ -169,15 +137,6 @@ struct pb_reservation {
 };
 
 static const void *const overflow_tag[1];
-
-static uint32_t round_pow2(size_t n)
-{
-	uint32_t p = 1;
-
-	while (p < n)
-		p <<= 1;
-	return p;
-}
 
 /* ---- overflow word ------------------------------------------------- */
 
@@ -218,7 +177,7 @@ static void wake_reader(struct profbuf *b)
 	atomic_thread_fence(memory_order_acquire);
 	/* Relaxed: the futex word carries no data; the stamps do. */
 	atomic_fetch_add_explicit(&b->wake_seq, 1, memory_order_relaxed);
-	ring_futex_wake(&b->wake_seq, 1);
+	ring_futex_wake_op(&b->wake_seq, 1, b->shared);
 }
 
 /*
@@ -388,18 +347,66 @@ reserve(struct profbuf *b, const uint32_t *want, int n,
 
 /* ---- filling and committing ---------------------------------------- */
 
+/*
+ * In a shared buffer, the writer's thread id, cached: the owner stamp
+ * names it.  Reset in a fork child (profbuf_shared_fork_child(), set up
+ * by profbuf_shared_init/attach).
+ */
+static _Thread_local uint32_t self_tid __attribute__((tls_model("initial-exec")));
+
+void profbuf_shared_fork_child(void)
+{
+	self_tid = 0;
+}
+
+static __attribute__((noinline)) uint32_t owner_token(void)
+{
+	if (!self_tid)
+		self_tid = (uint32_t)syscall(SYS_gettid); /* keeps no errno */
+	return PB_STAMP_OWNER | self_tid;
+}
+
+/*
+ * claim_record() - shared buffers: say who writes the record reserved at
+ * @tag_count (its length known), so that a reader can skip it if that
+ * thread dies before committing (see "Dead writers").
+ */
+void (*profbuf_test_claim_hook)(void);
+
+static void claim_record(struct profbuf *b, uint32_t tag_count, uint32_t pos,
+			 int32_t marker, uint64_t len)
+{
+	int saved = errno;
+
+	if (marker >= 0)
+		pb_data(b)[marker] = 0;
+	pb_data(b)[pos] = len;
+	/*
+	 * Release: pairs with the acquire load of the stamp in
+	 * skip_dead_writer(): the marker and length are visible first.
+	 */
+	atomic_store_explicit(&pb_stamps(b)[tag_count & (b->tag_len - 1)],
+			      owner_token(), memory_order_release);
+	errno = saved;
+	if (profbuf_test_claim_hook)
+		profbuf_test_claim_hook();
+}
+
 static inline void put_record(struct profbuf *b, uint32_t tag_count,
 			      uint32_t pos, int32_t marker, const void *tag,
 			      int64_t now, const uint64_t *restrict hdr,
 			      size_t nhdr, const uintptr_t *restrict stk,
 			      size_t nstk)
 {
-	uint64_t *restrict d = b->data + pos;
+	uint64_t *restrict d = pb_data(b) + pos;
 
 	_Static_assert(sizeof(uintptr_t) == sizeof(uint64_t),
 		       "stack words are copied as uint64_t");
+	if (ring_unlikely(b->shared))
+		claim_record(b, tag_count, pos, marker,
+			     2 + b->hdrsize + nstk);
 	if (marker >= 0)
-		b->data[marker] = 0;
+		pb_data(b)[marker] = 0;
 	d[0] = 2 + b->hdrsize + nstk;
 	d[1] = (uint64_t)now;
 	for (size_t i = 0; i < nhdr; i++)
@@ -408,14 +415,14 @@ static inline void put_record(struct profbuf *b, uint32_t tag_count,
 		d[2 + i] = 0;
 	if (nstk) /* stk may be NULL then */
 		memcpy(d + 2 + b->hdrsize, stk, nstk * sizeof(*d));
-	b->tags[tag_count & (b->tag_len - 1)] = tag;
+	pb_tags(b)[tag_count & (b->tag_len - 1)] = tag;
 	ring_perturb();
 	/*
 	 * Release: pairs with the acquire load of the stamp in scan_run():
 	 * the marker, the record and the tag are visible before the stamp.
 	 */
-	atomic_store_explicit(&b->committed[tag_count & (b->tag_len - 1)], 1,
-			      memory_order_release);
+	atomic_store_explicit(&pb_stamps(b)[tag_count & (b->tag_len - 1)],
+			      PB_STAMP_COMMITTED, memory_order_release);
 }
 
 static bool header_all_zero(const uint64_t *hdr, size_t nhdr)
@@ -574,13 +581,14 @@ static uint64_t committed_end(struct profbuf *b, uint64_t bw)
 		uint64_t len;
 
 		/* Acquire: pairs with the release store in put_record(). */
-		if (!atomic_load_explicit(&b->committed[ti],
-					  memory_order_acquire))
+		if (atomic_load_explicit(&pb_stamps(b)[ti],
+					 memory_order_acquire) !=
+		    PB_STAMP_COMMITTED)
 			break;
-		len = b->data[di];
+		len = pb_data(b)[di];
 		if (len == 0) { /* the rewind marker: the record is at 0 */
 			pos = ring_pindex_add(pos, b->data_len - di, 0);
-			len = b->data[0];
+			len = pb_data(b)[0];
 		}
 		pos = ring_pindex_add(pos, (uint32_t)len, 1);
 	}
@@ -612,8 +620,8 @@ RING_API int profbuf_after_fork(struct profbuf *b, int64_t now)
 		uint32_t ti =
 			(ring_pindex_tag(cut) + (uint32_t)k) & (b->tag_len - 1);
 
-		b->tags[ti] = NULL;
-		atomic_store_explicit(&b->committed[ti], 0,
+		pb_tags(b)[ti] = NULL;
+		atomic_store_explicit(&pb_stamps(b)[ti], 0,
 				      memory_order_relaxed);
 	}
 	/* No reader sleeps here; EXTRA is re-derived from ovf by reads. */
@@ -649,9 +657,9 @@ static void give_back_run(struct profbuf *b)
 	if (prev == b->r_next)
 		return;
 	for (int32_t i = 0; i < n; i++) {
-		b->tags[ti] = NULL;
+		pb_tags(b)[ti] = NULL;
 		/* Relaxed: published by the release store of r below. */
-		atomic_store_explicit(&b->committed[ti], 0,
+		atomic_store_explicit(&pb_stamps(b)[ti], 0,
 				      memory_order_relaxed);
 		ti = (ti + 1) & (b->tag_len - 1);
 	}
@@ -674,7 +682,7 @@ static int scan_run(struct profbuf *b, uint64_t bw, struct profbuf_read *out)
 	uint32_t ti = ring_pindex_tag(br) & (b->tag_len - 1);
 	uint32_t start = ring_pindex_data(br) & (b->data_len - 1);
 	uint32_t tag_room = b->tag_len - ti;
-	uint32_t skip = 0, di = start, n = 0;
+	uint32_t skip = 0, di = start, n = 0, last = start;
 
 	if (reserved > 0 && (uint32_t)reserved < tag_room)
 		tag_room = (uint32_t)reserved;
@@ -685,27 +693,30 @@ static int scan_run(struct profbuf *b, uint64_t bw, struct profbuf_read *out)
 	 * put_record(): the record's words and tag are visible.
 	 */
 	while (n < tag_room && di < b->data_len &&
-	       atomic_load_explicit(&b->committed[ti + n],
-				    memory_order_acquire)) {
-		uint64_t len = b->data[di];
+	       atomic_load_explicit(&pb_stamps(b)[ti + n],
+				    memory_order_acquire) ==
+		       PB_STAMP_COMMITTED) {
+		uint64_t len = pb_data(b)[di];
 
 		if (len == 0) {
 			if (n > 0)
 				break; /* rewind: next read starts at 0 */
 			skip = b->data_len - start;
 			start = di = 0;
-			len = b->data[0];
+			len = pb_data(b)[0];
 		}
 		if (len < 2 + b->hdrsize || len > b->data_len - di)
 			return -EIO;
+		last = di;
 		di += (uint32_t)len;
 		n++;
 	}
 	if (n == 0)
 		return 0;
-	out->data = b->data + start;
+	b->last_time = pb_data(b)[last + 1];
+	out->data = pb_data(b) + start;
 	out->ndata = di - start;
-	out->tags = b->tags + ti;
+	out->tags = pb_tags(b) + ti;
 	out->ntags = n;
 	b->r_next = ring_pindex_make(ring_pindex_data(br) + skip + di - start,
 				     ring_pindex_tag(br) + n);
@@ -744,10 +755,10 @@ static bool take_overflow(struct profbuf *b, struct profbuf_read *out)
 		&b->ovf, &o, ovf_next_gen(o), memory_order_acq_rel,
 		memory_order_acquire));
 
-	b->overflow_rec[0] = 3 + b->hdrsize;
-	b->overflow_rec[1] = time;
-	b->overflow_rec[2 + b->hdrsize] = ovf_count(o);
-	out->data = b->overflow_rec;
+	pb_ovf_rec(b)[0] = 3 + b->hdrsize;
+	pb_ovf_rec(b)[1] = time;
+	pb_ovf_rec(b)[2 + b->hdrsize] = ovf_count(o);
+	out->data = pb_ovf_rec(b);
 	out->ndata = 3 + b->hdrsize;
 	out->tags = overflow_tag;
 	out->ntags = 1;
@@ -873,7 +884,7 @@ static int sleep_reader(struct profbuf *b, uint64_t bw, struct pb_wait *wt)
 	if (!(bw & PB_SLEEPING))
 		b->sleeps++;
 	ring_perturb();
-	rc = ring_futex_wait(&b->wake_seq, seq, timeout);
+	rc = ring_futex_wait_op(&b->wake_seq, seq, timeout, b->shared);
 	if (rc != -ETIMEDOUT)
 		return 0;
 	/* Timed out: take our flag back, unless a waker already did. */
@@ -888,6 +899,92 @@ static int sleep_reader(struct profbuf *b, uint64_t bw, struct pb_wait *wt)
 		}
 	}
 	return -ETIMEDOUT;
+}
+
+/*
+ * Dead writers (shared buffers).  A writer process killed between its
+ * reservation and its commit would hold the reader at its record forever.
+ * In a shared buffer a writer stores the record's length (and rewind
+ * marker), then an owner stamp naming its thread, before filling the
+ * record (claim_record()).  A reader that has waited on such a record
+ * into its sleeping back-off (about a millisecond) asks whether the owner
+ * is gone (kill(tid, 0) fails with ESRCH, or /proc says zombie or dead);
+ * if so it steps over the record, counts it as a loss in the overflow
+ * word, as a writer that found no room would, and in dead_skipped.  A
+ * stopped or merely slow writer is alive and is waited for.  The owner
+ * stamp is stored a few instructions after the reservation: a writer
+ * killed in between leaves a record with no owner, which only the
+ * reader's own timeout bounds (stalled_unowned says so).
+ */
+#define PB_DEAD_CHECK_STEP 96
+
+static bool task_is_gone(uint32_t tid)
+{
+	char path[64], buf[256], *p;
+	ssize_t n;
+	int fd, saved = errno;
+	bool gone = false;
+
+	if (kill((pid_t)tid, 0) && errno == ESRCH) {
+		gone = true;
+		goto out;
+	}
+	snprintf(path, sizeof(path), "/proc/%u/stat", tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		gone = errno == ENOENT;
+		goto out;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n > 0) {
+		buf[n] = 0;
+		p = strrchr(buf, ')');
+		gone = p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+	}
+out:
+	errno = saved;
+	return gone;
+}
+
+/*
+ * skip_dead_writer() - the first reserved record is not committed: step
+ * over it if its owner died.
+ * Return: 1 skipped (look again), 0 not, -EIO for a malformed length.
+ */
+static int skip_dead_writer(struct profbuf *b)
+{
+	uint32_t ti = ring_pindex_tag(b->r_next) & (b->tag_len - 1);
+	uint32_t di = ring_pindex_data(b->r_next) & (b->data_len - 1);
+	uint32_t skip = 0;
+	/* Acquire: pairs with the release store in claim_record(). */
+	uint32_t st = atomic_load_explicit(&pb_stamps(b)[ti],
+					   memory_order_acquire);
+	uint64_t len;
+
+	if (st == PB_STAMP_FREE) {
+		b->stalled_unowned = 1;
+		return 0;
+	}
+	b->stalled_unowned = 0;
+	if (!(st & PB_STAMP_OWNER) || !task_is_gone(st & ~PB_STAMP_OWNER))
+		return 0;
+	len = pb_data(b)[di];
+	if (len == 0) { /* the rewind marker: the record is at 0 */
+		skip = b->data_len - di;
+		di = 0;
+		len = pb_data(b)[0];
+	}
+	if (len < 2 + b->hdrsize || len > b->data_len - di)
+		return -EIO;
+	b->r_next = ring_pindex_make(ring_pindex_data(b->r_next) + skip +
+					     (uint32_t)len,
+				     ring_pindex_tag(b->r_next) + 1);
+	b->dead_skipped++;
+	/* Counted like a write that found no room; -EINVAL only if sealed,
+	 * which cannot be while a record is reserved. */
+	count_loss(b, (int64_t)b->last_time);
+	return 1;
 }
 
 /*
@@ -935,6 +1032,11 @@ static int read_step(struct profbuf *b, struct pb_wait *wt,
 			&b->w, &bw, bw & ~PB_EXTRA, memory_order_acquire,
 			memory_order_relaxed);
 		return 0;
+	}
+	if (reserved && b->shared && wt->backoff >= PB_DEAD_CHECK_STEP) {
+		rc = skip_dead_writer(b);
+		if (rc)
+			return rc < 0 ? rc : 0;
 	}
 	if (!wt->block)
 		return -EAGAIN;
@@ -1011,90 +1113,3 @@ RING_API int profbuf_read_timeout(struct profbuf *b, uint64_t timeout_ns,
 	return read_common(b, &wt, r);
 }
 
-/* ---- life cycle ------------------------------------------------------ */
-
-struct profbuf *profbuf_new_at(size_t hdrsize, size_t bufwords, size_t ntags,
-			       uint32_t data_count, uint32_t tag_count)
-{
-	struct profbuf *b;
-	uint64_t start;
-
-	if (hdrsize == 0 || hdrsize >= RING_PINDEX_MAX_ENTRIES ||
-	    bufwords >= RING_PINDEX_MAX_ENTRIES ||
-	    ntags >= RING_PINDEX_MAX_ENTRIES)
-		goto einval;
-	if (bufwords < 3 + hdrsize)
-		bufwords = 3 + hdrsize;
-	bufwords = round_pow2(bufwords);
-	if (bufwords >= RING_PINDEX_MAX_ENTRIES)
-		goto einval;
-
-	b = aligned_alloc(RING_CACHELINE, sizeof(*b));
-	if (!b)
-		goto enomem;
-	memset(b, 0, sizeof(*b));
-	b->hdrsize = (uint32_t)hdrsize;
-	b->data_len = (uint32_t)bufwords;
-	b->tag_len = round_pow2(ntags);
-	if (b->tag_len >= RING_PINDEX_MAX_ENTRIES) {
-		free(b);
-		goto einval;
-	}
-	b->data = calloc(b->data_len, sizeof(*b->data));
-	if (!b->data)
-		goto free_b;
-	b->tags = calloc(b->tag_len, sizeof(*b->tags));
-	if (!b->tags)
-		goto free_data;
-	b->committed = calloc(b->tag_len, sizeof(*b->committed));
-	if (!b->committed)
-		goto free_tags;
-	b->overflow_rec = calloc(3 + hdrsize, sizeof(*b->overflow_rec));
-	if (!b->overflow_rec)
-		goto free_committed;
-
-	start = ring_pindex_make(data_count, tag_count);
-	atomic_init(&b->w, start);
-	atomic_init(&b->r, start);
-	b->r_next = start;
-	return b;
-
-free_committed:
-	free(b->committed);
-free_tags:
-	free(b->tags);
-free_data:
-	free(b->data);
-free_b:
-	free(b);
-enomem:
-	errno = ENOMEM;
-	return NULL;
-einval:
-	errno = EINVAL;
-	return NULL;
-}
-
-void profbuf_test_counters(struct profbuf *b, struct profbuf_test_counters *c)
-{
-	c->wakeups = atomic_load_explicit(&b->wake_seq, memory_order_relaxed);
-	c->sleeps = b->sleeps;
-	c->withdrawn = b->withdrawn;
-}
-
-RING_API struct profbuf *profbuf_new(size_t hdrsize, size_t bufwords,
-				     size_t ntags)
-{
-	return profbuf_new_at(hdrsize, bufwords, ntags, 0, 0);
-}
-
-RING_API void profbuf_free(struct profbuf *b)
-{
-	if (!b)
-		return;
-	free(b->overflow_rec);
-	free(b->committed);
-	free(b->tags);
-	free(b->data);
-	free(b);
-}

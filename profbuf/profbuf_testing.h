@@ -36,4 +36,11 @@ struct profbuf_test_counters {
 /* Only from the reader thread, between reads. */
 void profbuf_test_counters(struct profbuf *b, struct profbuf_test_counters *c);
 
+/*
+ * Called by a writer to a shared buffer right after it stored its owner
+ * stamp, before it fills and commits the record: a test parks a writer
+ * there to kill or stop it mid-write.  NULL (the default): nothing.
+ */
+extern void (*profbuf_test_claim_hook)(void);
+
 #endif /* PROFRING_PROFBUF_TESTING_H */

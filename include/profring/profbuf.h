@@ -200,6 +200,91 @@ int profbuf_close(struct profbuf *b);
 int profbuf_after_fork(struct profbuf *b, int64_t now);
 
 /**
+ * profbuf_shared_size() - bytes of memory a buffer of these sizes takes
+ * (profbuf_shared_init()).
+ * @hdrsize, @bufwords, @ntags: as for profbuf_new().
+ *
+ * Return: the size, or 0 with errno EINVAL.
+ */
+size_t profbuf_shared_size(size_t hdrsize, size_t bufwords, size_t ntags);
+
+/**
+ * profbuf_shared_init() - lay a new, empty buffer out in memory the caller
+ * provides, for use by several processes.
+ * @mem:  at least profbuf_shared_size() bytes, aligned to 64 bytes, mapped
+ *        MAP_SHARED (a memfd, a shm_open() object, or MAP_SHARED |
+ *        MAP_ANONYMOUS before fork()); zeroed here.
+ * @size: its size.
+ * @hdrsize, @bufwords, @ntags: as for profbuf_new().
+ *
+ * The buffer holds no pointer: every process that maps @mem, at any
+ * address, attaches with profbuf_shared_attach() (a fork child keeps the
+ * parent's handle) and may write or read, with every guarantee of this
+ * header, and these differences:
+ *  - A tag is carried bit for bit: a pointer means something only in the
+ *    writer's process.  Use small integers cast to pointers.
+ *  - The reader sleeps on a process-shared futex; one reader at a time
+ *    across all processes (a second gets -EBUSY).
+ *  - A writer stores an owner stamp (its thread id) just after reserving,
+ *    which costs a gettid() on a thread's first write (and after fork).
+ *    If the writer's thread is then killed before committing (its process
+ *    SIGKILLed, say), a reader that has waited about a millisecond on the
+ *    record sees that the thread is gone, steps over the record and
+ *    counts it as a loss, in an overflow record like any other
+ *    (profbuf_stats().dead_skipped counts them apart): records read +
+ *    overflow counts = writes that returned 0 or -ENOSPC + writes whose
+ *    writer died.  A stopped writer (SIGSTOP) is alive and is waited for.
+ *    A writer killed in the few instructions between its reservation and
+ *    its owner stamp leaves a record only the reader's timeout bounds
+ *    (profbuf_read_timeout(); profbuf_stats().stalled_unowned), and so
+ *    does one killed while it holds the overflow record.  Thread ids are
+ *    those of the reader's pid namespace: writers in another pid
+ *    namespace are not supported.
+ *  - The memory is trusted: a process that scribbles on the buffer's
+ *    header can make every user of it misbehave (a corrupt record length
+ *    is caught: -EIO).
+ * Not async-signal-safe.  profbuf_free() on the handle frees nothing (the
+ * memory is the caller's to unmap).
+ *
+ * Return: the handle (it is @mem), or NULL with errno EINVAL.
+ */
+struct profbuf *profbuf_shared_init(void *mem, size_t size, size_t hdrsize,
+				    size_t bufwords, size_t ntags);
+
+/**
+ * profbuf_shared_attach() - use a buffer another process laid out.
+ * @mem:  the same memory (the same object), mapped here at any address,
+ *        aligned to 64 bytes.
+ * @size: the mapping's size.
+ *
+ * Not async-signal-safe.
+ *
+ * Return: the handle (it is @mem), or NULL with errno EPROTO (not a
+ * buffer of this version) or EINVAL (sizes that do not fit @size).
+ */
+struct profbuf *profbuf_shared_attach(void *mem, size_t size);
+
+/**
+ * struct profbuf_stats - what the reader knows of lost writers.
+ * @dead_skipped:   records stepped over because their writer died (also
+ *                  counted in overflow records).
+ * @stalled_unowned: 1 if the reader's last wait was on a record whose
+ *                  writer stored no owner stamp yet (shared buffers).
+ */
+struct profbuf_stats {
+	uint64_t dead_skipped;
+	uint32_t stalled_unowned;
+};
+
+/**
+ * profbuf_stats() - the reader's counts; call between reads, from the
+ * reader.
+ *
+ * Return: 0, or -EINVAL.
+ */
+int profbuf_stats(struct profbuf *b, struct profbuf_stats *st);
+
+/**
  * profbuf_set_wake_watermark() - wake a sleeping reader only once @words
  * words are pending (or on overflow or close).
  *

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * profbuf/profbuf_impl.h - the layout of a profbuf, shared by the protocol
+ * (profbuf.c) and the life cycle (layout.c).
+ *
+ * A profbuf is one block: this struct, then the data ring, the tag ring,
+ * the commit stamps and the reader's overflow record, each found at an
+ * offset from the struct (no pointers), so that the same block works
+ * mapped at any address in any number of processes
+ * (profbuf_shared_init()).  A private buffer (profbuf_new()) is the same
+ * block in anonymous memory.
+ *
+ * Internal: never installed.
+ */
+#ifndef PROFRING_PROFBUF_IMPL_H
+#define PROFRING_PROFBUF_IMPL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ring/compiler.h"
+#include "ring/pindex.h"
+
+#define PB_SLEEPING RING_PINDEX_FLAG_A
+#define PB_EXTRA RING_PINDEX_FLAG_B
+/* Tag-count distance of a sealed w from r: more than any live ring. */
+#define PB_SEAL_DISTANCE ((uint32_t)1 << 29)
+
+#define OVF_COUNT_MASK ((uint64_t)UINT32_MAX)
+#define OVF_BUSY ((uint64_t)1 << 32)
+#define OVF_SEALED ((uint64_t)1 << 33)
+#define OVF_CLOSED ((uint64_t)1 << 34)
+#define OVF_GEN_SHIFT 35
+
+struct profbuf {
+	/* Reserved by writers; SLEEPING/EXTRA also moved by the reader. */
+	ring_cacheline_aligned _Atomic uint64_t w;
+	/* Given back by the reader. */
+	ring_cacheline_aligned _Atomic uint64_t r;
+	/* The pending overflow record, and CLOSED. */
+	ring_cacheline_aligned _Atomic uint64_t ovf;
+	_Atomic uint64_t ovf_time;
+	/* Read-mostly. */
+	ring_cacheline_aligned _Atomic uint32_t wake_watermark;
+	uint32_t hdrsize;
+	uint32_t data_len; /* power of two */
+	uint32_t tag_len; /* power of two */
+	uint32_t shared; /* laid out by profbuf_shared_init() */
+	/* Where the rings are, in bytes from the struct. */
+	uint64_t data_off;
+	uint64_t tags_off;
+	uint64_t stamps_off;
+	uint64_t ovf_rec_off;
+	uint64_t size; /* of the whole block */
+	uint64_t magic;
+	uint32_t version;
+	/* Futex word the reader sleeps on; bumped by the one waker. */
+	ring_cacheline_aligned _Atomic uint32_t wake_seq;
+	/* Reader-owned. */
+	_Atomic uint32_t reading;
+	bool eof_returned;
+	uint64_t r_next;
+	uint64_t sleeps; /* SLEEPING set by us (for tests) */
+	uint64_t withdrawn; /* SLEEPING cleared by us, not a waker */
+	uint64_t last_time; /* of the last record returned */
+	uint64_t dead_skipped; /* records of dead writers skipped */
+	uint32_t stalled_unowned; /* waiting on a record with no owner */
+};
+
+/*
+ * Commit stamps (one per tag slot): 0 free, 1 committed; in a shared
+ * buffer, PB_STAMP_OWNER | pid while that process writes the record
+ * (its length word already stored).
+ */
+#define PB_STAMP_FREE 0u
+#define PB_STAMP_COMMITTED 1u
+#define PB_STAMP_OWNER 0x80000000u
+
+#define PB_MAGIC UINT64_C(0x3166756270726f66) /* "profbuf1" */
+#define PB_VERSION 1u
+
+static inline uint64_t *pb_data(const struct profbuf *b)
+{
+	return (uint64_t *)((char *)b + b->data_off);
+}
+
+static inline const void **pb_tags(const struct profbuf *b)
+{
+	return (const void **)((char *)b + b->tags_off);
+}
+
+static inline _Atomic uint32_t *pb_stamps(const struct profbuf *b)
+{
+	return (_Atomic uint32_t *)((char *)b + b->stamps_off);
+}
+
+static inline uint64_t *pb_ovf_rec(const struct profbuf *b)
+{
+	return (uint64_t *)((char *)b + b->ovf_rec_off);
+}
+
+/* After fork, in the child: forget the cached owner (profbuf.c). */
+void profbuf_shared_fork_child(void);
+
+#endif /* PROFRING_PROFBUF_IMPL_H */
+
+
