@@ -10,10 +10,12 @@
  *	2  sample	location_id (1, packed, leaf first), value (2, packed:
  *			[samples, periods * period_ns]), label (3: key "tid",
  *			num = tid; only when tid != 0), label (3: key
- *			"thread", str = the thread's name; when known)
- *	3  mapping	every mapping of the symbolizer: id, memory_start,
- *			memory_limit, file_offset, filename, build_id (when
- *			known), has_functions
+ *			"thread", str = the thread's name; when known), label
+ *			(3: key "pid", num = pid; only when pid != 0)
+ *	3  mapping	every mapping of every address space's symbolizer,
+ *			space after space: id, memory_start, memory_limit,
+ *			file_offset, filename, build_id (when known),
+ *			has_functions
  *	4  location	id, mapping_id (when known), address, one line: the
  *			function, line 0
  *	5  function	id, name, system_name (the same string)
@@ -30,8 +32,8 @@
  *
  * Strings: one table entry per distinct string.  Functions: one per
  * distinct name.  Locations: one per adjusted address (pcs[0] as is,
- * pcs[i] - 1 for i > 0: the call instruction, see profile.h), keyed by
- * that address; a special sample gets one location per special name,
+ * pcs[i] - 1 for i > 0: the call instruction, see profile.h) in one
+ * address space (profile.h: one per process image), keyed by both; a special sample gets one location per special name,
  * address 0 and no mapping, whose function is that name.  Ids are 1, 2,
  * ... in order of first use.  A name comes from the symbolizer, else
  * "<basename of the mapping's file>+0x<file offset>", else "0x<address>".
@@ -89,20 +91,29 @@ struct loc {
 	uint32_t mapping_id;
 	uint32_t func; /* function id */
 	uint32_t special; /* function id of the special name, else 0 */
+	uint32_t space; /* the address space (profile.h) */
 };
 
 /* An entry of the locations' index. */
 struct loc_entry {
-	uint64_t key; /* loc_hash() of the two below */
+	uint64_t key; /* loc_hash() of the three below */
 	uint64_t addr;
 	uint32_t special;
+	uint32_t space;
 	uint32_t id; /* the location's id */
 };
 
-struct builder {
+/* One address space: its symbolizer and mappings, their first id - 1. */
+struct space {
 	struct prof_symbolizer *sym;
 	const struct prof_mapping *maps;
 	size_t nmaps;
+	uint32_t id_base;
+};
+
+struct builder {
+	struct space *spaces;
+	size_t nspaces;
 	char **strs; /* string table */
 	size_t nstrs, cap_strs;
 	struct keyed_table str_index; /* struct str_entry */
@@ -204,20 +215,23 @@ static const char *base_name(const char *path)
 	return slash ? slash + 1 : path;
 }
 
-/* The function at @addr: symbolized, or named after its place. */
-static uint32_t addr_func(struct builder *b, uint64_t addr,
+/* The function at @addr of @space: symbolized, or named after its place. */
+static uint32_t addr_func(struct builder *b, uint32_t space, uint64_t addr,
 			  uint32_t *mapping_id)
 {
+	const struct space *sp = &b->spaces[space < b->nspaces ? space : 0];
 	unsigned int mid = 0;
-	const char *name = prof_symbolize(b->sym, (uintptr_t)addr, &mid);
+	const char *name = prof_symbolize(sp->sym, (uintptr_t)addr, &mid);
 	const struct prof_mapping *m;
 	char buf[NAME_MAX_LEN];
 
-	*mapping_id = mid <= b->nmaps ? mid : 0;
+	if (mid > sp->nmaps)
+		mid = 0;
+	*mapping_id = mid ? sp->id_base + mid : 0;
 	if (name)
 		return func_intern(b, name);
-	if (*mapping_id) {
-		m = &b->maps[*mapping_id - 1];
+	if (mid) {
+		m = &sp->maps[mid - 1];
 		snprintf(buf, sizeof(buf), "%s+0x%" PRIx64, base_name(m->path),
 			 addr - m->start + m->offset);
 	} else {
@@ -227,10 +241,10 @@ static uint32_t addr_func(struct builder *b, uint64_t addr,
 }
 
 /* A nonzero hash of a location's key. */
-static uint64_t loc_hash(uint64_t addr, uint32_t special)
+static uint64_t loc_hash(uint64_t addr, uint32_t special, uint32_t space)
 {
-	uintptr_t w[2] = { (uintptr_t)addr, special };
-	uint64_t h = ring_hash_words(w, 2);
+	uintptr_t w[3] = { (uintptr_t)addr, special, space };
+	uint64_t h = ring_hash_words(w, 3);
 
 	return h ? h : 1;
 }
@@ -240,25 +254,28 @@ static bool loc_eq(const void *entry, const void *key)
 	const struct loc_entry *e = entry;
 	const struct loc *k = key;
 
-	return e->addr == k->addr && e->special == k->special;
+	return e->addr == k->addr && e->special == k->special &&
+	       e->space == k->space;
 }
 
-/* Id of the location of adjusted address @addr, or of @special. */
-static uint32_t loc_intern(struct builder *b, uint64_t addr,
+/* Id of the location of adjusted address @addr in @space, or of @special. */
+static uint32_t loc_intern(struct builder *b, uint32_t space, uint64_t addr,
 			   const char *special)
 {
-	struct loc k = { .addr = special ? 0 : addr }, *locs;
+	struct loc k = { .addr = special ? 0 : addr,
+			 .space = special ? 0 : space },
+		   *locs;
 	struct loc_entry *e;
 	uint64_t h;
 
 	if (special)
 		k.special = k.func = func_intern(b, special);
-	h = loc_hash(k.addr, k.special);
+	h = loc_hash(k.addr, k.special, k.space);
 	e = keyed_table_find(&b->loc_index, h, loc_eq, &k);
 	if (e || b->err)
 		return e ? e->id : 0;
 	if (!special)
-		k.func = addr_func(b, addr, &k.mapping_id);
+		k.func = addr_func(b, space, addr, &k.mapping_id);
 	if (b->err || b->nlocs >= UINT32_MAX - 1)
 		goto nomem;
 	locs = array_grow(b->locs, &b->cap_locs, b->nlocs + 1, sizeof(*locs));
@@ -270,6 +287,7 @@ static uint32_t loc_intern(struct builder *b, uint64_t addr,
 		goto nomem;
 	e->addr = k.addr;
 	e->special = k.special;
+	e->space = k.space;
 	b->locs[b->nlocs++] = k;
 	e->id = (uint32_t)b->nlocs;
 	return e->id;
@@ -285,11 +303,28 @@ static uint64_t frame_addr(const uintptr_t *pcs, size_t i)
 	return i ? (uint64_t)pcs[i] - 1 : (uint64_t)pcs[0];
 }
 
-static int builder_init(struct builder *b, struct prof_symbolizer *s)
+/*
+ * The address spaces: the profile's own (p->spaces), or the one
+ * symbolizer @s (which may be NULL).
+ */
+static int builder_init(struct builder *b, const struct prof_profile *p,
+			struct prof_symbolizer *s)
 {
+	uint32_t base = 0;
+
 	memset(b, 0, sizeof(*b));
-	b->sym = s;
-	b->nmaps = prof_symbolizer_mappings(s, &b->maps);
+	b->nspaces = p->nspaces ? p->nspaces : 1;
+	b->spaces = calloc(b->nspaces, sizeof(*b->spaces));
+	if (!b->spaces)
+		return -ENOMEM;
+	for (size_t i = 0; i < b->nspaces; i++) {
+		struct space *sp = &b->spaces[i];
+
+		sp->sym = p->nspaces ? p->spaces[i] : s;
+		sp->nmaps = prof_symbolizer_mappings(sp->sym, &sp->maps);
+		sp->id_base = base;
+		base += (uint32_t)sp->nmaps;
+	}
 	keyed_table_init(&b->str_index, sizeof(struct str_entry));
 	keyed_table_init(&b->loc_index, sizeof(struct loc_entry));
 	str_intern(b, "");
@@ -306,6 +341,7 @@ static void builder_free(struct builder *b)
 	free(b->func_of_str);
 	free(b->func_str);
 	free(b->locs);
+	free(b->spaces);
 }
 
 static int check_profile(const struct prof_profile *p, const char *path)
@@ -330,6 +366,7 @@ struct enc {
 	uint32_t samples_s, count_s, cpu_s, ns_s;
 	uint32_t tid_s; /* interned at first use: every string is used */
 	uint32_t thread_s;
+	uint32_t pid_s;
 };
 
 static void put_value_type(struct enc *e, uint32_t field, uint32_t type,
@@ -374,6 +411,14 @@ static void put_sample(struct enc *e, const struct prof_sample *ps,
 		proto_put_int64(&e->sub, 2, str_intern(&e->b, ps->thread_name));
 		proto_put_message(&e->msg, 3, &e->sub);
 	}
+	if (ps->pid) {
+		if (!e->pid_s)
+			e->pid_s = str_intern(&e->b, "pid");
+		proto_buf_reset(&e->sub);
+		proto_put_int64(&e->sub, 1, e->pid_s);
+		proto_put_int64(&e->sub, 3, ps->pid);
+		proto_put_message(&e->msg, 3, &e->sub);
+	}
 	proto_put_message(&e->out, PF_SAMPLE, &e->msg);
 }
 
@@ -382,11 +427,11 @@ static size_t sample_locs(struct builder *b, const struct prof_sample *ps,
 			  uint64_t *ids)
 {
 	if (ps->special) {
-		ids[0] = loc_intern(b, 0, ps->special);
+		ids[0] = loc_intern(b, 0, 0, ps->special);
 		return 1;
 	}
 	for (size_t i = 0; i < ps->npcs; i++)
-		ids[i] = loc_intern(b, frame_addr(ps->pcs, i), NULL);
+		ids[i] = loc_intern(b, ps->space, frame_addr(ps->pcs, i), NULL);
 	return ps->npcs;
 }
 
@@ -413,21 +458,26 @@ static int put_samples(struct enc *e, const struct prof_profile *p)
 
 static void put_mappings(struct enc *e)
 {
-	for (size_t i = 0; i < e->b.nmaps; i++) {
-		const struct prof_mapping *m = &e->b.maps[i];
-		struct proto_buf *b = &e->msg;
+	for (size_t s = 0; s < e->b.nspaces; s++) {
+		const struct space *sp = &e->b.spaces[s];
 
-		proto_buf_reset(b);
-		proto_put_uint64(b, 1, m->id);
-		proto_put_uint64(b, 2, m->start);
-		proto_put_uint64(b, 3, m->limit);
-		proto_put_uint64(b, 4, m->offset);
-		proto_put_int64(b, 5, str_intern(&e->b, m->path));
-		if (m->build_id[0])
-			proto_put_int64(b, 6, str_intern(&e->b, m->build_id));
-		if (m->has_functions)
-			proto_put_bool(b, 7, true);
-		proto_put_message(&e->out, PF_MAPPING, b);
+		for (size_t i = 0; i < sp->nmaps; i++) {
+			const struct prof_mapping *m = &sp->maps[i];
+			struct proto_buf *b = &e->msg;
+
+			proto_buf_reset(b);
+			proto_put_uint64(b, 1, sp->id_base + m->id);
+			proto_put_uint64(b, 2, m->start);
+			proto_put_uint64(b, 3, m->limit);
+			proto_put_uint64(b, 4, m->offset);
+			proto_put_int64(b, 5, str_intern(&e->b, m->path));
+			if (m->build_id[0])
+				proto_put_int64(b, 6,
+						str_intern(&e->b, m->build_id));
+			if (m->has_functions)
+				proto_put_bool(b, 7, true);
+			proto_put_message(&e->out, PF_MAPPING, b);
+		}
 	}
 }
 
@@ -553,7 +603,7 @@ int prof_pprof_write(const struct prof_profile *p, struct prof_symbolizer *s,
 	if (err)
 		return err;
 	memset(&e, 0, sizeof(e));
-	err = builder_init(&e.b, s);
+	err = builder_init(&e.b, p, s);
 	if (err)
 		goto out;
 	err = encode(&e, p);
@@ -582,16 +632,24 @@ static void put_folded_name(struct proto_buf *text, const char *name)
 	}
 }
 
-/* Append the path of @ps, NUL-terminated, to @text. */
+/*
+ * Append the path of @ps, NUL-terminated, to @text; with @by_pid, rooted
+ * at a "[pid N]" frame (a profile of several processes).
+ */
 static void put_folded_path(struct builder *b, struct proto_buf *text,
-			    const struct prof_sample *ps)
+			    const struct prof_sample *ps, bool by_pid)
 {
+	char root[32];
 	uint32_t loc;
 
+	if (by_pid && ps->pid) {
+		snprintf(root, sizeof(root), "[pid %u];", ps->pid);
+		proto_put_raw(text, root, strlen(root));
+	}
 	if (ps->special)
 		put_folded_name(text, ps->special);
 	for (size_t i = ps->special ? 0 : ps->npcs; i-- > 0;) {
-		loc = loc_intern(b, frame_addr(ps->pcs, i), NULL);
+		loc = loc_intern(b, ps->space, frame_addr(ps->pcs, i), NULL);
 		if (!loc)
 			break;
 		put_folded_name(text, func_name(b, b->locs[loc - 1].func));
@@ -640,10 +698,13 @@ static int folded_paths(struct builder *b, const struct prof_profile *p,
 			size_t *nlines)
 {
 	struct folded_line *lines = calloc(p->nsamples + 1, sizeof(*lines));
+	bool by_pid = false;
 	size_t n = 0;
 
 	if (!lines)
 		return -ENOMEM;
+	for (size_t i = 1; i < p->nsamples && !by_pid; i++)
+		by_pid = p->samples[i].pid != p->samples[0].pid;
 	*linesp = lines;
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct prof_sample *ps = &p->samples[i];
@@ -652,7 +713,7 @@ static int folded_paths(struct builder *b, const struct prof_profile *p,
 			continue;
 		lines[n].off = text->len;
 		lines[n++].count = ps->samples;
-		put_folded_path(b, text, ps);
+		put_folded_path(b, text, ps, by_pid);
 	}
 	if (b->err || text->err)
 		return b->err ? b->err : text->err;
@@ -674,7 +735,7 @@ int prof_folded_write(const struct prof_profile *p, struct prof_symbolizer *s,
 	err = check_profile(p, path);
 	if (err)
 		return err;
-	err = builder_init(&b, s);
+	err = builder_init(&b, p, s);
 	if (err)
 		goto out;
 	err = folded_paths(&b, p, &text, &lines, &n);

@@ -17,16 +17,17 @@
  * prof_pprof_write() - write @p as a gzip'd pprof profile.proto file.
  * @p:    the profile.
  * @s:    symbolizer for the function names and mappings, or NULL (every
- *        function is then named by its address, no mappings).
+ *        function is then named by its address, no mappings); not used
+ *        when @p has address spaces of its own (@p->spaces).
  * @path: where to put it, by prof_outfile_write()'s rules: a regular file
  *        is replaced atomically, a device, FIFO or /dev/stdout written
  *        through.
  *
  * Sample types ("samples", "count") and ("cpu", "nanoseconds"), the
  * default "cpu"; period_type ("cpu", "nanoseconds"), period @p->period_ns;
- * a numeric label "tid" on samples with a nonzero tid, and a string label
+ * a numeric label "tid" on samples with a nonzero tid, a string label
  * "thread", the thread's name, on samples whose thread_name is known (not
- * NULL, not empty); the comments of @p as pprof comments.  A function
+ * NULL, not empty), a numeric label "pid" on samples with a nonzero pid; the comments of @p as pprof comments.  A function
  * name nothing knows is "<basename of the mapped file>+0x<file offset>",
  * or "0x<address>" outside any mapping.
  *
@@ -44,7 +45,8 @@ int prof_pprof_write(const struct prof_profile *p, struct prof_symbolizer *s,
  *
  * One line per distinct path of function names, "root;...;leaf count"
  * (count: the samples of every stack with that path), sorted by path; a
- * special entry is its name alone.  ';' in a name becomes ':', a newline
+ * special entry is its name alone.  When the samples come from more than
+ * one pid, every path starts with a "[pid N]" frame.  ';' in a name becomes ':', a newline
  * or carriage return a space.  Names as in prof_pprof_write().  Samples
  * with no frames and no special name have no path and are left out.
  *

@@ -31,6 +31,9 @@
  * @periods:	sampling periods of CPU time they stand for: a signal
  *		counts 1 + the timer overruns it reported (pprof's
  *		"cpu/nanoseconds" value is @periods * period_ns).
+ * @pid:	the process (0: one process, not labelled); a "pid" label.
+ * @space:	index of the address space its PCs belong to in the
+ *		profile's @spaces (0 when there are none).
  * @special:	NULL for a real stack; otherwise the name of a synthetic
  *		one-frame entry with no address, such as
  *		"[profring: lost samples]", whose @samples/@periods say how
@@ -43,8 +46,12 @@ struct prof_sample {
 	const char *thread_name;
 	uint64_t samples;
 	uint64_t periods;
+	uint32_t pid;
+	unsigned int space;
 	const char *special;
 };
+
+struct prof_symbolizer;
 
 /**
  * struct prof_profile - a whole profile.
@@ -54,6 +61,10 @@ struct prof_sample {
  * @duration_nanos:	wall-clock length of the profiling run.
  * @comments, @ncomments:	free-form lines stored as pprof comments
  *			(the profiler puts its accounting there).
+ * @spaces, @nspaces:	one symbolizer per address space (a process
+ *			image: the same address means different code in
+ *			two of them), or none (NULL, 0): the writers then
+ *			use the symbolizer they are given.
  */
 struct prof_profile {
 	const struct prof_sample *samples;
@@ -63,6 +74,8 @@ struct prof_profile {
 	int64_t duration_nanos;
 	const char *const *comments;
 	size_t ncomments;
+	struct prof_symbolizer *const *spaces;
+	size_t nspaces;
 };
 
 #endif /* PROFRING_PROF_PROFILE_H */

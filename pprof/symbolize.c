@@ -115,6 +115,7 @@ struct prof_symbolizer {
 	size_t nmaps, cap;
 	struct elf_file *files;
 	struct name_node *names; /* copies of dladdr() names */
+	bool foreign; /* another process's mappings: no dladdr() */
 };
 
 static const char *debug_dir = DEBUG_DIR;
@@ -580,7 +581,7 @@ const char *prof_symbolize(struct prof_symbolizer *s, uintptr_t addr,
 		return NULL;
 	if (i >= 0)
 		name = lookup_elf(s, (size_t)i, addr);
-	if (!name)
+	if (!name && !s->foreign)
 		name = lookup_dladdr(s, addr);
 	if (name && i >= 0)
 		s->maps[i].has_functions = 1;
@@ -604,6 +605,8 @@ size_t prof_symbolizer_mappings(struct prof_symbolizer *s,
 static struct elf_file *get_file(struct prof_symbolizer *s, const char *path,
 				 bool deleted)
 {
+	bool vdso = !strcmp(path, "[vdso]");
+
 	struct elf_file *f;
 
 	for (f = s->files; f; f = f->next)
@@ -618,7 +621,10 @@ static struct elf_file *get_file(struct prof_symbolizer *s, const char *path,
 		return NULL;
 	}
 	f->deleted = deleted;
-	f->in_memory = !strcmp(path, "[vdso]");
+	f->in_memory = vdso;
+	/* Another process's [vdso] is not in our memory: never read. */
+	if (vdso && s->foreign)
+		f->state = ELF_BAD;
 	f->next = s->files;
 	s->files = f;
 	return f;
@@ -711,6 +717,72 @@ struct prof_symbolizer *prof_symbolizer_new(void)
 	if (!s)
 		return NULL;
 	err = read_maps(s);
+	if (err) {
+		prof_symbolizer_free(s);
+		errno = -err;
+		return NULL;
+	}
+	return s;
+}
+
+static int cmp_start(const void *a, const void *b)
+{
+	const struct prof_map_spec *x = *(const struct prof_map_spec *const *)a;
+	const struct prof_map_spec *y = *(const struct prof_map_spec *const *)b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/*
+ * The mappings of @maps that stay: a later one replaces every earlier one
+ * it overlaps.  Return: how many, their pointers in @keep, sorted.
+ */
+static size_t latest_maps(const struct prof_map_spec *maps, size_t n,
+			  const struct prof_map_spec **keep)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t j = 0;
+
+		if (maps[i].start >= maps[i].limit || !maps[i].path)
+			continue;
+		for (size_t t = 0; t < k; t++)
+			if (keep[t]->limit <= maps[i].start ||
+			    keep[t]->start >= maps[i].limit)
+				keep[j++] = keep[t];
+		k = j;
+		keep[k++] = &maps[i];
+	}
+	qsort(keep, k, sizeof(*keep), cmp_start);
+	return k;
+}
+
+struct prof_symbolizer *prof_symbolizer_new_maps(const struct prof_map_spec *maps,
+						 size_t n)
+{
+	struct prof_symbolizer *s = calloc(1, sizeof(*s));
+	const struct prof_map_spec **keep = calloc(n + 1, sizeof(*keep));
+	size_t k;
+	int err = 0;
+
+	if (!s || !keep) {
+		free(keep);
+		free(s);
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->foreign = true;
+	k = latest_maps(maps, n, keep);
+	for (size_t i = 0; !err && i < k; i++) {
+		char *path = strdup(keep[i]->path);
+
+		err = path ? add_mapping(s, keep[i]->start, keep[i]->limit,
+					 keep[i]->offset, path)
+			   : -ENOMEM;
+		free(path);
+	}
+	free(keep);
 	if (err) {
 		prof_symbolizer_free(s);
 		errno = -err;

@@ -48,6 +48,33 @@ struct prof_mapping {
 struct prof_symbolizer *prof_symbolizer_new(void);
 
 /**
+ * struct prof_map_spec - an executable mapping another process reported.
+ * @start, @limit: its addresses, [start, limit).
+ * @offset:	file offset mapped at @start.
+ * @path:	the file (or "[vdso]").
+ */
+struct prof_map_spec {
+	uint64_t start, limit, offset;
+	const char *path;
+};
+
+/**
+ * prof_symbolizer_new_maps() - a symbolizer over the mappings of another
+ * process (or of one that is gone), as it reported them, in order.
+ * @maps: the mappings; a later one replaces every earlier one it overlaps
+ *	  (a library dlclosed, another loaded at its addresses).
+ * @n:	  how many.
+ *
+ * The files are opened by path when first needed (a file gone since gives
+ * raw addresses); dladdr() is never asked (it would look in this
+ * process).
+ *
+ * Return: the symbolizer, or NULL with errno set.
+ */
+struct prof_symbolizer *prof_symbolizer_new_maps(const struct prof_map_spec *maps,
+						 size_t n);
+
+/**
  * prof_symbolizer_free() - unmap the files, free everything.
  * @s: may be NULL.
  *
