@@ -1,33 +1,46 @@
 // SPDX-License-Identifier: MIT
 /*
- * prof/sampler.c - the SIGPROF side of profring-prof: the handler,
- * the per-thread CPU timers, and the thread tracking that arms them.
+ * prof/sampler.c - the signal side of profring-prof: the handler, the
+ * CPU-time timers, and the thread tracking that arms them.
  *
  * Protocol.
  *
+ * Our signal.  Samples arrive on a real-time signal of our own, chosen at
+ * the first start: the highest one from SIGRTMAX down to SIGRTMIN + 2
+ * whose disposition is still SIG_DFL (glibc keeps two below SIGRTMIN for
+ * itself; libraries that take one usually take SIGRTMIN or SIGRTMIN + 1).
+ * So a program's SIGPROF handler, its setitimer(ITIMER_PROF) and threads
+ * that sigwait() for SIGPROF see nothing of ours.  If the program later
+ * installs its own handler for our signal (the sigaction()/signal() hooks
+ * in hooks.c call prof_sampler_taken_over() first), sampling stops, the
+ * counters say so, and the program gets the signal.
+ *
  * The handler and a session.  A session publishes its configuration (the
- * ring, the unwinder, the frame limit, a generation number) in plain
- * fields, then sets `active` with a seq_cst store.  The handler, which may
- * run on any thread at any moment, increments `inflight`, then loads
- * `active` (both seq_cst) and samples only if it is set; it decrements
- * `inflight` (release) when done.  Stop clears `active` and then waits for
- * `inflight` to read 0 (both seq_cst).  This is Dekker's pattern: in the
- * single seq_cst order either the handler's load of `active` comes after
- * stop's store (it sees 0 and does nothing), or its increment comes before
- * stop's load of `inflight` (stop waits for it).  So once stop returns no
- * handler touches the ring, and the ring can be closed and freed; the
- * handler's seq_cst load of `active` is also the acquire that makes the
- * configuration fields visible.  The handler stays installed after stop:
- * a SIGPROF still pending would otherwise kill the process.  The handler
- * runs with every signal blocked, so no other handler can interrupt it and
- * never return (siglongjmp, exit) with inflight raised; should a thread
- * still die inside it (cancelled, stopped), stop gives up after two
- * seconds and the session's ring is leaked rather than freed under it.
+ * ring, the unwinder, the frame limit, a generation number, the counters)
+ * in plain fields, then sets `active` with a seq_cst store.  The handler,
+ * which may run on any thread at any moment, increments `inflight`, then
+ * loads `active` (both seq_cst) and samples only if it is set; it
+ * decrements `inflight` (release) when done.  Stop clears `active` and then
+ * waits for `inflight` to read 0 (both seq_cst).  This is Dekker's
+ * pattern: in the single seq_cst order either the handler's load of
+ * `active` comes after stop's store (it sees 0 and does nothing), or its
+ * increment comes before stop's load of `inflight` (stop waits for it).  So
+ * once stop returns no handler touches the ring, and the ring can be closed
+ * and freed; the handler's seq_cst load of `active` is also the acquire
+ * that makes the configuration fields visible.  The handler stays
+ * installed after stop: a signal still pending would otherwise kill the
+ * process.  The handler blocks only its own signal while it runs: every
+ * other signal, SIGTERM and SIGINT among them, still reaches the program
+ * (a handler stuck for any reason never makes the process unkillable).
+ * A program's handler that interrupts ours and never returns (siglongjmp)
+ * leaves inflight raised and perhaps a reserved record unwritten: stop
+ * gives up after two seconds and the session's ring is leaked rather than
+ * freed under it.
  *
  * Stale signals.  Timer signals carry the session's generation in
  * si_value; a signal from an earlier session's timer that arrives during
- * a later session is ignored.  In per-thread mode signals that did not
- * come from our timers (kill(), someone else's setitimer) are ignored too.
+ * a later session is ignored, and so is any signal that did not come from
+ * a timer of ours (kill(), sigqueue()).
  *
  * Timers.  Each thread gets a POSIX timer on its own CPU-time clock whose
  * signal goes to that thread (SIGEV_THREAD_ID), so threads are sampled in
@@ -40,16 +53,22 @@
  * starting during start() is armed by whichever of the two takes the
  * registry lock second: a thread replaces any entry for its own tid (the
  * entry may be a dead thread's whose tid was reused), start only adds tids
- * that have none.  Every 200 ms the collector has the registry synced
- * with /proc/self/task: threads our pthread_create never saw (thrd_create,
- * a raw clone) get a timer, dead threads' timers are deleted.  If
- * per-thread timers cannot be had, one process-wide setitimer(ITIMER_PROF)
- * is used instead.
+ * that have none.  Every 200 ms the in-process collector has the registry
+ * synced with /proc/self/task: threads our pthread_create never saw
+ * (thrd_create, a raw clone) get a timer, dead threads' timers are
+ * deleted.  The process timer (--timer process, or when per-thread timers
+ * cannot be had) is one POSIX timer on CLOCK_PROCESS_CPUTIME_ID with our
+ * signal, to whichever thread runs; POSIX timers, unlike ITIMER_PROF, do
+ * not survive exec.
  *
- * Weights.  A CPU-time timer fires at the kernel's tick at most; a signal
- * from a per-thread timer carries the expiries it stands for (overrun), a
- * setitimer signal is weighed by the process CPU time since the previous
- * one (weigh()).  So the profile's CPU time is right above the tick rate.
+ * Weights.  A CPU-time timer fires at the kernel's tick at most; each
+ * signal carries the expiries it stands for (1 + overrun), so the
+ * profile's CPU time is right above the tick rate.
+ *
+ * Thread count.  `threads` counts each thread once: when a start or a
+ * rescan arms a tid that had no timer, or when a thread starting through
+ * our pthread_create finds none for its tid (one it finds was armed for it
+ * by a rescan that saw it first).
  *
  * Stack bounds.  The frame-pointer unwinder needs the thread's stack
  * bounds; pthread_getattr_np() is not async-signal-safe, so they are read
@@ -58,6 +77,7 @@
  * handler reads without allocating.
  */
 #include "prof/sampler.h"
+#include "prof/hooks.h"
 #include "prof/unwind.h"
 
 #include "ring/clock.h"
@@ -99,28 +119,22 @@ static struct {
 	int generation;
 	uint64_t period_ns;
 	/*
-	 * false: setitimer.  Relaxed everywhere: written under `lock` (which
-	 * orders stop's and start's reads), published to the handler by the
-	 * seq_cst store of `active`.  Its one change while `active` is set,
-	 * the fall back to setitimer, may reach a handler late: that handler
-	 * ignores a setitimer signal, which is then counted nowhere.
+	 * Where the handler counts (relaxed counters: nothing is published
+	 * through them).  A sample is either written or refused.
+	 */
+	struct prof_counters *counters;
+	/* The process's id, for the records; reset in a fork child. */
+	pid_t pid;
+	/*
+	 * false: the process timer.  Relaxed everywhere: written under
+	 * `lock`, published to the handler by the seq_cst store of `active`.
 	 */
 	atomic_bool thread_timers;
-	/* setitimer mode: process CPU time at the last sample (see weigh) */
-	atomic_uint_fast64_t last_process_cpu_ns;
+	/* Our signal: 0 until chosen; taken by the program: chosen anew. */
+	atomic_int signo;
 
 	atomic_int active;
 	atomic_uint inflight;
-
-	/*
-	 * Statistics, relaxed counters (nothing is published through them;
-	 * stop reads them after waiting for the handlers).  A sample is
-	 * either written or refused: signals = written + refused.
-	 */
-	atomic_uint_fast64_t written;
-	atomic_uint_fast64_t refused;
-	atomic_uint_fast64_t truncated;
-	atomic_uint_fast64_t unchecked;
 
 	/* The timer registry; everything below is under `lock`. */
 	pthread_mutex_t lock;
@@ -134,8 +148,10 @@ static struct {
 	struct tid_name *exited;
 	size_t nexited;
 	size_t capexited;
-	uint64_t threads_armed;
-	bool handler_installed;
+	bool counting; /* a session runs: count threads */
+	bool proc_timer_armed;
+	timer_t proc_timer;
+	int installed_signo; /* the signal our handler is installed for */
 } sampler = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static pthread_key_t thread_exit_key;
@@ -165,55 +181,45 @@ static void record_stack_bounds(void)
 
 /* ---- the handler ---- */
 
+static void count(_Atomic uint64_t *c)
+{
+	/* Relaxed: a counter (see the sampler's fields). */
+	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
+
 static size_t take_stack(void *ucontext, uintptr_t *pcs)
 {
 	struct prof_unwind_result res;
+	bool fp = sampler.unwinder != PROFRING_PROF_UNWIND_LIBUNWIND;
 
-	if (sampler.unwinder == PROFRING_PROF_UNWIND_LIBUNWIND)
-		prof_unwind_libunwind(ucontext, pcs, sampler.max_frames, &res);
-	else
+	/* libunwind takes the loader's lock: not while anyone holds it. */
+	if (!fp && prof_hooks_in_loader()) {
+		fp = true;
+		count(&sampler.counters->unwind_fallback);
+	}
+	if (fp)
 		prof_unwind_fp(ucontext, &prof_self.bounds, pcs,
 			       sampler.max_frames, &res);
+	else
+		prof_unwind_libunwind(ucontext, pcs, sampler.max_frames, &res);
 	if (res.truncated)
-		atomic_fetch_add_explicit(&sampler.truncated, 1,
-					  memory_order_relaxed);
+		count(&sampler.counters->truncated);
 	if (res.unchecked)
-		atomic_fetch_add_explicit(&sampler.unchecked, 1,
-					  memory_order_relaxed);
+		count(&sampler.counters->unchecked);
 	return res.n;
 }
 
 /* Is this signal one of the current session's samples? */
 static bool signal_is_ours(const siginfo_t *si)
 {
-	if (si->si_code == SI_TIMER)
-		return si->si_value.sival_int == sampler.generation;
-	return !atomic_load_explicit(&sampler.thread_timers,
-				     memory_order_relaxed) &&
-	       si->si_code == SI_KERNEL;
+	return si->si_code == SI_TIMER &&
+	       si->si_value.sival_int == sampler.generation;
 }
 
-/*
- * The periods a signal stands for.  A per-thread timer says how many
- * expiries it missed (si_overrun).  setitimer's signal says nothing, and
- * the kernel sends at most one per tick, so weigh it by the process CPU
- * time since the previous sample (the exchange hands each nanosecond to
- * exactly one sample; rounding to the nearest period, at least one).
- */
+/* The periods a timer signal stands for: 1 + the expiries it missed. */
 static uint64_t weigh(const siginfo_t *si)
 {
-	uint64_t now, prev, periods;
-
-	if (si->si_code == SI_TIMER)
-		return 1 + (si->si_overrun > 0 ? (uint64_t)si->si_overrun : 0);
-	now = ring_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
-	/* Relaxed: a plain hand-off of a number, nothing else published. */
-	prev = atomic_exchange_explicit(&sampler.last_process_cpu_ns, now,
-					memory_order_relaxed);
-	if (now <= prev)
-		return 1;
-	periods = (now - prev + sampler.period_ns / 2) / sampler.period_ns;
-	return periods ? periods : 1;
+	return 1 + (si->si_overrun > 0 ? (uint64_t)si->si_overrun : 0);
 }
 
 static void sample(const siginfo_t *si, void *ucontext)
@@ -226,15 +232,16 @@ static void sample(const siginfo_t *si, void *ucontext)
 	if (!signal_is_ours(si))
 		return;
 	n = take_stack(ucontext, pcs);
-	hdr[PROF_HDR_PERIODS] = weigh(si);
+	hdr[PROF_HDR_KIND_PERIODS] =
+		prof_hdr_kind_word(PROF_REC_SAMPLE, weigh(si));
 	hdr[PROF_HDR_TID] = (uint64_t)current_tid();
+	hdr[PROF_HDR_PID] = (uint64_t)sampler.pid;
 	rc = profbuf_write(sampler.buf, NULL, (int64_t)ring_clock_ticks(), hdr,
 			   PROF_HDR_WORDS, pcs, n);
-	atomic_fetch_add_explicit(rc ? &sampler.refused : &sampler.written, 1,
-				  memory_order_relaxed);
+	count(rc ? &sampler.counters->refused : &sampler.counters->written);
 }
 
-static void on_sigprof(int sig, siginfo_t *si, void *ucontext)
+static void on_sample(int sig, siginfo_t *si, void *ucontext)
 {
 	int saved_errno = errno;
 
@@ -259,24 +266,48 @@ out:
 	errno = saved_errno;
 }
 
-static int install_handler(void)
+/**
+ * prof_sampler_is_our_handler() - is @fn the sampling handler?  For the
+ * sigaction() hook: installing it is ours, not a takeover.
+ */
+bool prof_sampler_is_our_handler(const void *fn)
+{
+	return fn == (const void *)on_sample;
+}
+
+/* The highest real-time signal nobody handles (see the protocol). */
+static int choose_signal(void)
 {
 	struct sigaction sa;
 
-	if (sampler.handler_installed)
+	for (int sig = SIGRTMAX; sig >= SIGRTMIN + 2; sig--)
+		if (!prof_hooks_real_sigaction(sig, NULL, &sa) &&
+		    !(sa.sa_flags & SA_SIGINFO) && sa.sa_handler == SIG_DFL)
+			return sig;
+	return -EBUSY;
+}
+
+static int install_handler(void)
+{
+	struct sigaction sa;
+	int sig = atomic_load_explicit(&sampler.signo, memory_order_relaxed);
+
+	if (sig && sig == sampler.installed_signo)
 		return 0;
+	sig = choose_signal();
+	if (sig < 0)
+		return sig;
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_sigaction = on_sigprof;
+	sa.sa_sigaction = on_sample;
 	sa.sa_flags = SA_SIGINFO | SA_RESTART | SA_ONSTACK;
-	/*
-	 * Every signal blocked while we run: a handler that interrupted ours
-	 * and never returned (siglongjmp, exit) would leave inflight raised
-	 * and maybe a reserved record unwritten, and stop would wait forever.
-	 */
-	sigfillset(&sa.sa_mask);
-	if (sigaction(SIGPROF, &sa, NULL))
+	/* Only our own signal is blocked meanwhile (the kernel's default):
+	 * everything else still reaches the program (see the protocol). */
+	sigemptyset(&sa.sa_mask);
+	if (prof_hooks_real_sigaction(sig, &sa, NULL))
 		return -errno;
-	sampler.handler_installed = true;
+	sampler.installed_signo = sig;
+	/* Relaxed: read by the hooks and by start, under or after `lock`. */
+	atomic_store_explicit(&sampler.signo, sig, memory_order_relaxed);
 	return 0;
 }
 
@@ -305,7 +336,7 @@ static int timer_arm(pid_t tid, timer_t *out)
 
 	memset(&sev, 0, sizeof(sev));
 	sev.sigev_notify = SIGEV_THREAD_ID;
-	sev.sigev_signo = SIGPROF;
+	sev.sigev_signo = sampler.installed_signo;
 	sev.sigev_value.sival_int = sampler.generation;
 	sev._sigev_un._tid = tid;
 	if (timer_create(thread_cpu_clock(tid), &sev, out))
@@ -361,7 +392,6 @@ static int timer_add(pid_t tid)
 	v->tid = tid;
 	v->seen = true;
 	sampler.ntimers++;
-	sampler.threads_armed++;
 	return 0;
 }
 
@@ -415,6 +445,8 @@ static int timers_sync(bool prune)
 			continue;
 		}
 		err = timer_add(tid);
+		if (!err)
+			count(&sampler.counters->threads);
 		if (err == -EINVAL || err == -ESRCH)
 			err = 0; /* exited since the listing */
 	}
@@ -424,16 +456,48 @@ static int timers_sync(bool prune)
 	return err;
 }
 
+/* The process-wide timer (see the protocol): @period_ns 0 deletes it. */
 static int process_timer_set(uint64_t period_ns)
 {
-	struct itimerval itv;
+	struct itimerspec its;
+	struct sigevent sev;
+	int err;
 
-	itv.it_interval.tv_sec = (time_t)(period_ns / 1000000000u);
-	itv.it_interval.tv_usec = (suseconds_t)(period_ns % 1000000000u / 1000);
-	if (period_ns && !itv.it_interval.tv_sec && !itv.it_interval.tv_usec)
-		itv.it_interval.tv_usec = 1;
-	itv.it_value = itv.it_interval;
-	return setitimer(ITIMER_PROF, &itv, NULL) ? -errno : 0;
+	if (sampler.proc_timer_armed) {
+		timer_delete(sampler.proc_timer);
+		sampler.proc_timer_armed = false;
+	}
+	if (!period_ns)
+		return 0;
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_SIGNAL;
+	sev.sigev_signo = sampler.installed_signo;
+	sev.sigev_value.sival_int = sampler.generation;
+	if (timer_create(CLOCK_PROCESS_CPUTIME_ID, &sev, &sampler.proc_timer))
+		return -errno;
+	its.it_interval = period_timespec(period_ns);
+	its.it_value = its.it_interval;
+	if (timer_settime(sampler.proc_timer, 0, &its, NULL)) {
+		err = -errno;
+		timer_delete(sampler.proc_timer);
+		return err;
+	}
+	sampler.proc_timer_armed = true;
+	return 0;
+}
+
+/* The process timer's thread count: the threads there are now. */
+static void count_present_threads(void)
+{
+	struct dirent *d;
+	DIR *dir = opendir("/proc/self/task");
+
+	if (!dir)
+		return;
+	while ((d = readdir(dir)))
+		if (atoi(d->d_name) > 0 && atoi(d->d_name) != sampler.exclude_tid)
+			count(&sampler.counters->threads);
+	closedir(dir);
 }
 
 /* ---- threads ---- */
@@ -475,7 +539,7 @@ static void thread_exit(void *unused)
  * prof_sampler_exited_names() - the names of the last session's threads
  * that exited while its per-thread timers were armed, of those started
  * through our pthread_create (their key destructor takes the name; a
- * thread started otherwise, or an exit during a setitimer session, leaves
+ * thread started otherwise, or an exit during a process-timer session, leaves
  * none).
  * @fn:  called for each, under the sampler's lock (it must not call back).
  * @arg: passed to @fn.
@@ -503,8 +567,15 @@ static void thread_enter(void)
 		pthread_setspecific(thread_exit_key, (void *)1);
 	pthread_mutex_lock(&sampler.lock);
 	if (sampler.arming) {
-		timer_remove(tid); /* a dead thread's, or start's */
-		timer_add(tid); /* failure: the thread goes unsampled */
+		/* One found was armed for us by a rescan (or is a dead
+		 * thread's whose tid we reuse, whose exit we never saw). */
+		bool counted = timer_find(tid) != NULL;
+
+		timer_remove(tid);
+		if (!timer_add(tid) && !counted) /* failure: unsampled */
+			count(&sampler.counters->threads);
+	} else if (sampler.counting) {
+		count(&sampler.counters->threads);
 	}
 	pthread_mutex_unlock(&sampler.lock);
 }
@@ -610,15 +681,19 @@ RING_API int pthread_create(pthread_t *t, const pthread_attr_t *attr,
 static void after_fork_in_child(void)
 {
 	/*
-	 * No timer, no collector crossed the fork: no session here.  Relaxed:
-	 * the child has one thread, and no timer to send it a SIGPROF.
+	 * No timer, no collector crossed the fork: no session here (until a
+	 * start in this child).  Relaxed: the child has one thread, and no
+	 * timer to send it a signal.
 	 */
 	atomic_store_explicit(&sampler.active, 0, memory_order_relaxed);
 	/* Other threads' handlers in flight at the fork do not exist here. */
 	atomic_store_explicit(&sampler.inflight, 0, memory_order_relaxed);
 	prof_self.tid = 0;
+	sampler.pid = getpid();
 	pthread_mutex_init(&sampler.lock, NULL);
 	sampler.arming = false;
+	sampler.counting = false;
+	sampler.proc_timer_armed = false; /* timers are not inherited */
 	/* Not freed: only async-signal-safe calls are sure in the child of
 	 * a threaded parent (the parent's copy is its own to free). */
 	sampler.timers = NULL;
@@ -661,12 +736,15 @@ static int start_timers(const struct prof_sampler_config *c)
 		sampler.arming = false;
 	}
 	/*
-	 * setitimer: one timer, signals to whichever thread runs.  Relaxed:
-	 * see thread_timers.
+	 * The process timer: signals to whichever thread runs.  Relaxed: see
+	 * thread_timers.
 	 */
 	atomic_store_explicit(&sampler.thread_timers, false,
 			      memory_order_relaxed);
-	return process_timer_set(c->period_ns);
+	err = process_timer_set(c->period_ns);
+	if (!err)
+		count_present_threads();
+	return err;
 }
 
 /* Wait for the handlers in flight, at most about two seconds. */
@@ -721,20 +799,18 @@ int prof_sampler_start(const struct prof_sampler_config *c)
 	sampler.generation++;
 	sampler.period_ns = c->period_ns;
 	sampler.exclude_tid = c->exclude_tid;
-	sampler.threads_armed = 0;
+	sampler.counters = c->counters;
+	sampler.pid = getpid();
 	sampler.nexited = 0;
-	/* Relaxed: these, like the plain fields above, are published by
-	 * the seq_cst store of active below. */
+	sampler.counting = true;
+	/* Relaxed: a count for the report, read after the session. */
+	atomic_store_explicit(&c->counters->signo, (uint32_t)sampler.installed_signo,
+			      memory_order_relaxed);
+	/* Relaxed: this, like the plain fields above, is published by the
+	 * seq_cst store of active below. */
 	atomic_store_explicit(&sampler.thread_timers,
 			      c->timer == PROFRING_PROF_TIMER_THREAD,
 			      memory_order_relaxed);
-	atomic_store_explicit(&sampler.last_process_cpu_ns,
-			      ring_clock_ns(CLOCK_PROCESS_CPUTIME_ID),
-			      memory_order_relaxed);
-	atomic_store_explicit(&sampler.written, 0, memory_order_relaxed);
-	atomic_store_explicit(&sampler.refused, 0, memory_order_relaxed);
-	atomic_store_explicit(&sampler.truncated, 0, memory_order_relaxed);
-	atomic_store_explicit(&sampler.unchecked, 0, memory_order_relaxed);
 	/* Publishes the fields above to the handler's seq_cst load. */
 	atomic_store_explicit(&sampler.active, 1, memory_order_seq_cst);
 	err = start_timers(c);
@@ -742,6 +818,7 @@ int prof_sampler_start(const struct prof_sampler_config *c)
 		/* Pairs with the handler's increment and load (Dekker). */
 		atomic_store_explicit(&sampler.active, 0, memory_order_seq_cst);
 		wait_handlers(); /* nothing armed: cannot time out */
+		sampler.counting = false;
 	}
 out:
 	pthread_mutex_unlock(&sampler.lock);
@@ -759,15 +836,38 @@ int prof_sampler_stop(void)
 {
 	pthread_mutex_lock(&sampler.lock);
 	sampler.arming = false;
-	/* Relaxed: its writers held the lock too. */
-	if (atomic_load_explicit(&sampler.thread_timers, memory_order_relaxed))
-		timers_delete_all();
-	else
-		process_timer_set(0);
+	sampler.counting = false;
+	timers_delete_all();
+	process_timer_set(0);
 	/* Pairs with the handler's increment and load (Dekker, above). */
 	atomic_store_explicit(&sampler.active, 0, memory_order_seq_cst);
 	pthread_mutex_unlock(&sampler.lock);
 	return wait_handlers();
+}
+
+/**
+ * prof_sampler_taken_over() - the program is about to install its own
+ * disposition for @sig (the sigaction()/signal() hooks): if it is ours,
+ * stop sampling for good, say so in the counters, and let a later start
+ * choose another signal.  Not async-signal-safe; a no-op for any other
+ * signal.
+ */
+void prof_sampler_taken_over(int sig)
+{
+	/* Relaxed: signo is set under the lock by start; a stale 0 here
+	 * means no session was ever started, so nothing to stop. */
+	if (!sig || sig != atomic_load_explicit(&sampler.signo,
+					       memory_order_relaxed))
+		return;
+	prof_sampler_stop();
+	pthread_mutex_lock(&sampler.lock);
+	if (sampler.counters)
+		/* Relaxed: a flag for the report. */
+		atomic_store_explicit(&sampler.counters->taken_over, 1,
+				      memory_order_relaxed);
+	sampler.installed_signo = 0;
+	atomic_store_explicit(&sampler.signo, 0, memory_order_relaxed);
+	pthread_mutex_unlock(&sampler.lock);
 }
 
 /**
@@ -787,7 +887,7 @@ enum profring_prof_timer prof_sampler_timer_used(void)
 		       : PROFRING_PROF_TIMER_PROCESS;
 }
 
-static uint64_t counter(atomic_uint_fast64_t *c)
+static uint64_t counter(_Atomic uint64_t *c)
 {
 	/*
 	 * Relaxed: after stop, wait_handlers() already ordered the handlers'
@@ -797,17 +897,18 @@ static uint64_t counter(atomic_uint_fast64_t *c)
 }
 
 /**
- * prof_sampler_add_stats() - fill in the handler's side of @st.
+ * prof_sampler_add_stats() - fill in the handler's side of @st from the
+ * session's counters @c.
  * @st: signals, written, refused, truncated, unwind_unchecked, threads.
+ * @c:  the counters the session was started with.
  */
-void prof_sampler_add_stats(struct profring_prof_stats *st)
+void prof_sampler_add_stats(struct profring_prof_stats *st,
+			    struct prof_counters *c)
 {
-	st->written = counter(&sampler.written);
-	st->refused = counter(&sampler.refused);
+	st->written = counter(&c->written);
+	st->refused = counter(&c->refused);
 	st->signals = st->written + st->refused;
-	st->truncated = counter(&sampler.truncated);
-	st->unwind_unchecked = counter(&sampler.unchecked);
-	pthread_mutex_lock(&sampler.lock);
-	st->threads = sampler.threads_armed;
-	pthread_mutex_unlock(&sampler.lock);
+	st->truncated = counter(&c->truncated);
+	st->unwind_unchecked = counter(&c->unchecked);
+	st->threads = counter(&c->threads);
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * prof/sampler.h - the profiler's signal side: the SIGPROF handler, the
- * timers that drive it, the threads it tracks, and the record it writes
- * for the collector (collector.h) to read.
+ * prof/sampler.h - the profiler's signal side: the sampling handler, the
+ * timers that drive it on a real-time signal of its own, the threads it
+ * tracks; the records it writes are stream.h's.
  *
  * Internal header of the profiler: never installed.
  */
@@ -12,15 +12,12 @@
 #include <profring/prof.h>
 #include <profring/profbuf.h>
 
+#include "prof/stream.h"
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
-
-/* Header words of a sample record: periods it stands for, thread id. */
-#define PROF_HDR_PERIODS 0
-#define PROF_HDR_TID 1
-#define PROF_HDR_WORDS 2
 
 /*
  * Wake the collector once this many words are pending, or a quarter of
@@ -37,6 +34,8 @@
  * @unwinder:	stack walker.
  * @max_frames:	frames per sample, at most PROFRING_PROF_MAX_FRAMES.
  * @exclude_tid: a thread never to arm (the collector's).
+ * @counters:	where the handler counts (never NULL): the session's own,
+ *		or a slot in memory shared with the launcher.
  */
 struct prof_sampler_config {
 	struct profbuf *buf;
@@ -45,6 +44,7 @@ struct prof_sampler_config {
 	enum profring_prof_unwinder unwinder;
 	unsigned int max_frames;
 	pid_t exclude_tid;
+	struct prof_counters *counters;
 };
 
 void prof_sampler_init_process(void);
@@ -52,7 +52,10 @@ int prof_sampler_start(const struct prof_sampler_config *c);
 int prof_sampler_stop(void);
 void prof_sampler_rescan(void);
 enum profring_prof_timer prof_sampler_timer_used(void);
-void prof_sampler_add_stats(struct profring_prof_stats *st);
+void prof_sampler_add_stats(struct profring_prof_stats *st,
+			    struct prof_counters *c);
+void prof_sampler_taken_over(int sig);
+bool prof_sampler_is_our_handler(const void *fn);
 int prof_real_pthread_create(pthread_t *t, const pthread_attr_t *attr,
 			     void *(*fn)(void *), void *arg);
 

@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: MIT
+/*
+ * prof/hooks.c - libprofring-prof.so's interposed dlopen, dlclose,
+ * dl_iterate_phdr, sigaction and signal.
+ *
+ * The loader.  libunwind finds unwind tables through dl_iterate_phdr(),
+ * which takes the loader's lock.  A sample taken with libunwind on a thread
+ * that holds that lock (inside dlopen, dlclose or dl_iterate_phdr itself),
+ * or while another thread holds it and waits, in turn, for a lock the
+ * sampled thread's libunwind holds, deadlocks.  So every call into the
+ * loader through these entry points is counted in `in_loader` (an atomic
+ * add before and a sub after), and the handler unwinds with frame pointers
+ * instead of libunwind while the count is nonzero (sampler.c counts it in
+ * unwind_fallback).  The count is raised before the real call takes the
+ * lock and lowered after it released it, so a handler that sees 0 knows
+ * that no thread is in one of these calls; a thread that enters one after
+ * that handler started waits for the lock its libunwind may hold only if
+ * that handler is itself inside dl_iterate_phdr, and then the handler
+ * finishes (it waits for nothing the entering thread holds).  Loader
+ * locks taken by paths that do not go through these functions (glibc's
+ * own TLS set-up for new threads) are not seen: libunwind stays opt-in.
+ * After dlopen and dlclose return, the mappings are reported
+ * (prof_maps_changed(), agent.c), outside any handler.
+ *
+ * Signals.  A program that installs its own disposition for the
+ * sampler's signal takes it over: prof_sampler_taken_over() stops
+ * sampling before the call goes through, so our timers never fire into
+ * the program's handler.  Every other call passes through unchanged, with
+ * its result and errno.  (bsd_signal, sysv_signal and sigset are not
+ * hooked.)
+ *
+ * The next definitions are found with dlsym(RTLD_NEXT) once, or, in a
+ * sanitizer build that links our objects into the executable, the
+ * sanitizer's interceptor (which our strong definition replaces), as for
+ * pthread_create in sampler.c.
+ */
+#include "prof/hooks.h"
+#include "prof/sampler.h"
+#include "prof/stream.h"
+
+#include "ring/compiler.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <stdatomic.h>
+#include <string.h>
+
+static atomic_int in_loader;
+
+/*
+ * The definition after ours of @name: the sanitizer's interceptor
+ * @interceptor if it lives in our module, else RTLD_NEXT's.
+ */
+static void *next_fn(const char *name, void *interceptor, void *self)
+{
+	Dl_info a, b;
+
+	if (interceptor && dladdr(interceptor, &a) && dladdr(self, &b) &&
+	    a.dli_fbase == b.dli_fbase)
+		return interceptor;
+	return dlsym(RTLD_NEXT, name);
+}
+
+/* NEXT(type, name): the next definition of @name, looked up once. */
+#define NEXT(fn_type, name)                                                    \
+	({                                                                     \
+		static _Atomic(fn_type) next_;                                 \
+		fn_type f_ = atomic_load_explicit(&next_,                      \
+						  memory_order_relaxed);       \
+		if (!f_) {                                                     \
+			void *p_ = next_fn(#name,                              \
+					   (void *)__interceptor_##name,       \
+					   (void *)&name);                     \
+			memcpy(&f_, &p_, sizeof(f_));                          \
+			/* Any thread finds the same: relaxed. */              \
+			atomic_store_explicit(&next_, f_,                      \
+					      memory_order_relaxed);           \
+		}                                                              \
+		f_;                                                            \
+	})
+
+typedef void *(*dlopen_fn)(const char *, int);
+typedef int (*dlclose_fn)(void *);
+typedef int (*phdr_cb)(struct dl_phdr_info *, size_t, void *);
+typedef int (*iterate_fn)(phdr_cb, void *);
+typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
+typedef sighandler_t (*signal_fn)(int, sighandler_t);
+
+extern void *__interceptor_dlopen(const char *, int) __attribute__((weak));
+extern int __interceptor_dlclose(void *) __attribute__((weak));
+extern int __interceptor_dl_iterate_phdr(phdr_cb, void *)
+	__attribute__((weak));
+extern int __interceptor_sigaction(int, const struct sigaction *,
+				   struct sigaction *) __attribute__((weak));
+extern sighandler_t __interceptor_signal(int, sighandler_t)
+	__attribute__((weak));
+
+static void enter_loader(void)
+{
+	/* seq_cst: ordered before the real call's lock, see the top. */
+	atomic_fetch_add_explicit(&in_loader, 1, memory_order_seq_cst);
+}
+
+static void leave_loader(void)
+{
+	/* seq_cst: after the real call released the lock. */
+	atomic_fetch_sub_explicit(&in_loader, 1, memory_order_seq_cst);
+}
+
+/**
+ * prof_hooks_in_loader() - is any thread inside dlopen, dlclose or
+ * dl_iterate_phdr?  Async-signal-safe.
+ */
+bool prof_hooks_in_loader(void)
+{
+	/* seq_cst: pairs with enter_loader() and leave_loader(). */
+	return atomic_load_explicit(&in_loader, memory_order_seq_cst) != 0;
+}
+
+RING_API void *dlopen(const char *file, int mode)
+{
+	dlopen_fn next = NEXT(dlopen_fn, dlopen);
+	void *h;
+
+	if (!next)
+		return NULL;
+	enter_loader();
+	h = next(file, mode);
+	leave_loader();
+	if (h)
+		prof_maps_changed(); /* keeps errno */
+	return h;
+}
+
+RING_API int dlclose(void *handle)
+{
+	dlclose_fn next = NEXT(dlclose_fn, dlclose);
+	int rc;
+
+	if (!next)
+		return -1;
+	enter_loader();
+	rc = next(handle);
+	leave_loader();
+	prof_maps_changed(); /* keeps errno */
+	return rc;
+}
+
+RING_API int dl_iterate_phdr(phdr_cb cb, void *data)
+{
+	iterate_fn next = NEXT(iterate_fn, dl_iterate_phdr);
+	int rc;
+
+	if (!next)
+		return 0;
+	enter_loader();
+	rc = next(cb, data);
+	leave_loader();
+	return rc;
+}
+
+/**
+ * prof_hooks_real_sigaction() - sigaction() without the takeover check.
+ */
+int prof_hooks_real_sigaction(int sig, const struct sigaction *act,
+			      struct sigaction *old)
+{
+	sigaction_fn next = NEXT(sigaction_fn, sigaction);
+
+	if (!next) {
+		errno = ENOSYS;
+		return -1;
+	}
+	return next(sig, act, old);
+}
+
+static bool installs_other(int sig, const void *handler)
+{
+	(void)sig;
+	return !prof_sampler_is_our_handler(handler);
+}
+
+RING_API int sigaction(int sig, const struct sigaction *act,
+		       struct sigaction *old)
+{
+	if (act && installs_other(sig, (const void *)act->sa_sigaction))
+		prof_sampler_taken_over(sig);
+	return prof_hooks_real_sigaction(sig, act, old);
+}
+
+RING_API sighandler_t signal(int sig, sighandler_t handler)
+{
+	signal_fn next = NEXT(signal_fn, signal);
+
+	if (!next) {
+		errno = ENOSYS;
+		return SIG_ERR;
+	}
+	if (installs_other(sig, (const void *)handler))
+		prof_sampler_taken_over(sig);
+	return next(sig, handler);
+}
