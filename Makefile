@@ -62,8 +62,12 @@ PPROF_LIBS := -lz -ldl
 # prof/: the profiler.  libunwind is used when its header is there.
 HAVE_LIBUNWIND := $(shell printf '\043include <libunwind.h>\n' | \
 	$(CC) -E -x c - >/dev/null 2>&1 && echo yes)
-PROF_OBJS := $(call objs,$(call srcs,prof))
+# record.c is the launcher's (tools/profring-prof), not the library's.
+PROF_OBJS := $(call objs,$(filter-out prof/record.c,$(call srcs,prof)))
 PROF_LIBS := $(PPROF_LIBS) -lrt $(if $(HAVE_LIBUNWIND),-lunwind)
+# What the launcher links: it reads, aggregates and writes; it never samples.
+RECORD_OBJS := $(call objs,prof/record.c prof/aggregate.c prof/shm.c \
+	prof/options.c prof/unwind.c)
 PROF_SO := $(BUILD)/libprofring-prof.so
 
 TESTS := $(patsubst %.c,$(BUILD)/test/%,$(wildcard ring/*_test.c \
@@ -133,9 +137,9 @@ $(PROF_SO): $(PROF_OBJS) $(PPROF_A) $(LIB_A) prof/libprofring-prof.map
 link = $(CC) $(CPPFLAGS) $(CFLAGS) $(2) $(DEPFLAGS) -MF $(dir $@).$(notdir $@).d -MT $@ -o $@ \
 	$< $(filter %.o %.a,$^) $(LDFLAGS) $(1) $(LDLIBS)
 
-$(BUILD)/tools/profring-prof: tools/profring-prof.c $(PPROF_A)
+$(BUILD)/tools/profring-prof: tools/profring-prof.c $(RECORD_OBJS) $(PPROF_A) $(LIB_A)
 	@mkdir -p $(dir $@)
-	$(call link,$(PPROF_LIBS))
+	$(call link,$(PROF_LIBS))
 
 # profring-trace: main and file reading; its reports in trace_report.c
 # (shared with their fuzzer).
@@ -291,9 +295,12 @@ bench: $(BENCHES)
 
 # profring-prof's wall and CPU overhead on prof_demo at 99 Hz and 1 kHz,
 # beside gperftools' libprofiler.so in the same run
-# (bench/results/prof_overhead.md; PROF_BENCH_FLAGS="--reps 15").
+# (bench/results/prof_overhead.md; PROF_BENCH_FLAGS="--reps 15"); then the
+# wall time the launcher adds to a process, beside perf record
+# (bench/results/launch_overhead.md).
 bench-prof: $(PROF_TOOLS)
 	bash bench/prof_overhead.sh $(PROF_BENCH_FLAGS)
+	bash bench/launch_overhead.sh --build $(BUILD)
 
 # The main job: profile the bundled workload (two threads, 70% / 30% of
 # the CPU in hot_seventy / hot_thirty) and print its top functions.

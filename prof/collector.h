@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * prof/collector.h - the profiler's reader side: a thread that drains the
- * sampler's profbuf, interns stacks and aggregates them into the profile
- * (pprof/profile.h) that prof.c writes.
+ * sampler's profbuf into an aggregation (aggregate.h) whose profile
+ * (pprof/profile.h) prof.c writes.
  *
  * Internal header of the profiler: never installed.
  */
@@ -16,12 +16,8 @@
 #include <sys/types.h>
 
 #include "pprof/profile.h"
+#include "prof/aggregate.h"
 #include "prof/sampler.h"
-
-/* Names of the synthetic entries (struct prof_sample.special). */
-#define PROF_LOST_NAME "[profring: lost samples]"
-#define PROF_TABLE_FULL_NAME "[profring: stack table full]"
-#define PROF_NO_STACK_NAME "[profring: no stack]"
 
 struct prof_collector;
 

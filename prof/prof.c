@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * prof/prof.c - profring-prof's sessions: profring_prof_start() and
- * profring_prof_stop(), and the LD_PRELOAD entry (a constructor that starts
- * a session when PROFRING_PROF names an output file, a destructor that
- * stops it at exit).
+ * profring_prof_stop(), and the LD_PRELOAD entry (a constructor that
+ * attaches to `profring-prof record` when it runs us (agent.c), or else
+ * starts a session when PROFRING_PROF names an output file, and a
+ * destructor that stops it at exit).
  *
- * A session is: a profbuf the SIGPROF handler writes one record per sample
+ * A session is: a profbuf the sampler's handler writes one record per sample
  * to (sampler.c), a collector thread that drains it (collector.c), and at
  * stop the writers (pprof.c).  Start and stop are serialized by a mutex and
  * belong to the process that started the session: a forked child has no
@@ -16,10 +17,12 @@
  * races no writer; the collector then drains to EOF, overflow included; so
  * at stop signals = samples read + samples lost.
  */
+#include "prof/agent.h"
 #include "prof/collector.h"
-#include "pprof/pprof.h"
-#include "pprof/symbolize.h"
+#include "prof/options.h"
+#include "prof/shm.h"
 #include "prof/unwind.h"
+#include "pprof/pprof.h"
 
 #include "ring/clock.h"
 #include "ring/compiler.h"
@@ -30,7 +33,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -51,6 +53,8 @@ static struct {
 	int64_t start_realtime_ns;
 	int64_t start_mono_ns;
 	struct profring_prof_stats stats;
+	/* The sampler's counters for this process's session. */
+	struct prof_counters counters;
 } session = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static int check_opts(const struct profring_prof_opts *o)
@@ -161,6 +165,8 @@ RING_API int profring_prof_start(const struct profring_prof_opts *opts)
 	cfg.max_frames =
 		o->max_frames ? o->max_frames : PROFRING_PROF_DEFAULT_FRAMES;
 	cfg.exclude_tid = prof_collector_tid(session.collector);
+	memset(&session.counters, 0, sizeof(session.counters));
+	cfg.counters = &session.counters;
 	session.start_realtime_ns = (int64_t)ring_clock_ns(CLOCK_REALTIME);
 	session.start_mono_ns = (int64_t)ring_clock_mono_ns();
 	err = prof_sampler_start(&cfg);
@@ -180,10 +186,14 @@ static void format_comments(char c[PROF_NCOMMENTS][PROF_COMMENT_LEN],
 			    const struct profring_prof_stats *st)
 {
 	snprintf(c[0], PROF_COMMENT_LEN,
-		 "profring-prof: %u Hz, %s, %s unwinding", session.hz,
+		 "profring-prof: %u Hz, %s on signal %u, %s unwinding",
+		 session.hz,
 		 prof_sampler_timer_used() == PROFRING_PROF_TIMER_THREAD
 			 ? "per-thread CPU timers"
-			 : "setitimer(ITIMER_PROF)",
+			 : "process CPU timer",
+		 /* Relaxed: written by start, which the caller follows. */
+		 atomic_load_explicit(&session.counters.signo,
+				      memory_order_relaxed),
 		 session.unwinder == PROFRING_PROF_UNWIND_FP ? "frame-pointer"
 							     : "libunwind");
 	snprintf(c[1], PROF_COMMENT_LEN,
@@ -201,7 +211,6 @@ static int write_outputs(const struct profring_prof_stats *st)
 {
 	char comments[PROF_NCOMMENTS][PROF_COMMENT_LEN];
 	const char *lines[PROF_NCOMMENTS];
-	struct prof_symbolizer *sym;
 	struct prof_profile p;
 	int err, i;
 
@@ -217,19 +226,13 @@ static int write_outputs(const struct profring_prof_stats *st)
 		(int64_t)ring_clock_mono_ns() - session.start_mono_ns;
 	p.comments = lines;
 	p.ncomments = PROF_NCOMMENTS;
-	sym = prof_symbolizer_new();
-	if (!sym) {
-		err = -errno;
-		goto out;
-	}
-	err = prof_pprof_write(&p, sym, session.output);
+	/* The profile's symbolizer (the process's own) is in p.spaces. */
+	err = prof_pprof_write(&p, NULL, session.output);
 	if (session.folded) {
-		int ferr = prof_folded_write(&p, sym, session.folded);
+		int ferr = prof_folded_write(&p, NULL, session.folded);
 
 		err = err ? err : ferr;
 	}
-	prof_symbolizer_free(sym);
-out:
 	prof_collector_profile_free(&p);
 	return err;
 }
@@ -276,7 +279,7 @@ RING_API int profring_prof_stop(void)
 	profbuf_close(session.buf);
 	err = prof_collector_join(session.collector);
 	memset(&st, 0, sizeof(st));
-	prof_sampler_add_stats(&st);
+	prof_sampler_add_stats(&st, &session.counters);
 	prof_collector_add_stats(session.collector, &st);
 	session.stats = st;
 	/* Even after a collector error: what it gathered is worth writing. */
@@ -303,7 +306,7 @@ RING_API int profring_prof_get_stats(struct profring_prof_stats *st)
 	pthread_mutex_lock(&session.lock);
 	if (session.running) {
 		memset(st, 0, sizeof(*st));
-		prof_sampler_add_stats(st);
+		prof_sampler_add_stats(st, &session.counters);
 	} else {
 		*st = session.stats;
 	}
@@ -312,44 +315,6 @@ RING_API int profring_prof_get_stats(struct profring_prof_stats *st)
 }
 
 /* ---- LD_PRELOAD: PROFRING_PROF=file and friends (PROFRING_PROF_ENV_*) ---- */
-
-static unsigned long env_number(const char *name, unsigned long dflt)
-{
-	const char *v = getenv(name);
-	char *end;
-	unsigned long n;
-
-	if (!v || !*v)
-		return dflt;
-	errno = 0;
-	n = strtoul(v, &end, 10);
-	if (errno || *end) {
-		fprintf(stderr, "profring-prof: ignoring %s=%s\n", name, v);
-		return dflt;
-	}
-	return n;
-}
-
-static bool env_is(const char *name, const char *value)
-{
-	const char *v = getenv(name);
-
-	return v && !strcmp(v, value);
-}
-
-static void preload_opts(struct profring_prof_opts *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->output = getenv(PROFRING_PROF_ENV_OUTPUT);
-	o->folded = getenv(PROFRING_PROF_ENV_FOLDED);
-	o->hz = (unsigned int)env_number(PROFRING_PROF_ENV_HZ, 0);
-	o->max_frames = (unsigned int)env_number(PROFRING_PROF_ENV_FRAMES, 0);
-	o->buffer_words = env_number(PROFRING_PROF_ENV_BUFFER_WORDS, 0);
-	if (env_is(PROFRING_PROF_ENV_TIMER, "process"))
-		o->timer = PROFRING_PROF_TIMER_PROCESS;
-	if (env_is(PROFRING_PROF_ENV_UNWIND, "libunwind"))
-		o->unwinder = PROFRING_PROF_UNWIND_LIBUNWIND;
-}
 
 /*
  * Children inherit LD_PRELOAD, not the session: they must not overwrite
@@ -371,44 +336,35 @@ static void preload_unset_env(void)
 	*to = NULL;
 }
 
-/*
- * A process-wide ITIMER_PROF survives exec, the SIGPROF handler does not:
- * a program exec'd from a profiled one (with --timer process) would be
- * killed by its first tick.  If nothing here profiles and SIGPROF would
- * kill us, the timer can only do harm: disarm it.
- */
-static void disarm_inherited_itimer(void)
-{
-	struct itimerval off, cur;
-	struct sigaction sa;
-
-	if (sigaction(SIGPROF, NULL, &sa) || sa.sa_handler != SIG_DFL ||
-	    getitimer(ITIMER_PROF, &cur) ||
-	    (!cur.it_value.tv_sec && !cur.it_value.tv_usec))
-		return;
-	memset(&off, 0, sizeof(off));
-	setitimer(ITIMER_PROF, &off, NULL);
-}
-
 /* A child forked while start or stop held the lock must not inherit it. */
 static void session_after_fork_in_child(void)
 {
 	pthread_mutex_init(&session.lock, NULL);
 }
 
+/*
+ * Under `profring-prof record` the agent attaches to the launcher
+ * (agent.c); otherwise PROFRING_PROF starts an in-process session.  A bad
+ * variable gets one line naming it, and the program runs unprofiled.
+ */
 __attribute__((constructor)) static void prof_library_init(void)
 {
 	struct profring_prof_opts o;
+	char msg[256];
 	int err;
 
 	prof_sampler_init_process(); /* the main thread's stack bounds */
 	pthread_atfork(NULL, NULL, session_after_fork_in_child);
+	if (prof_agent_init())
+		return;
 	if (!getenv(PROFRING_PROF_ENV_OUTPUT) ||
-	    !*getenv(PROFRING_PROF_ENV_OUTPUT)) {
-		disarm_inherited_itimer();
+	    !*getenv(PROFRING_PROF_ENV_OUTPUT))
+		return;
+	if (prof_opts_from_env(&o, msg, sizeof(msg))) {
+		fprintf(stderr, "profring-prof: %s; not profiling\n", msg);
+		preload_unset_env();
 		return;
 	}
-	preload_opts(&o);
 	session.verbose = true;
 	err = profring_prof_start(&o); /* copies the strings */
 	preload_unset_env();

@@ -5,19 +5,21 @@
  *
  *	profring-prof record [-F hz] [-o out.pb.gz] [-f out.folded]
  *		[--timer thread|process] [--unwind fp|libunwind]
- *		[--frames N] [--buffer-words N] -- cmd [args...]
+ *		[--frames N] [--buffer-words N] [--children] [-q]
+ *		-- cmd [args...]
  *	profring-prof report [-n top] [--threads] [file.pb.gz]
  *
- * record puts libprofring-prof.so in LD_PRELOAD, passes the options in
- * the PROFRING_PROF* variables prof.h lists (PROFRING_PROF_ENV_*) and
- * execs the command; the library profiles it from before main() to exit.
- * The library is looked for in $PROFRING_PROF_LIB, then beside this
- * program, then one directory up, then in ../lib, then on the loader's
- * path.
+ * record runs the command with libprofring-prof.so in LD_PRELOAD; the
+ * library writes samples into memory shared with this process, which
+ * collects them and writes the profile however the program ends
+ * (prof/record.c).  The library is looked for in $PROFRING_PROF_LIB, then
+ * beside this program, then one directory up, then in ../lib, then on
+ * the loader's path.
  */
 #include <profring/prof.h>
 
 #include "pprof/report.h"
+#include "prof/record.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -28,139 +30,38 @@
 #include <string.h>
 #include <unistd.h>
 
-#define LIB_NAME "libprofring-prof.so"
-
 /* The usage: on stdout and 0 when asked for (@asked), else on stderr and 2. */
 static int usage(bool asked)
 {
 	fprintf(asked ? stdout : stderr,
 		"usage: profring-prof record [-F hz] [-o out.pb.gz] [-f out.folded]\n"
 		"                            [--timer thread|process] [--unwind fp|libunwind]\n"
-		"                            [--frames N] [--buffer-words N] -- cmd [args...]\n"
+		"                            [--frames N] [--buffer-words N] [--children] [-q]\n"
+		"                            -- cmd [args...]\n"
 		"       profring-prof report [-n top] [--threads] [file.pb.gz]\n");
 	return asked ? 0 : 2;
 }
 
-static int file_exists(const char *path)
-{
-	return access(path, R_OK) == 0;
-}
-
-/* Where libprofring-prof.so is: @out gets a path (or the bare name). */
-static void find_library(char *out, size_t len)
-{
-	static const char *const rel[] = { "/" LIB_NAME, "/../" LIB_NAME,
-					   "/../lib/" LIB_NAME };
-	const char *env = getenv(PROFRING_PROF_ENV_LIB);
-	char self[PATH_MAX];
-	ssize_t n;
-	size_t i;
-	char *slash;
-
-	if (env && *env) {
-		snprintf(out, len, "%s", env);
-		return;
-	}
-	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-	if (n > 0) {
-		self[n] = 0;
-		slash = strrchr(self, '/');
-		if (slash)
-			*slash = 0;
-		for (i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
-			snprintf(out, len, "%s%s", self, rel[i]);
-			if (file_exists(out))
-				return;
-		}
-	}
-	snprintf(out, len, "%s", LIB_NAME);
-}
-
-static int set_preload(void)
-{
-	char lib[PATH_MAX], *val;
-	const char *old = getenv("LD_PRELOAD");
-	size_t len;
-	int rc;
-
-	find_library(lib, sizeof(lib));
-	len = strlen(lib) + (old ? strlen(old) + 1 : 0) + 1;
-	val = malloc(len);
-	if (!val)
-		return -1;
-	/* After the ones already there (a sanitizer runtime must be first). */
-	snprintf(val, len, "%s%s%s", old ? old : "", old && *old ? ":" : "",
-		 lib);
-	rc = setenv("LD_PRELOAD", val, 1);
-	free(val);
-	return rc;
-}
-
-/* The variable through which record passes option @c on, or NULL. */
-static const char *record_env(int c)
-{
-	static const struct {
-		int opt;
-		const char *env;
-	} vars[] = {
-		{ 'F', PROFRING_PROF_ENV_HZ },
-		{ 'f', PROFRING_PROF_ENV_FOLDED },
-		{ 't', PROFRING_PROF_ENV_TIMER },
-		{ 'u', PROFRING_PROF_ENV_UNWIND },
-		{ 'd', PROFRING_PROF_ENV_FRAMES },
-		{ 'b', PROFRING_PROF_ENV_BUFFER_WORDS },
-	};
-
-	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++)
-		if (vars[i].opt == c)
-			return vars[i].env;
-	return NULL;
-}
-
+/*
+ * record: options checked before anything runs (one line and status 2 for
+ * a bad one); then prof_record_run() (prof/record.c) runs the program and
+ * collects its samples here, in the launcher.
+ */
 static int record(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "freq", required_argument, NULL, 'F' },
-		{ "output", required_argument, NULL, 'o' },
-		{ "folded", required_argument, NULL, 'f' },
-		{ "timer", required_argument, NULL, 't' },
-		{ "unwind", required_argument, NULL, 'u' },
-		{ "frames", required_argument, NULL, 'd' },
-		{ "buffer-words", required_argument, NULL, 'b' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *out = PROFRING_PROF_DEFAULT_OUTPUT;
-	int c;
+	struct prof_record_args a;
+	char err[512];
+	int rc = prof_record_parse(argc, argv, &a, err, sizeof(err));
 
-	while ((c = getopt_long(argc, argv, "+F:o:f:h", longopts, NULL)) !=
-	       -1) {
-		const char *env = record_env(c);
-
-		if (env) {
-			setenv(env, optarg, 1);
-			continue;
-		}
-		switch (c) {
-		case 'o':
-			out = optarg;
-			break;
-		case 'h':
-			return usage(true);
-		default:
-			return usage(false);
-		}
+	if (rc == 1)
+		return usage(true);
+	if (rc) {
+		fprintf(stderr, "profring-prof: %s\n", err);
+		return 2;
 	}
-	if (optind >= argc)
-		return usage(false);
-	if (setenv(PROFRING_PROF_ENV_OUTPUT, out, 1) || set_preload()) {
-		perror("profring-prof: setenv");
-		return 1;
-	}
-	execvp(argv[optind], argv + optind);
-	fprintf(stderr, "profring-prof: cannot run %s: %s\n", argv[optind],
-		strerror(errno));
-	return 127;
+	rc = prof_record_run(&a, argv + a.cmd_index);
+	prof_record_args_free(&a);
+	return rc;
 }
 
 /* -n's argument, a number of rows from 1 to INT_MAX; 0 if it is not one. */

@@ -1,0 +1,591 @@
+// SPDX-License-Identifier: MIT
+/*
+ * prof/aggregate.c - from records to a profile.
+ *
+ * Records come in the ring's order (stream.h says what each holds):
+ *   - a sample's stack is interned in a stacktab (one copy of each
+ *     distinct stack, a small id) and the pair (stack id, thread) counted
+ *     in a keyed table: samples and periods;
+ *   - an overflow record adds to the lost count, which becomes the
+ *     "[profring: lost samples]" entry: a gap is always visible;
+ *   - a HELLO starts a new address space for its pid (a new image, whose
+ *     MAP records follow, or a fork child, which starts with a copy of its
+ *     parent's mappings); a MAP adds a mapping to its pid's current space.
+ * A thread is (address space, tid): the same tid in an image after exec is
+ * another thread of the profile, with the new image's code.
+ *
+ * In-process mode (the collector thread inside the profiled program) has
+ * one space, the process itself, symbolized from /proc/self/maps at the
+ * end; its records carry its own pid.  Under the launcher every space is
+ * symbolized from the mappings its process reported, so code that was
+ * unloaded, and processes that are gone, are still named.
+ *
+ * Everything read from the ring comes from the profiled program: a record
+ * whose kind or payload makes no sense is counted in `bad` and skipped.
+ *
+ * Thread names: a thread's comm is read from /proc/PID/task/TID/comm when
+ * its first sample is read; in-process, again when the profile is made
+ * (a name set later counts), and the sampler passes on the names of
+ * threads that exited (prof_agg_set_thread_name()).
+ */
+#include "prof/aggregate.h"
+#include "prof/stream.h"
+
+#include <profring/stacktab.h>
+
+#include "pprof/symbolize.h"
+#include "pprof/table.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Pseudo stack ids for the synthetic entries (real ids are small). */
+#define STACK_TABLE_FULL UINT32_MAX
+#define STACK_EMPTY (UINT32_MAX - 1)
+
+/* The stack table's arena (address space, committed as used) and size. */
+#define AGG_STACKS_MAX_BYTES ((size_t)64 << 20)
+#define AGG_EXPECTED_STACKS 16384
+
+/* Samples are interned whole: the stack table must not cut them. */
+_Static_assert(PROFRING_PROF_MAX_FRAMES <= STACKTAB_MAX_DEPTH,
+	       "a sample's frames must fit the stack table");
+
+/* One image of one process: its pid and the mappings it reported. */
+struct agg_space {
+	pid_t pid;
+	struct prof_map_spec *maps;
+	size_t nmaps, capmaps;
+};
+
+struct agg_thread {
+	uint32_t space;
+	uint32_t tid;
+	char name[16]; /* comm: at most 15 bytes and a NUL; "" if unknown */
+};
+
+/* Keyed table entries (pprof/table.h): a nonzero 64-bit key first. */
+struct agg_entry {
+	uint64_t key; /* stack << 32 | thread index + 1 */
+	uint64_t samples;
+	uint64_t periods;
+};
+
+struct index_entry {
+	uint64_t key; /* thread: (space + 1) << 32 | tid; pid: pid */
+	uint32_t index;
+};
+
+struct prof_agg {
+	bool in_process;
+	struct stacktab *tab;
+	struct keyed_table agg; /* struct agg_entry */
+	struct keyed_table thread_index; /* struct index_entry */
+	struct keyed_table pid_space; /* pid -> current space */
+	struct agg_thread *threads;
+	size_t nthreads, capthreads;
+	struct agg_space *spaces;
+	size_t nspaces, capspaces;
+	struct prof_symbolizer **syms; /* made by prof_agg_profile() */
+	size_t nsyms;
+	struct prof_agg_counts n;
+};
+
+static void read_comm(pid_t pid, uint32_t tid, char name[16])
+{
+	char path[64];
+	ssize_t n;
+	int fd;
+
+	name[0] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/task/%u/comm", (int)pid, tid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	n = read(fd, name, 15);
+	close(fd);
+	if (n <= 0)
+		return;
+	name[n] = 0;
+	if (name[n - 1] == '\n')
+		name[n - 1] = 0;
+}
+
+/* ---- address spaces ---- */
+
+static int space_new(struct prof_agg *a, pid_t pid, uint32_t *out)
+{
+	struct agg_space *v;
+	struct index_entry *e;
+
+	v = array_grow(a->spaces, &a->capspaces, a->nspaces + 1,
+		       sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	a->spaces = v;
+	e = keyed_table_insert(&a->pid_space, (uint64_t)(uint32_t)pid, NULL,
+			       NULL);
+	if (!e)
+		return -ENOMEM;
+	memset(&v[a->nspaces], 0, sizeof(v[0]));
+	v[a->nspaces].pid = pid;
+	e->index = (uint32_t)a->nspaces;
+	*out = (uint32_t)a->nspaces++;
+	return 0;
+}
+
+static int space_add_map(struct agg_space *s, uint64_t start, uint64_t limit,
+			 uint64_t offset, const char *path)
+{
+	struct prof_map_spec *v;
+	char *copy = strdup(path);
+
+	if (!copy)
+		return -ENOMEM;
+	v = array_grow(s->maps, &s->capmaps, s->nmaps + 1, sizeof(*v));
+	if (!v) {
+		free(copy);
+		return -ENOMEM;
+	}
+	s->maps = v;
+	v[s->nmaps].start = start;
+	v[s->nmaps].limit = limit;
+	v[s->nmaps].offset = offset;
+	v[s->nmaps].path = copy;
+	s->nmaps++;
+	return 0;
+}
+
+/* The current space of @pid, made (with no mappings) if none. */
+static int space_of(struct prof_agg *a, pid_t pid, uint32_t *out)
+{
+	struct index_entry *e;
+
+	if (a->in_process && a->nspaces) {
+		*out = 0;
+		return 0;
+	}
+	e = keyed_table_find(&a->pid_space, (uint64_t)(uint32_t)pid, NULL,
+			     NULL);
+	if (e) {
+		*out = e->index;
+		return 0;
+	}
+	return space_new(a, pid, out);
+}
+
+static int take_hello(struct prof_agg *a, const struct profbuf_record *rec,
+		      pid_t pid)
+{
+	struct index_entry *e;
+	uint32_t space, parent;
+	int err;
+
+	if (rec->nstk < 2 || a->in_process)
+		return -EBADMSG;
+	a->n.images++;
+	/* A new image (start, exec) or a fork child: a new space either way. */
+	err = space_new(a, pid, &space);
+	if (err)
+		return err;
+	if (!(rec->stk[1] & PROF_HELLO_FORKED))
+		return 0;
+	e = keyed_table_find(&a->pid_space, (uint64_t)(uint32_t)rec->stk[0],
+			     NULL, NULL);
+	if (!e)
+		return 0; /* the parent is not profiled: raw addresses */
+	parent = e->index;
+	for (size_t i = 0; i < a->spaces[parent].nmaps; i++) {
+		const struct prof_map_spec *m = &a->spaces[parent].maps[i];
+
+		err = space_add_map(&a->spaces[space], m->start, m->limit,
+				    m->offset, m->path);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static int take_map(struct prof_agg *a, const struct profbuf_record *rec,
+		    pid_t pid)
+{
+	const char *path;
+	uint32_t space;
+	int err;
+
+	if (rec->nstk < 4 || rec->stk[0] >= rec->stk[1])
+		return -EBADMSG;
+	path = prof_stream_unpack((const uint64_t *)rec->stk + 3,
+				  rec->nstk - 3);
+	if (!path || !*path)
+		return -EBADMSG;
+	err = space_of(a, pid, &space);
+	if (err)
+		return err;
+	a->n.maps++;
+	return space_add_map(&a->spaces[space], rec->stk[0], rec->stk[1],
+			     rec->stk[2], path);
+}
+
+/* ---- samples ---- */
+
+static int thread_of(struct prof_agg *a, uint32_t space, uint32_t tid,
+		     uint32_t *out)
+{
+	uint64_t key = (uint64_t)(space + 1) << 32 | tid;
+	struct index_entry *e = keyed_table_find(&a->thread_index, key, NULL,
+						 NULL);
+	struct agg_thread *v;
+
+	if (e) {
+		*out = e->index;
+		return 0;
+	}
+	v = array_grow(a->threads, &a->capthreads, a->nthreads + 1,
+		       sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	a->threads = v;
+	e = keyed_table_insert(&a->thread_index, key, NULL, NULL);
+	if (!e)
+		return -ENOMEM;
+	e->index = (uint32_t)a->nthreads;
+	v[a->nthreads].space = space;
+	v[a->nthreads].tid = tid;
+	read_comm(a->spaces[space].pid, tid, v[a->nthreads].name);
+	*out = (uint32_t)a->nthreads++;
+	a->n.threads++;
+	return 0;
+}
+
+static int take_sample(struct prof_agg *a, const struct profbuf_record *rec,
+		       pid_t pid)
+{
+	uint64_t periods = rec->hdr[PROF_HDR_KIND_PERIODS] & PROF_PERIODS_MASK;
+	uint32_t tid = (uint32_t)rec->hdr[PROF_HDR_TID];
+	uint32_t stack, space, thread;
+	struct agg_entry *e;
+	int err;
+
+	if (!periods || !tid)
+		return -EBADMSG;
+	err = space_of(a, pid, &space);
+	if (!err)
+		err = thread_of(a, space, tid, &thread);
+	if (err)
+		return err;
+	a->n.read++;
+	a->n.periods += periods;
+	if (!rec->nstk) {
+		stack = STACK_EMPTY;
+	} else {
+		stack = stacktab_put(a->tab, rec->stk, rec->nstk);
+		if (!stack) {
+			stack = STACK_TABLE_FULL;
+			a->n.table_full++;
+		}
+	}
+	e = keyed_table_insert(&a->agg, (uint64_t)stack << 32 | (thread + 1),
+			       NULL, NULL);
+	if (!e)
+		return -ENOMEM;
+	e->samples++;
+	e->periods += periods;
+	return 0;
+}
+
+static int take_record(struct prof_agg *a, const struct profbuf_record *rec)
+{
+	pid_t pid = (pid_t)rec->hdr[PROF_HDR_PID];
+
+	if (profbuf_record_is_overflow(rec)) {
+		a->n.lost += profbuf_record_overflow_count(rec);
+		return 0;
+	}
+	if (pid <= 0)
+		return -EBADMSG;
+	switch (prof_hdr_kind(rec->hdr[PROF_HDR_KIND_PERIODS])) {
+	case PROF_REC_SAMPLE:
+		return take_sample(a, rec, pid);
+	case PROF_REC_MAP:
+		return take_map(a, rec, pid);
+	case PROF_REC_HELLO:
+		return take_hello(a, rec, pid);
+	}
+	return -EBADMSG;
+}
+
+/**
+ * prof_agg_take() - take one read's worth of records.
+ * @a: the aggregation.
+ * @r: a read of the profiler's ring (PROF_HDR_WORDS header words).
+ *
+ * A record that makes no sense is counted (prof_agg_counts().bad) and
+ * skipped.
+ *
+ * Return: 0, or -ENOMEM (the record that met it is not counted).
+ */
+int prof_agg_take(struct prof_agg *a, const struct profbuf_read *r)
+{
+	struct profbuf_record rec;
+	struct profbuf_iter it;
+	int err;
+
+	profbuf_iter_init(&it, r, PROF_HDR_WORDS);
+	while (profbuf_iter_next(&it, &rec)) {
+		err = take_record(a, &rec);
+		if (err == -EBADMSG)
+			a->n.bad++;
+		else if (err)
+			return err;
+	}
+	/* a ring another process scribbled on: the rest of the read */
+	if (profbuf_iter_malformed(&it))
+		a->n.bad++;
+	return 0;
+}
+
+/**
+ * prof_agg_set_thread_name() - the name an in-process thread exited with.
+ * @a:    the aggregation (in-process).
+ * @tid:  the thread.
+ * @name: its comm.
+ */
+void prof_agg_set_thread_name(struct prof_agg *a, pid_t tid, const char *name)
+{
+	struct index_entry *e =
+		keyed_table_find(&a->thread_index,
+				 (uint64_t)1 << 32 | (uint32_t)tid, NULL, NULL);
+
+	if (e && name[0])
+		snprintf(a->threads[e->index].name, sizeof(a->threads[0].name),
+			 "%s", name);
+}
+
+/* ---- the profile ---- */
+
+static const char *special_name(uint32_t stack)
+{
+	if (stack == STACK_TABLE_FULL)
+		return PROF_TABLE_FULL_NAME;
+	if (stack == STACK_EMPTY)
+		return PROF_NO_STACK_NAME;
+	return NULL;
+}
+
+static int fill_sample(struct prof_agg *a, const struct agg_entry *e,
+		       struct prof_sample *s)
+{
+	uintptr_t pcs[PROFRING_PROF_MAX_FRAMES];
+	uint32_t stack = (uint32_t)(e->key >> 32);
+	const struct agg_thread *t = &a->threads[(uint32_t)e->key - 1];
+	uintptr_t *copy;
+	size_t n;
+
+	memset(s, 0, sizeof(*s));
+	s->tid = t->tid;
+	s->thread_name = t->name[0] ? t->name : NULL;
+	s->space = t->space;
+	s->pid = a->in_process ? 0 : (uint32_t)a->spaces[t->space].pid;
+	s->samples = e->samples;
+	s->periods = e->periods;
+	s->special = special_name(stack);
+	if (s->special)
+		return 0;
+	n = stacktab_get(a->tab, stack, pcs, PROFRING_PROF_MAX_FRAMES);
+	if (n > PROFRING_PROF_MAX_FRAMES)
+		n = PROFRING_PROF_MAX_FRAMES;
+	copy = malloc(n * sizeof(*copy) + 1);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, pcs, n * sizeof(*copy));
+	s->pcs = copy;
+	s->npcs = n;
+	return 0;
+}
+
+/* One symbolizer per address space: the process's own, or its reports. */
+static int make_symbolizers(struct prof_agg *a)
+{
+	a->syms = calloc(a->nspaces + 1, sizeof(*a->syms));
+	if (!a->syms)
+		return -ENOMEM;
+	for (a->nsyms = 0; a->nsyms < a->nspaces; a->nsyms++) {
+		const struct agg_space *s = &a->spaces[a->nsyms];
+		struct prof_symbolizer *sym =
+			a->in_process
+				? prof_symbolizer_new()
+				: prof_symbolizer_new_maps(s->maps, s->nmaps);
+
+		if (!sym)
+			return -errno;
+		a->syms[a->nsyms] = sym;
+	}
+	return 0;
+}
+
+/**
+ * prof_agg_refresh_names() - read the names of the threads again (those
+ * still alive: a name set after the first sample counts).
+ */
+void prof_agg_refresh_names(struct prof_agg *a)
+{
+	char name[16];
+
+	for (size_t i = 0; i < a->nthreads; i++) {
+		read_comm(a->spaces[a->threads[i].space].pid,
+			  a->threads[i].tid, name);
+		if (name[0])
+			memcpy(a->threads[i].name, name, sizeof(name));
+	}
+}
+
+/**
+ * prof_agg_profile() - the aggregated samples, with a symbolizer per
+ * address space (valid until prof_agg_free()).
+ * @a: the aggregation; no record may be taken afterwards.
+ * @p: receives samples, spaces; the caller fills in the period, times and
+ *     comments.  Free with prof_agg_profile_free().
+ *
+ * Return: 0 or -errno.
+ */
+int prof_agg_profile(struct prof_agg *a, struct prof_profile *p)
+{
+	struct prof_sample *v;
+	struct agg_entry *e;
+	size_t i = 0, n = 0;
+	int err;
+
+	memset(p, 0, sizeof(*p));
+	if (a->in_process) {
+		if (!a->nspaces) {
+			uint32_t unused;
+
+			err = space_new(a, getpid(), &unused);
+			if (err)
+				return err;
+		}
+	}
+	err = make_symbolizers(a);
+	if (err)
+		return err;
+	p->spaces = a->syms;
+	p->nspaces = a->nsyms;
+	v = calloc(a->agg.n + 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	p->samples = v;
+	while ((e = keyed_table_next(&a->agg, &i))) {
+		err = fill_sample(a, e, &v[n]);
+		if (err) {
+			p->nsamples = n;
+			prof_agg_profile_free(p);
+			return err;
+		}
+		n++;
+	}
+	if (a->n.lost) {
+		/* An overflow record counts samples, not periods: one each. */
+		v[n].special = PROF_LOST_NAME;
+		v[n].samples = a->n.lost;
+		v[n].periods = a->n.lost;
+		n++;
+	}
+	p->nsamples = n;
+	return 0;
+}
+
+/**
+ * prof_agg_profile_free() - free what prof_agg_profile() made (but the
+ * symbolizers, which live as long as the aggregation).
+ */
+void prof_agg_profile_free(struct prof_profile *p)
+{
+	for (size_t i = 0; i < p->nsamples; i++)
+		free((void *)p->samples[i].pcs);
+	free((void *)p->samples);
+	p->samples = NULL;
+	p->nsamples = 0;
+}
+
+/**
+ * prof_agg_counts() - what the records said so far.
+ */
+void prof_agg_counts(const struct prof_agg *a, struct prof_agg_counts *c)
+{
+	struct stacktab_stats ts;
+	uint64_t pids = 0;
+
+	*c = a->n;
+	stacktab_stats(a->tab, &ts);
+	c->stacks = ts.stacks;
+	for (size_t i = 0; i < a->nspaces; i++) {
+		size_t j;
+
+		for (j = 0; j < i; j++)
+			if (a->spaces[j].pid == a->spaces[i].pid)
+				break;
+		pids += j == i;
+	}
+	c->pids = pids;
+}
+
+/**
+ * prof_agg_new() - an empty aggregation.
+ * @in_process: the records are this process's own (one address space,
+ *		symbolized from /proc/self/maps).
+ * @table_bytes: the stack table's arena, 0 for the default.
+ * @err:	receives -errno on failure.
+ *
+ * Return: the aggregation, or NULL.
+ */
+struct prof_agg *prof_agg_new(bool in_process, size_t table_bytes, int *err)
+{
+	struct prof_agg *a = calloc(1, sizeof(*a));
+
+	if (!a) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	a->in_process = in_process;
+	keyed_table_init(&a->agg, sizeof(struct agg_entry));
+	keyed_table_init(&a->thread_index, sizeof(struct index_entry));
+	keyed_table_init(&a->pid_space, sizeof(struct index_entry));
+	a->tab = stacktab_new(table_bytes ? table_bytes : AGG_STACKS_MAX_BYTES,
+			      AGG_EXPECTED_STACKS);
+	if (!a->tab) {
+		*err = -errno;
+		free(a);
+		return NULL;
+	}
+	return a;
+}
+
+/**
+ * prof_agg_free() - free everything, symbolizers included.
+ * @a: may be NULL.
+ */
+void prof_agg_free(struct prof_agg *a)
+{
+	if (!a)
+		return;
+	for (size_t i = 0; i < a->nsyms; i++)
+		prof_symbolizer_free(a->syms[i]);
+	free(a->syms);
+	for (size_t i = 0; i < a->nspaces; i++) {
+		for (size_t j = 0; j < a->spaces[i].nmaps; j++)
+			free((void *)a->spaces[i].maps[j].path);
+		free(a->spaces[i].maps);
+	}
+	free(a->spaces);
+	free(a->threads);
+	keyed_table_free(&a->agg);
+	keyed_table_free(&a->thread_index);
+	keyed_table_free(&a->pid_space);
+	stacktab_free(a->tab);
+	free(a);
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * prof/options.h - the profiler's options, parsed strictly: `record`'s
+ * command line and the in-process mode's PROFRING_PROF_* variables, with
+ * the same rules and ranges (prof.h's macros), each error one line naming
+ * the option and what it wants.
+ *
+ * Internal header of the profiler: never installed.
+ */
+#ifndef PROFRING_PROF_OPTIONS_H
+#define PROFRING_PROF_OPTIONS_H
+
+#include <profring/prof.h>
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/*
+ * struct prof_record_args - what `profring-prof record` was asked.
+ * @opts:	the session (output and folded point at the paths below).
+ * @output:	absolute (resolved against the starting directory), checked
+ *		writable; malloc'd.
+ * @folded:	the same, or NULL.
+ * @children:	--children: forked descendants are profiled too.
+ * @quiet:	-q: no summary line (errors and warnings still).
+ * @cmd_index:	argv index of the command.
+ */
+struct prof_record_args {
+	struct profring_prof_opts opts;
+	char *output;
+	char *folded;
+	bool children;
+	bool quiet;
+	int cmd_index;
+};
+
+int prof_record_parse(int argc, char **argv, struct prof_record_args *a,
+		      char *err, size_t errlen);
+void prof_record_args_free(struct prof_record_args *a);
+int prof_opts_from_env(struct profring_prof_opts *o, char *err,
+		       size_t errlen);
+int prof_output_check(const char *path, const char *what, char **abs,
+		      char *err, size_t errlen);
+
+#endif /* PROFRING_PROF_OPTIONS_H */

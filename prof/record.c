@@ -1,0 +1,600 @@
+// SPDX-License-Identifier: MIT
+/*
+ * prof/record.c - `profring-prof record`: run a program and profile it
+ * from outside.
+ *
+ * The launcher creates the shared memory (shm.h), forks, and the child
+ * execs the program with libprofring-prof.so in LD_PRELOAD and
+ * PROF_SHM_ENV naming the memfd (agent.c attaches the program to it).  The
+ * launcher, not the program, reads the ring (a reader thread with every
+ * signal blocked), aggregates, symbolizes from the mappings the program
+ * reported, and writes the profile: whatever ends the program (exit,
+ * _exit, a signal, exec into something else), what it wrote is in the
+ * launcher's memory.
+ *
+ * Signals.  The launcher blocks the signals it waits for (SIGCHLD and the
+ * ones it forwards) and takes them with sigwaitinfo(); the child gets the
+ * mask and dispositions the launcher was given, before exec.  SIGTERM,
+ * SIGHUP, SIGINT, SIGQUIT, SIGUSR1, SIGUSR2 sent to the launcher by a
+ * process (kill, timeout(1)) are passed on to the program; the ones a
+ * terminal sends reach the whole foreground group, the program included,
+ * so they are not sent twice.
+ *
+ * The end.  When the program (the process the launcher started, through
+ * its execs) has been reaped, the ring is closed: later writes (from
+ * descendants still running under --children) are refused and counted by
+ * their writers.  The reader drains to EOF; a record that a process left
+ * reserved and never finished can hold EOF back forever, so the drain
+ * gives up after DRAIN_STALL_NS without progress and says so.
+ *
+ * Exit status: the program's (its exit code; for a death by signal the
+ * launcher kills itself with the same signal, after writing, so that a
+ * shell sees what it would have seen); 125 when no profile could be made
+ * (nothing attached, or the file could not be written); 126/127 when the
+ * program could not be run.
+ */
+#include "prof/record.h"
+#include "prof/aggregate.h"
+#include "prof/shm.h"
+
+#include "pprof/pprof.h"
+#include "ring/clock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define LIB_NAME "libprofring-prof.so"
+#define READ_PERIOD_NS 100000000u
+#define DRAIN_STALL_NS 2000000000u
+#define NCOMMENTS 5
+#define COMMENT_LEN 320
+
+/* The command run, for messages. */
+static const char *prog_name;
+
+/* The signals passed on to the program when a process sends them. */
+static const int forwarded[] = { SIGTERM, SIGHUP, SIGINT,
+				 SIGQUIT, SIGUSR1, SIGUSR2 };
+
+struct reader {
+	struct profbuf *buf;
+	struct prof_agg *agg;
+	pthread_t thread;
+	_Atomic bool closed; /* the ring was closed: drain, then stop */
+	bool stalled; /* gave up waiting for an unfinished record */
+	int error;
+};
+
+/* ---- the reader thread ---- */
+
+static void *reader_main(void *arg)
+{
+	struct reader *rd = arg;
+	uint64_t idle_since = 0;
+	struct profbuf_read r;
+	int err;
+
+	for (;;) {
+		err = profbuf_read_timeout(rd->buf, READ_PERIOD_NS, &r);
+		if (!err && r.eof)
+			break;
+		if (!err && r.ndata) {
+			idle_since = 0;
+			err = prof_agg_take(rd->agg, &r);
+			if (err && !rd->error)
+				rd->error = err;
+			continue;
+		}
+		if (err && err != -ETIMEDOUT) {
+			rd->error = err;
+			break;
+		}
+		/* Acquire: pairs with the release store in reader_close(). */
+		if (!atomic_load_explicit(&rd->closed, memory_order_acquire))
+			continue;
+		if (!idle_since)
+			idle_since = ring_clock_mono_ns();
+		else if (ring_clock_mono_ns() - idle_since > DRAIN_STALL_NS) {
+			rd->stalled = true;
+			break;
+		}
+	}
+	return NULL;
+}
+
+static int reader_start(struct reader *rd)
+{
+	sigset_t all, old;
+	int rc;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&rd->thread, NULL, reader_main, rd);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return -rc;
+}
+
+static void reader_close(struct reader *rd)
+{
+	profbuf_close(rd->buf);
+	/* Release: pairs with the acquire load in reader_main(). */
+	atomic_store_explicit(&rd->closed, true, memory_order_release);
+	pthread_join(rd->thread, NULL);
+}
+
+/* ---- starting the program ---- */
+
+static bool readable(const char *path)
+{
+	return access(path, R_OK) == 0;
+}
+
+/* Where libprofring-prof.so is: @out gets a path (or the bare name). */
+static void find_library(char *out, size_t len)
+{
+	static const char *const rel[] = { "/" LIB_NAME, "/../" LIB_NAME,
+					   "/../lib/" LIB_NAME };
+	const char *env = getenv(PROFRING_PROF_ENV_LIB);
+	char self[PATH_MAX];
+	ssize_t n;
+	char *slash;
+
+	if (env && *env) {
+		snprintf(out, len, "%s", env);
+		return;
+	}
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n > 0) {
+		self[n] = 0;
+		slash = strrchr(self, '/');
+		if (slash)
+			*slash = 0;
+		for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+			snprintf(out, len, "%s%s", self, rel[i]);
+			if (readable(out))
+				return;
+		}
+	}
+	snprintf(out, len, "%s", LIB_NAME);
+}
+
+/*
+ * The program's environment: ours, with the library appended to
+ * LD_PRELOAD (after what is there: a sanitizer runtime must come first)
+ * and PROF_SHM_ENV; the pid in the latter is written by the child
+ * (child_env_pid()), so everything is allocated before the fork.
+ */
+struct child_env {
+	char **envp;
+	char *preload;
+	char *shm; /* PROF_SHM_ENV "=FD:" followed by room for the pid */
+	size_t shm_pid_at;
+};
+
+static int child_env_make(struct child_env *ce, int fd)
+{
+	char lib[PATH_MAX];
+	const char *old = getenv("LD_PRELOAD");
+	size_t n = 0, k = 0, len;
+
+	find_library(lib, sizeof(lib));
+	for (char **e = environ; *e; e++)
+		n++;
+	ce->envp = calloc(n + 3, sizeof(*ce->envp));
+	len = strlen("LD_PRELOAD=") + strlen(lib) + (old ? strlen(old) : 0) + 2;
+	ce->preload = malloc(len);
+	ce->shm = malloc(sizeof(PROF_SHM_ENV) + 48);
+	if (!ce->envp || !ce->preload || !ce->shm)
+		return -ENOMEM;
+	snprintf(ce->preload, len, "LD_PRELOAD=%s%s%s", old ? old : "",
+		 old && *old ? ":" : "", lib);
+	ce->shm_pid_at = (size_t)snprintf(ce->shm, sizeof(PROF_SHM_ENV) + 48,
+					  "%s=%d:", PROF_SHM_ENV, fd);
+	for (char **e = environ; *e; e++)
+		if (strncmp(*e, "LD_PRELOAD=", 11) &&
+		    strncmp(*e, PROF_SHM_ENV "=", sizeof(PROF_SHM_ENV)))
+			ce->envp[k++] = *e;
+	ce->envp[k++] = ce->preload;
+	ce->envp[k++] = ce->shm;
+	ce->envp[k] = NULL;
+	return 0;
+}
+
+static void child_env_free(struct child_env *ce)
+{
+	free(ce->envp);
+	free(ce->preload);
+	free(ce->shm);
+}
+
+/* In the child: write our pid into PROF_SHM_ENV (no allocation). */
+static void child_env_pid(struct child_env *ce)
+{
+	char digits[16];
+	int n = 0;
+	unsigned int pid = (unsigned int)getpid();
+	char *p = ce->shm + ce->shm_pid_at;
+
+	do
+		digits[n++] = (char)('0' + pid % 10);
+	while ((pid /= 10));
+	while (n)
+		*p++ = digits[--n];
+	*p = 0;
+}
+
+/*
+ * Fork and exec @argv.  An exec failure comes back through a
+ * close-on-exec pipe as the child's errno.
+ * Return: the child's pid, or -errno of the fork or the exec.
+ */
+static pid_t spawn(char **argv, struct child_env *ce, int memfd,
+		   const sigset_t *mask, const struct sigaction *chld)
+{
+	int pfd[2], err = 0;
+	pid_t pid;
+	ssize_t n;
+
+	if (pipe2(pfd, O_CLOEXEC))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		err = -errno;
+		close(pfd[0]);
+		close(pfd[1]);
+		return err;
+	}
+	if (pid == 0) {
+		close(pfd[0]);
+		sigaction(SIGCHLD, chld, NULL);
+		sigprocmask(SIG_SETMASK, mask, NULL);
+		fcntl(memfd, F_SETFD, 0); /* inherited by the program */
+		child_env_pid(ce);
+		execvpe(argv[0], argv, ce->envp);
+		err = errno;
+		n = write(pfd[1], &err, sizeof(err));
+		(void)n;
+		_exit(127);
+	}
+	close(pfd[1]);
+	n = read(pfd[0], &err, sizeof(err));
+	close(pfd[0]);
+	if (n == sizeof(err)) {
+		waitpid(pid, NULL, 0);
+		return -err;
+	}
+	return pid;
+}
+
+/* ---- waiting ---- */
+
+static void forwarded_set(sigset_t *set)
+{
+	sigemptyset(set);
+	sigaddset(set, SIGCHLD);
+	for (size_t i = 0; i < sizeof(forwarded) / sizeof(forwarded[0]); i++)
+		sigaddset(set, forwarded[i]);
+}
+
+/*
+ * Wait for the program to end, passing on the signals processes send us.
+ * Return: its wait status; *@ru its resource usage.
+ */
+static int wait_program(pid_t pid, const sigset_t *set, struct rusage *ru)
+{
+	siginfo_t si;
+	int status;
+	pid_t w;
+
+	for (;;) {
+		w = wait4(pid, &status, WNOHANG, ru);
+		if (w == pid)
+			return status;
+		if (w < 0 && errno != EINTR)
+			return 0; /* cannot happen: it is our child */
+		if (sigwaitinfo(set, &si) < 0 || si.si_signo == SIGCHLD)
+			continue;
+		/* A terminal's signal reached the program too. */
+		if (si.si_code == SI_USER || si.si_code == SI_QUEUE)
+			kill(pid, si.si_signo);
+	}
+}
+
+/* ---- the profile ---- */
+
+struct outcome {
+	int status; /* wait status */
+	struct rusage ru;
+	struct prof_counts counts;
+	struct prof_agg_counts agg;
+	bool stalled;
+	int64_t start_realtime_ns;
+	int64_t duration_ns;
+};
+
+/* "exited with status 0", "was killed by signal 11 (Segmentation fault)" */
+static void describe_end(int status, char *out, size_t len)
+{
+	if (WIFEXITED(status))
+		snprintf(out, len, "exited with status %d",
+			 WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(out, len, "was killed by signal %d (%s)%s",
+			 WTERMSIG(status), strsignal(WTERMSIG(status)),
+			 WCOREDUMP(status) ? ", core dumped" : "");
+	else
+		snprintf(out, len, "ended with wait status %#x", status);
+}
+
+static const char *timer_name(unsigned int timer)
+{
+	return timer == PROFRING_PROF_TIMER_PROCESS ? "process CPU timer"
+						    : "per-thread CPU timers";
+}
+
+static void format_comments(const struct prof_record_args *a,
+			    const struct outcome *o,
+			    char c[NCOMMENTS][COMMENT_LEN])
+{
+	const struct prof_counts *k = &o->counts;
+	char end[128];
+
+	describe_end(o->status, end, sizeof(end));
+	snprintf(c[0], COMMENT_LEN,
+		 "profring-prof: %u Hz, %s on signal %u, %s unwinding",
+		 a->opts.hz, timer_name(a->opts.timer), k->signo,
+		 a->opts.unwinder == PROFRING_PROF_UNWIND_LIBUNWIND
+			 ? "libunwind"
+			 : "frame-pointer");
+	snprintf(c[1], COMMENT_LEN, "program: %s %s", prog_name, end);
+	snprintf(c[2], COMMENT_LEN,
+		 "signals %" PRIu64 " = written %" PRIu64 " + refused %" PRIu64
+		 "; read %" PRIu64 ", lost %" PRIu64,
+		 k->written + k->refused, k->written, k->refused, o->agg.read,
+		 o->agg.lost);
+	snprintf(c[3], COMMENT_LEN,
+		 "processes %" PRIu64 ", images %" PRIu64 ", threads %" PRIu64
+		 ", stacks %" PRIu64 ", truncated %" PRIu64
+		 ", unchecked unwinds %" PRIu64 ", stack table full %" PRIu64,
+		 o->agg.pids, o->agg.images, o->agg.threads, o->agg.stacks,
+		 k->truncated, k->unchecked, o->agg.table_full);
+	snprintf(c[4], COMMENT_LEN,
+		 "libunwind fallbacks %" PRIu64 ", mappings %" PRIu64
+		 " (lost %" PRIu64 "), bad records %" PRIu64 "%s%s",
+		 k->unwind_fallback, o->agg.maps, k->maps_lost, o->agg.bad,
+		 k->taken_over ? ", the program took our signal over" : "",
+		 o->stalled ? ", a record was never finished" : "");
+}
+
+static int write_profile(const struct prof_record_args *a, struct reader *rd,
+			 const struct outcome *o)
+{
+	char comments[NCOMMENTS][COMMENT_LEN];
+	const char *lines[NCOMMENTS];
+	struct prof_profile p;
+	int err;
+
+	err = prof_agg_profile(rd->agg, &p);
+	if (err)
+		return err;
+	format_comments(a, o, comments);
+	for (int i = 0; i < NCOMMENTS; i++)
+		lines[i] = comments[i];
+	p.period_ns = 1000000000u / a->opts.hz;
+	p.time_nanos = o->start_realtime_ns;
+	p.duration_nanos = o->duration_ns;
+	p.comments = lines;
+	p.ncomments = NCOMMENTS;
+	err = prof_pprof_write(&p, NULL, a->output);
+	if (!err && a->folded)
+		err = prof_folded_write(&p, NULL, a->folded);
+	prof_agg_profile_free(&p);
+	return err;
+}
+
+static double ru_cpu_s(const struct rusage *ru)
+{
+	return (double)ru->ru_utime.tv_sec + ru->ru_utime.tv_usec / 1e6 +
+	       (double)ru->ru_stime.tv_sec + ru->ru_stime.tv_usec / 1e6;
+}
+
+/* The warnings: what a user must know to trust (or not) the profile. */
+static void warn(const struct prof_record_args *a, const struct outcome *o)
+{
+	double cpu = ru_cpu_s(&o->ru);
+	double seen = (double)o->agg.periods / a->opts.hz;
+
+	if (o->counts.taken_over)
+		fprintf(stderr,
+			"profring-prof: the program installed its own handler "
+			"for signal %u: sampling stopped there\n",
+			o->counts.signo);
+	if (o->stalled)
+		fprintf(stderr,
+			"profring-prof: a process died or stopped in the middle "
+			"of writing a sample; what followed it is lost\n");
+	if (o->counts.maps_lost)
+		fprintf(stderr,
+			"profring-prof: %" PRIu64 " mapping records were lost "
+			"(ring full): some code is shown as raw addresses\n",
+			o->counts.maps_lost);
+	if (cpu >= 0.2 && seen < cpu / 2 && !o->counts.taken_over)
+		fprintf(stderr,
+			"profring-prof: the samples account for %.2f s of the "
+			"program's %.2f s of CPU: it may block signal %u, run "
+			"code in processes not profiled (see --children), or "
+			"lose samples\n",
+			seen, cpu, o->counts.signo);
+}
+
+/*
+ * The summary line: the in-process mode's (prof.c) format, so that
+ * scripts read both, with the processes and the program's end after it.
+ */
+static void summary(const struct prof_record_args *a, const struct outcome *o)
+{
+	char end[128];
+
+	describe_end(o->status, end, sizeof(end));
+	fprintf(stderr,
+		"profring-prof: wrote %s: %" PRIu64 " samples (signals %" PRIu64
+		" = read %" PRIu64 " + lost %" PRIu64 "), %" PRIu64
+		" threads, %" PRIu64 " stacks, %" PRIu64
+		" process%s; the program %s\n",
+		a->output, o->agg.read + o->agg.lost,
+		o->counts.written + o->counts.refused, o->agg.read, o->agg.lost,
+		o->agg.threads, o->agg.stacks, o->agg.pids,
+		o->agg.pids == 1 ? "" : "es", end);
+}
+
+/* The launcher's own status for the program's @status (see the top). */
+static int pass_on(int status)
+{
+	struct rlimit none = { 0, 0 };
+	sigset_t set;
+	int sig;
+
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (!WIFSIGNALED(status))
+		return 125;
+	sig = WTERMSIG(status);
+	setrlimit(RLIMIT_CORE, &none); /* the program dumped its own */
+	signal(sig, SIG_DFL);
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
+	raise(sig);
+	return 128 + sig;
+}
+
+static int finish(const struct prof_record_args *a, struct reader *rd,
+		  struct prof_shm_map *m, struct outcome *o)
+{
+	int err;
+
+	o->stalled = rd->stalled;
+	prof_shm_sum(m->hdr, &o->counts);
+	prof_agg_counts(rd->agg, &o->agg);
+	/* Relaxed: the program is gone; a count to report. */
+	if (!atomic_load_explicit(&m->hdr->attached, memory_order_relaxed)) {
+		char end[128];
+
+		describe_end(o->status, end, sizeof(end));
+		fprintf(stderr,
+			"profring-prof: nothing was profiled: %s never loaded "
+			"%s (a static or setuid program ignores LD_PRELOAD); "
+			"it %s\n",
+			prog_name, LIB_NAME, end);
+		return 125;
+	}
+	err = write_profile(a, rd, o);
+	if (err) {
+		fprintf(stderr, "profring-prof: cannot write %s: %s\n",
+			a->output, strerror(-err));
+		return 125;
+	}
+	warn(a, o);
+	if (!a->quiet)
+		summary(a, o);
+	return pass_on(o->status);
+}
+
+/**
+ * prof_record_run() - run @argv under the profiler, as `record` does.
+ * @a:    the parsed and checked options.
+ * @argv: the command and its arguments.
+ *
+ * Return: the exit status for the launcher (see the top of this file);
+ * may not return at all, when it ends by the program's signal.
+ */
+int prof_record_run(const struct prof_record_args *args, char **argv)
+{
+	struct prof_record_args full = *args;
+	const struct prof_record_args *a = &full;
+	struct prof_shm_params sp = {
+		.buffer_words = a->opts.buffer_words,
+		.hz = a->opts.hz,
+		.max_frames = a->opts.max_frames,
+		.timer = a->opts.timer,
+		.unwinder = a->opts.unwinder,
+		.children = a->children,
+	};
+	struct reader rd = { 0 };
+	struct child_env ce = { 0 };
+	struct prof_shm_map m;
+	struct outcome o = { 0 };
+	struct sigaction dfl = { .sa_handler = SIG_DFL }, chld;
+	sigset_t set, old;
+	int64_t t0;
+	pid_t pid;
+	int err, rc = 125;
+
+	prog_name = argv[0];
+	if (!full.opts.hz)
+		full.opts.hz = PROFRING_PROF_DEFAULT_HZ;
+	if (!full.opts.max_frames)
+		full.opts.max_frames = PROFRING_PROF_DEFAULT_FRAMES;
+	if (!full.opts.buffer_words)
+		full.opts.buffer_words = PROFRING_PROF_DEFAULT_BUFFER_WORDS;
+	sp.hz = full.opts.hz;
+	sp.max_frames = full.opts.max_frames;
+	sp.buffer_words = full.opts.buffer_words;
+	err = prof_shm_create(&sp, &m);
+	if (err) {
+		fprintf(stderr, "profring-prof: cannot set up: %s\n",
+			strerror(-err));
+		return 125;
+	}
+	rd.buf = m.buf;
+	rd.agg = prof_agg_new(false, 0, &err);
+	if (!rd.agg || child_env_make(&ce, m.fd)) {
+		fprintf(stderr, "profring-prof: cannot set up: %s\n",
+			strerror(rd.agg ? ENOMEM : -err));
+		goto out;
+	}
+	forwarded_set(&set);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	/* SIGCHLD ignored would reap the program for us: wait4 needs it. */
+	sigaction(SIGCHLD, &dfl, &chld);
+	o.start_realtime_ns = (int64_t)ring_clock_ns(CLOCK_REALTIME);
+	t0 = (int64_t)ring_clock_mono_ns();
+	pid = spawn(argv, &ce, m.fd, &old, &chld);
+	if (pid < 0) {
+		fprintf(stderr, "profring-prof: cannot run %s: %s\n", argv[0],
+			strerror((int)-pid));
+		rc = pid == -ENOENT ? 127 : 126;
+		goto unmask;
+	}
+	err = reader_start(&rd);
+	o.status = wait_program(pid, &set, &o.ru);
+	o.duration_ns = (int64_t)ring_clock_mono_ns() - t0;
+	if (err) {
+		fprintf(stderr, "profring-prof: cannot read samples: %s\n",
+			strerror(-err));
+		rc = pass_on(o.status);
+		goto unmask;
+	}
+	reader_close(&rd);
+	rc = finish(a, &rd, &m, &o);
+unmask:
+	sigaction(SIGCHLD, &chld, NULL);
+	sigprocmask(SIG_SETMASK, &old, NULL);
+out:
+	child_env_free(&ce);
+	prof_agg_free(rd.agg);
+	prof_shm_unmap(&m);
+	return rc;
+}

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * prof/stream.h - what the profiled process tells the collector: the
+ * records it writes to the profiler's profbuf, and the per-process
+ * counters it keeps.
+ *
+ * In-process mode (LD_PRELOAD with PROFRING_PROF, or the API) the ring and
+ * the counters are the process's own; under `profring-prof record` they
+ * live in memory shared with the launcher (prof/shm.h), which reads them
+ * whatever happens to the profiled process.
+ *
+ * Every record has PROF_HDR_WORDS header words:
+ *   hdr[PROF_HDR_KIND_PERIODS]  kind << PROF_KIND_SHIFT | periods; a
+ *		sample is kind 0 with periods >= 1, so no header is all zero
+ *		(profbuf reserves that for its overflow records);
+ *   hdr[PROF_HDR_TID]  the writing thread's id;
+ *   hdr[PROF_HDR_PID]  the writing process's id.
+ * Its payload (the profbuf "stack" words) depends on the kind:
+ *   PROF_REC_SAMPLE  the PCs, leaf first (pprof/profile.h);
+ *   PROF_REC_MAP     one executable mapping: start, limit, file offset,
+ *		then the path as a NUL-terminated string packed into words
+ *		(prof_stream_pack());
+ *   PROF_REC_HELLO   a process attached: its parent's pid, a flags word
+ *		(PROF_HELLO_FORKED: a fork child, whose mappings are its
+ *		parent's as they were; otherwise a new image, at start or
+ *		after exec, whose own PROF_REC_MAP records follow), then the
+ *		executable's path packed as above.  A new image starts a new
+ *		address space for that pid: samples written after the HELLO
+ *		belong to it.
+ * Mappings are only ever added: code unloaded by dlclose stays known, so
+ * that samples taken in it before are named (a later mapping over the same
+ * addresses wins for later lookups).
+ * Internal header of the profiler: never installed.
+ */
+#ifndef PROFRING_PROF_STREAM_H
+#define PROFRING_PROF_STREAM_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define PROF_HDR_KIND_PERIODS 0
+#define PROF_HDR_TID 1
+#define PROF_HDR_PID 2
+#define PROF_HDR_WORDS 3
+
+#define PROF_KIND_SHIFT 56
+#define PROF_PERIODS_MASK ((UINT64_C(1) << PROF_KIND_SHIFT) - 1)
+
+enum prof_rec_kind {
+	PROF_REC_SAMPLE = 0,
+	PROF_REC_MAP = 1,
+	PROF_REC_HELLO = 2,
+};
+
+/* PROF_REC_HELLO's flags word. */
+#define PROF_HELLO_FORKED 1u
+
+static inline uint64_t prof_hdr_kind_word(enum prof_rec_kind kind,
+					  uint64_t periods)
+{
+	return (uint64_t)kind << PROF_KIND_SHIFT | (periods & PROF_PERIODS_MASK);
+}
+
+static inline enum prof_rec_kind prof_hdr_kind(uint64_t word)
+{
+	return (enum prof_rec_kind)(word >> PROF_KIND_SHIFT);
+}
+
+/* Words needed to pack a string of @len bytes and its NUL. */
+static inline size_t prof_stream_words(size_t len)
+{
+	return (len + 1 + 7) / 8;
+}
+
+/*
+ * prof_stream_pack() - pack @s (its first @len bytes) and a NUL into
+ * @out, which has room for prof_stream_words(@len) words; the tail of the
+ * last word is zeroed.  Async-signal-safe.
+ */
+static inline void prof_stream_pack(uint64_t *out, const char *s, size_t len)
+{
+	size_t n = prof_stream_words(len);
+
+	out[n - 1] = 0;
+	memcpy(out, s, len);
+	((char *)out)[len] = 0;
+}
+
+/*
+ * prof_stream_unpack() - the string packed in @w[0..@n): NULL unless it
+ * ends in a NUL within the words.  Points into @w.
+ */
+static inline const char *prof_stream_unpack(const uint64_t *w, size_t n)
+{
+	const char *s = (const char *)w;
+
+	if (!n || !memchr(s, 0, n * 8))
+		return NULL;
+	return s;
+}
+
+/*
+ * struct prof_counters - one process's sampling accounting, kept where the
+ * collector can read it even after the process died (shared memory under
+ * the launcher).  Relaxed atomic counters: nothing is published through
+ * them.  A signal of ours is either written or refused.
+ * @written:	samples written to the ring.
+ * @refused:	samples the ring refused (overflow, or after close).
+ * @truncated:	samples whose stack was cut at max_frames.
+ * @unchecked:	samples taken without known stack bounds.
+ * @unwind_fallback: libunwind samples taken with frame pointers instead,
+ *		because a thread was inside the dynamic loader.
+ * @threads:	distinct threads given a timer (or, with the process
+ *		timer, seen by the sampler).
+ * @taken_over:	1 once the program installed its own handler for our
+ *		signal (sampling stopped then).
+ * @maps_lost:	mapping records the ring had no room for (agent.c): code
+ *		in those mappings is shown as raw addresses.
+ * @signo:	the signal the sampler uses (0 before start).
+ */
+struct prof_counters {
+	_Atomic uint64_t written;
+	_Atomic uint64_t refused;
+	_Atomic uint64_t truncated;
+	_Atomic uint64_t unchecked;
+	_Atomic uint64_t unwind_fallback;
+	_Atomic uint64_t threads;
+	_Atomic uint64_t maps_lost;
+	_Atomic uint32_t taken_over;
+	_Atomic uint32_t signo;
+};
+
+/*
+ * prof_maps_changed() - the program's code mappings changed (dlopen or
+ * dlclose returned): report them to the collector.  Defined in agent.c;
+ * called by the loader hooks outside signal handlers.
+ */
+void prof_maps_changed(void);
+
+#endif /* PROFRING_PROF_STREAM_H */
