@@ -161,6 +161,24 @@ $(BUILD)/tools/prof_demo_nofp: tools/prof_demo.c
 	@mkdir -p $(dir $@)
 	$(CC) -D_GNU_SOURCE -std=c11 -O2 -fomit-frame-pointer -o $@ $< -lpthread
 
+# The end-to-end suite's hostile programs (prof/e2e/e2e_test.sh), built
+# without sanitizers (they run under LD_PRELOAD), one of them static.
+E2E_PROGS := $(BUILD)/e2e/hostile $(BUILD)/e2e/hostile_static \
+	$(BUILD)/e2e/libdlloop.so
+E2E_CFLAGS := -D_GNU_SOURCE -std=c11 -O2 -g $(FRAMEPTR)
+
+$(BUILD)/e2e/hostile: prof/e2e/hostile.c
+	@mkdir -p $(dir $@)
+	$(CC) $(E2E_CFLAGS) -o $@ $< -lpthread -ldl
+
+$(BUILD)/e2e/hostile_static: prof/e2e/hostile.c
+	@mkdir -p $(dir $@)
+	$(CC) $(E2E_CFLAGS) -DHOSTILE_STATIC -static -o $@ $< -lpthread
+
+$(BUILD)/e2e/libdlloop.so: prof/e2e/dlloop_lib.c
+	@mkdir -p $(dir $@)
+	$(CC) $(E2E_CFLAGS) -shared -fPIC -o $@ $<
+
 # Unit tests: one binary per *_test.c, beside its code's directory.
 $(BUILD)/test/%: %.c $(TESTKIT_OBJS) $(LIB_A)
 	@mkdir -p $(dir $@)
@@ -248,10 +266,10 @@ fuzz-replay:
 # Every test program prints PASS/FAIL/SKIP lines; testing/run-tests.sh
 # runs them all and prints the totals as the closing line.
 LABEL ?= check
-check: all $(TESTS) $(BUILD)/test/readme_example $(STRESS)
+check: all $(TESTS) $(BUILD)/test/readme_example $(STRESS) $(E2E_PROGS)
 	@$(MAKE) --no-print-directory run-tests BUILD=$(BUILD) LABEL=$(LABEL)
 
-run-tests: $(TESTS) $(BUILD)/test/readme_example $(STRESS)
+run-tests: $(TESTS) $(BUILD)/test/readme_example $(STRESS) $(E2E_PROGS)
 	@sh testing/run-tests.sh $(BUILD) $(LABEL) $(TESTS)
 
 tsan:

@@ -366,9 +366,11 @@ static void format_comments(const struct prof_record_args *a,
 		 o->agg.lost);
 	snprintf(c[3], COMMENT_LEN,
 		 "processes %" PRIu64 ", images %" PRIu64 ", threads %" PRIu64
-		 ", stacks %" PRIu64 ", truncated %" PRIu64
-		 ", unchecked unwinds %" PRIu64 ", stack table full %" PRIu64,
-		 o->agg.pids, o->agg.images, o->agg.threads, o->agg.stacks,
+		 " (%" PRIu64 " with samples), stacks %" PRIu64
+		 ", truncated %" PRIu64 ", unchecked unwinds %" PRIu64
+		 ", stack table full %" PRIu64,
+		 o->agg.pids, o->agg.images, k->threads, o->agg.threads,
+		 o->agg.stacks,
 		 k->truncated, k->unchecked, o->agg.table_full);
 	snprintf(c[4], COMMENT_LEN,
 		 "libunwind fallbacks %" PRIu64 ", mappings %" PRIu64
@@ -435,7 +437,8 @@ static void warn(const struct prof_record_args *a, const struct outcome *o)
 			"profring-prof: the samples account for %.2f s of the "
 			"program's %.2f s of CPU: it may block signal %u, run "
 			"code in processes not profiled (see --children), or "
-			"lose samples\n",
+			"in threads that end within a CPU tick (try --timer "
+			"process)\n",
 			seen, cpu, o->counts.signo);
 }
 
@@ -455,7 +458,7 @@ static void summary(const struct prof_record_args *a, const struct outcome *o)
 		" process%s; the program %s\n",
 		a->output, o->agg.read + o->agg.lost,
 		o->counts.written + o->counts.refused, o->agg.read, o->agg.lost,
-		o->agg.threads, o->agg.stacks, o->agg.pids,
+		o->counts.threads, o->agg.stacks, o->agg.pids,
 		o->agg.pids == 1 ? "" : "es", end);
 }
 

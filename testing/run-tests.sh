@@ -6,7 +6,8 @@
 #	sh testing/run-tests.sh BUILD LABEL TEST...
 #
 # Runs each unit-test binary TEST, the README example, the tools' and the
-# profiler's end-to-end scripts, the first scenario of each stress
+# profiler's end-to-end scripts (prof_test.sh, e2e/e2e_test.sh), the
+# first scenario of each stress
 # program for 2 s and, when LABEL is "check", each fuzzer for
 # CHECK_FUZZ_SECONDS (make fuzz-replay).  Every part prints PASS, FAIL and
 # SKIP lines; a part that exits nonzero without a FAIL line counts as one
@@ -53,6 +54,8 @@ out=$(sh tools/tools_test.sh "$BUILD" 2>&1)
 count tools_test.sh $? "$out"
 out=$(sh prof/prof_test.sh "$BUILD" "$LABEL" 2>&1)
 count prof_test.sh $? "$out"
+out=$(sh prof/e2e/e2e_test.sh "$BUILD" "$LABEL" 2>&1)
+count e2e_test.sh $? "$out"
 out=$(stress/run.sh --quick 2 "$BUILD" 2>&1)
 count stress/run.sh $? "$out"
 if [ "$LABEL" = check ]; then
