@@ -29,10 +29,11 @@
  * its result and errno.  (bsd_signal, sysv_signal and sigset are not
  * hooked.)
  *
- * The next definitions are found with dlsym(RTLD_NEXT) once, or, in a
- * sanitizer build that links our objects into the executable, the
- * sanitizer's interceptor (which our strong definition replaces), as for
- * pthread_create in sampler.c.
+ * The next definitions are found with dlsym(RTLD_NEXT) once.  Sanitizer
+ * builds (make tsan, make asan) interpose none of this: the sanitizer
+ * runtimes intercept the same functions and call dl_iterate_phdr before
+ * any instrumented code of ours may run, so there the loader fallback,
+ * the takeover check and the mapping reports after dlopen are off.
  */
 #include "prof/hooks.h"
 #include "prof/sampler.h"
@@ -46,21 +47,29 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define PROF_HOOKS_OFF 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define PROF_HOOKS_OFF 1
+#endif
+
+#ifdef PROF_HOOKS_OFF
+bool prof_hooks_in_loader(void)
+{
+	return false;
+}
+
+int prof_hooks_real_sigaction(int sig, const struct sigaction *act,
+			      struct sigaction *old)
+{
+	return sigaction(sig, act, old);
+}
+#else
 static atomic_int in_loader;
 
-/*
- * The definition after ours of @name: the sanitizer's interceptor
- * @interceptor if it lives in our module, else RTLD_NEXT's.
- */
-static void *next_fn(const char *name, void *interceptor, void *self)
-{
-	Dl_info a, b;
-
-	if (interceptor && dladdr(interceptor, &a) && dladdr(self, &b) &&
-	    a.dli_fbase == b.dli_fbase)
-		return interceptor;
-	return dlsym(RTLD_NEXT, name);
-}
 
 /* NEXT(type, name): the next definition of @name, looked up once. */
 #define NEXT(fn_type, name)                                                    \
@@ -69,9 +78,7 @@ static void *next_fn(const char *name, void *interceptor, void *self)
 		fn_type f_ = atomic_load_explicit(&next_,                      \
 						  memory_order_relaxed);       \
 		if (!f_) {                                                     \
-			void *p_ = next_fn(#name,                              \
-					   (void *)__interceptor_##name,       \
-					   (void *)&name);                     \
+			void *p_ = dlsym(RTLD_NEXT, #name);                    \
 			memcpy(&f_, &p_, sizeof(f_));                          \
 			/* Any thread finds the same: relaxed. */              \
 			atomic_store_explicit(&next_, f_,                      \
@@ -86,15 +93,6 @@ typedef int (*phdr_cb)(struct dl_phdr_info *, size_t, void *);
 typedef int (*iterate_fn)(phdr_cb, void *);
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 typedef sighandler_t (*signal_fn)(int, sighandler_t);
-
-extern void *__interceptor_dlopen(const char *, int) __attribute__((weak));
-extern int __interceptor_dlclose(void *) __attribute__((weak));
-extern int __interceptor_dl_iterate_phdr(phdr_cb, void *)
-	__attribute__((weak));
-extern int __interceptor_sigaction(int, const struct sigaction *,
-				   struct sigaction *) __attribute__((weak));
-extern sighandler_t __interceptor_signal(int, sighandler_t)
-	__attribute__((weak));
 
 static void enter_loader(void)
 {
@@ -201,3 +199,4 @@ RING_API sighandler_t signal(int sig, sighandler_t handler)
 		prof_sampler_taken_over(sig);
 	return next(sig, handler);
 }
+#endif /* PROF_HOOKS_OFF */

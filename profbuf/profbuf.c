@@ -95,6 +95,18 @@
  *   While BUSY is held the count can only grow, so nothing is lost between
  *   a claim and a reservation, and no writer ever waits on BUSY.
  *
+ * Shared buffers (profbuf_shared_init()).  The same block serves every
+ * process that maps it; the futex word is process-shared.  A writer
+ * process can die mid-write, so a writer names itself: right after its
+ * reservation it stores the record's length (and rewind marker) and then
+ * an owner stamp, PB_STAMP_OWNER | its tid, in the record's commit stamp
+ * (claim_record(); write_with_overflow() claims both of its records at
+ * once); and it names itself in busy_owner while it holds BUSY.  The
+ * reader steps over a record whose owner is gone, counting it as a loss
+ * (skip_dead_writer()), and clears a dead holder's BUSY
+ * (recover_dead_busy()).  See "Dead writers" below for what stays bounded
+ * only by the reader's timeout.
+ *
  * Close and EOF.  close sets CLOSED, then wakeup_extra().  Writers refuse
  * to start once they see CLOSED.  The reader decides EOF only when CLOSED
  * is set, nothing committed or reserved is left, and no overflow is
@@ -205,11 +217,51 @@ static void wakeup_extra(struct profbuf *b)
 
 /* ---- counting losses ----------------------------------------------- */
 
+/*
+ * In a shared buffer, the writer's thread id, cached: the owner stamp
+ * names it.  Reset in a fork child (profbuf_shared_fork_child(), set up
+ * by profbuf_shared_init/attach).
+ */
+static _Thread_local uint32_t self_tid __attribute__((tls_model("initial-exec")));
+
+void profbuf_shared_fork_child(void)
+{
+	self_tid = 0;
+}
+
+static __attribute__((noinline)) uint32_t owner_token(void)
+{
+	if (!self_tid)
+		self_tid = (uint32_t)syscall(SYS_gettid); /* keeps no errno */
+	return PB_STAMP_OWNER | self_tid;
+}
+
+/*
+ * Shared buffers: name the holder of BUSY right after claiming it, and
+ * forget it just before letting go, so that a reader can tell a holder
+ * that died (recover_dead_busy()).  Relaxed: ordered by the BUSY CASes
+ * around them (see there).
+ */
+static inline void busy_claimed(struct profbuf *b)
+{
+	if (ring_unlikely(b->shared))
+		atomic_store_explicit(&b->busy_owner, owner_token(),
+				      memory_order_relaxed);
+}
+
+static inline void busy_leaving(struct profbuf *b)
+{
+	if (ring_unlikely(b->shared))
+		atomic_store_explicit(&b->busy_owner, 0, memory_order_relaxed);
+}
+
+
 /* Clear BUSY, adding @n losses in the same CAS, and tell the reader. */
 static void ovf_release_busy(struct profbuf *b, uint32_t n)
 {
 	uint64_t o = atomic_load_explicit(&b->ovf, memory_order_relaxed);
 
+	busy_leaving(b);
 	/*
 	 * Release: pairs with the acquire loads of ovf in
 	 * write_with_overflow() and take_overflow(): ovf_time, stored while
@@ -252,6 +304,7 @@ static __attribute__((noinline, cold)) int count_loss(struct profbuf *b,
 				    &b->ovf, &o, claim, memory_order_acquire,
 				    memory_order_relaxed))
 				continue;
+			busy_claimed(b);
 			ring_perturb();
 			atomic_store_explicit(&b->ovf_time, (uint64_t)now,
 					      memory_order_relaxed);
@@ -346,25 +399,6 @@ reserve(struct profbuf *b, const uint32_t *want, int n,
 }
 
 /* ---- filling and committing ---------------------------------------- */
-
-/*
- * In a shared buffer, the writer's thread id, cached: the owner stamp
- * names it.  Reset in a fork child (profbuf_shared_fork_child(), set up
- * by profbuf_shared_init/attach).
- */
-static _Thread_local uint32_t self_tid __attribute__((tls_model("initial-exec")));
-
-void profbuf_shared_fork_child(void)
-{
-	self_tid = 0;
-}
-
-static __attribute__((noinline)) uint32_t owner_token(void)
-{
-	if (!self_tid)
-		self_tid = (uint32_t)syscall(SYS_gettid); /* keeps no errno */
-	return PB_STAMP_OWNER | self_tid;
-}
 
 /*
  * claim_record() - shared buffers: say who writes the record reserved at
@@ -464,11 +498,17 @@ write_with_overflow(struct profbuf *b, uint64_t o, const void *tag, int64_t now,
 	} while (!atomic_compare_exchange_weak_explicit(
 		&b->ovf, &o, o | OVF_BUSY, memory_order_acquire,
 		memory_order_acquire));
+	busy_claimed(b);
 	ring_perturb();
 
 	if (!reserve(b, want, 2, &rv)) {
 		ovf_release_busy(b, 1);
 		return -ENOSPC;
+	}
+	/* Shared: own both records at once, should we die holding BUSY. */
+	if (ring_unlikely(b->shared)) {
+		claim_record(b, rv.tag, rv.pos[0], rv.marker[0], want[0]);
+		claim_record(b, rv.tag + 1, rv.pos[1], rv.marker[1], want[1]);
 	}
 	ring_perturb();
 	/* Stable while we hold BUSY: only a 0 -> 1 claim stores it. */
@@ -480,6 +520,7 @@ write_with_overflow(struct profbuf *b, uint64_t o, const void *tag, int64_t now,
 	 * our load of ovf_time above happens before its store of the next
 	 * run's time.  Acquire: our reads follow every loss counted so far.
 	 */
+	busy_leaving(b);
 	while (!atomic_compare_exchange_weak_explicit(
 		&b->ovf, &o, ovf_next_gen(o), memory_order_acq_rel,
 		memory_order_relaxed))
@@ -988,6 +1029,36 @@ static int skip_dead_writer(struct profbuf *b)
 }
 
 /*
+ * recover_dead_busy() - shared buffers: BUSY is held by a writer whose
+ * thread is gone: clear it, so that the pending losses can be taken.
+ * The acquire load of ovf pairs with the release CAS that last cleared
+ * BUSY (ovf_release_busy(), write_with_overflow()), which follows its
+ * holder's busy_leaving(): the owner we then read is the current holder's
+ * or 0 (unknown: left alone).  If the holder let go meanwhile our CAS
+ * fails.  Counts only ever move by CAS, so none is lost or taken twice;
+ * a first loss's time that was never stored reads as the previous one's.
+ * Return: true if BUSY was cleared.
+ */
+static bool recover_dead_busy(struct profbuf *b)
+{
+	uint64_t o = atomic_load_explicit(&b->ovf, memory_order_acquire);
+	uint32_t owner;
+
+	if (!(o & OVF_BUSY))
+		return false;
+	owner = atomic_load_explicit(&b->busy_owner, memory_order_relaxed);
+	if (!(owner & PB_STAMP_OWNER) || !task_is_gone(owner & ~PB_STAMP_OWNER))
+		return false;
+	/* Release: as ovf_release_busy(), for whoever takes the count. */
+	if (!atomic_compare_exchange_strong_explicit(&b->ovf, &o, o & ~OVF_BUSY,
+						     memory_order_release,
+						     memory_order_relaxed))
+		return false;
+	b->dead_skipped++;
+	return true;
+}
+
+/*
  * read_step() - one look at the buffer.
  *
  * Return: 1 when @out holds something to return (data, overflow, EOF), 0
@@ -1075,6 +1146,8 @@ static int read_common(struct profbuf *b, struct pb_wait *wt,
 		rc = read_step(b, wt, out);
 	while (rc == 0);
 	if (rc == -ETIMEDOUT) {
+		if (b->shared)
+			recover_dead_busy(b);
 		/* One last look, so that a timeout never hides a record. */
 		wt->block = false;
 		do

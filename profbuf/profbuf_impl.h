@@ -41,6 +41,8 @@ struct profbuf {
 	/* The pending overflow record, and CLOSED. */
 	ring_cacheline_aligned _Atomic uint64_t ovf;
 	_Atomic uint64_t ovf_time;
+	/* Shared buffers: who holds BUSY (an owner stamp), or 0. */
+	_Atomic uint32_t busy_owner;
 	/* Read-mostly. */
 	ring_cacheline_aligned _Atomic uint32_t wake_watermark;
 	uint32_t hdrsize;

@@ -19,6 +19,11 @@ scenarios() {
 		echo "--writers 4 --signals --close-early --mode timed --wrap --watermark 256"
 		echo "--writers 4 --bufwords 4194304 --tags 65536 --signals --cpu-clock"
 		;;
+	profbuf_shared_stress)
+		echo "--procs 3 --threads 2 --signals"
+		echo "--procs 3 --threads 2 --signals --kill"
+		echo "--procs 6 --threads 2 --kill --bufwords 512"
+		;;
 	tracebuf_stress)
 		echo "--signals"
 		echo "--signals --memory 65536 --buf 4096"

@@ -234,10 +234,14 @@ size_t profbuf_shared_size(size_t hdrsize, size_t bufwords, size_t ntags);
  *    (profbuf_stats().dead_skipped counts them apart): records read +
  *    overflow counts = writes that returned 0 or -ENOSPC + writes whose
  *    writer died.  A stopped writer (SIGSTOP) is alive and is waited for.
- *    A writer killed in the few instructions between its reservation and
- *    its owner stamp leaves a record only the reader's timeout bounds
- *    (profbuf_read_timeout(); profbuf_stats().stalled_unowned), and so
- *    does one killed while it holds the overflow record.  Thread ids are
+ *    A writer that dies while it holds the pending overflow count is
+ *    recovered the same way (it is named too).  A writer killed between
+ *    its reservation and its owner stamp (the stamp follows the record's
+ *    length, one cache miss later) leaves a record only the reader's
+ *    timeout bounds (profbuf_read_timeout(); profbuf_stats()
+ *    .stalled_unowned says so): under a full ring with writers killed at
+ *    random (stress/profbuf_shared_stress --kill) that happened in about
+ *    half the runs; a writer that exits normally never does.  Thread ids are
  *    those of the reader's pid namespace: writers in another pid
  *    namespace are not supported.
  *  - The memory is trusted: a process that scribbles on the buffer's
