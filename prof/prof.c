@@ -244,6 +244,14 @@ static void print_summary(const struct profring_prof_stats *st, int err)
 			session.output, strerror(-err));
 		return;
 	}
+	/* Relaxed: the handlers are done (stop waited for them). */
+	if (atomic_load_explicit(&session.counters.taken_over,
+				 memory_order_relaxed))
+		fprintf(stderr,
+			"profring-prof: the program installed its own handler "
+			"for signal %u: sampling stopped there\n",
+			atomic_load_explicit(&session.counters.signo,
+					     memory_order_relaxed));
 	fprintf(stderr,
 		"profring-prof: wrote %s: %" PRIu64 " samples (signals %" PRIu64
 		" = read %" PRIu64 " + lost %" PRIu64 "), %" PRIu64

@@ -74,6 +74,15 @@ run mainexit -- "$H" mainexit
 check mainexit_same same_as_plain mainexit
 check mainexit_profile go_reads mainexit
 
+# The same in-process (LD_PRELOAD, no launcher): our collector thread
+# must not keep the process alive once main's thread is gone.
+LIB=$(cd "$BUILD" && pwd)/libprofring-prof.so
+PROFRING_PROF="$TMP/inproc.pb.gz" LD_PRELOAD="$LIB" timeout -k 5 60 \
+	"$H" mainexit >"$TMP/inproc.out" 2>"$TMP/inproc.err"
+st=$?
+check mainexit_in_process_exits test "$st" -eq 0 -a -s "$TMP/inproc.pb.gz"
+check mainexit_in_process_output cmp -s "$TMP/inproc.out" "$TMP/mainexit.plain"
+
 # 2. Ends the program may come to: _exit, abort, a crash.
 for m in exit3 abort segv; do
 	plain $m "$H" $m
@@ -238,7 +247,7 @@ bad folded_dir '-f /nonexistent' -f /nonexistent/x.folded
 bad unknown '--bogus' --bogus
 # In-process mode: a bad variable gets one line; the program runs as is.
 PROFRING_PROF_TIMER=Process PROFRING_PROF="$TMP/env.pb.gz" \
-	LD_PRELOAD="$BUILD/libprofring-prof.so" timeout 30 "$H" burn 10 \
+	LD_PRELOAD="$LIB" timeout 30 "$H" burn 10 \
 	>"$TMP/env.out" 2>"$TMP/env.err"
 check env_bad_variable_runs test $? -eq 0 -a -s "$TMP/env.out"
 check env_bad_variable_named grep -q 'PROFRING_PROF_TIMER=Process' "$TMP/env.err"
