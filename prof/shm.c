@@ -4,6 +4,7 @@
  * (layout and rules in shm.h).
  */
 #include "prof/shm.h"
+#include "prof/sampler.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -72,6 +73,10 @@ int prof_shm_create(const struct prof_shm_params *p, struct prof_shm_map *m)
 				     PROF_HDR_WORDS, p->buffer_words, ntags);
 	if (!m->buf)
 		goto fail;
+	/* Wake the launcher in batches, as in-process (sampler.h says why). */
+	profbuf_set_wake_watermark(m->buf, p->buffer_words / 4 < PROF_WAKE_WORDS
+						   ? p->buffer_words / 4
+						   : PROF_WAKE_WORDS);
 	return 0;
 fail:
 	err = -errno;

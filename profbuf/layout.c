@@ -163,7 +163,13 @@ RING_API struct profbuf *profbuf_shared_init(void *mem, size_t size,
 		return NULL;
 	}
 	pthread_once(&fork_once, register_fork_child);
-	memset(mem, 0, (size_t)l.size);
+	/*
+	 * The struct and the commit stamps must start at zero; the rings are
+	 * never read before they are written.  Zeroing only these keeps a
+	 * large ring's pages untouched (and uncommitted) until used.
+	 */
+	memset(mem, 0, (size_t)l.data_off);
+	memset((char *)mem + l.stamps_off, 0, 4 * (size_t)l.tag_len);
 	return lay_out(mem, &l, true, 0, 0);
 }
 

@@ -213,7 +213,10 @@ size_t profbuf_shared_size(size_t hdrsize, size_t bufwords, size_t ntags);
  * provides, for use by several processes.
  * @mem:  at least profbuf_shared_size() bytes, aligned to 64 bytes, mapped
  *        MAP_SHARED (a memfd, a shm_open() object, or MAP_SHARED |
- *        MAP_ANONYMOUS before fork()); zeroed here.
+ *        MAP_ANONYMOUS before fork()).  The header and the commit
+ *        stamps are zeroed here, the rings left as they are (they are
+ *        written before they are read), so their pages cost nothing
+ *        until used.
  * @size: its size.
  * @hdrsize, @bufwords, @ntags: as for profbuf_new().
  *
