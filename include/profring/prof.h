@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * profring/prof.h - profring-prof, a SIGPROF sampling CPU profiler built on
- * profbuf and stacktab.
+ * profring/prof.h - profring-prof, a sampling CPU profiler built on profbuf
+ * and stacktab.
  *
  * Use it one of two ways:
  *
- *  - unmodified programs: LD_PRELOAD=libprofring-prof.so with
- *    PROFRING_PROF=out.pb.gz in the environment (or the launcher,
- *    `profring-prof record -o out.pb.gz -- cmd args...`).  Profiling runs
- *    from before main() until exit.  The variables are listed below
- *    (PROFRING_PROF_ENV_OUTPUT and the rest).
+ *  - unmodified programs: the launcher, `profring-prof record -o
+ *    out.pb.gz -- cmd args...`, which collects the samples in its own
+ *    process over shared memory and writes the profile however the
+ *    program ends (exec, _exit, a signal); or in-process,
+ *    LD_PRELOAD=libprofring-prof.so with PROFRING_PROF=out.pb.gz in the
+ *    environment, the profile written at exit.  Profiling runs from before
+ *    main().  The variables are listed below (PROFRING_PROF_ENV_OUTPUT
+ *    and the rest).
  *  - programs that link -lprofring-prof: profring_prof_start() and
  *    profring_prof_stop() around the part to profile.
  *
@@ -22,11 +25,17 @@
  * /proc/self/task every 200 ms.  The kernel checks CPU-time timers at its
  * tick, so a thread takes at most CONFIG_HZ signals a second (250 on
  * Debian); above that each signal stands for several periods (the timer's
- * overrun; with setitimer, the process CPU time since the last signal) and
- * the profile weighs it by them, so the CPU time in the profile stays right
+ * overrun) and the profile weighs it by them, so the CPU time in the profile stays right
  * at any frequency up to PROFRING_PROF_MAX_HZ (10 kHz).
  *
- * The SIGPROF handler unwinds the interrupted thread (frame pointers,
+ * Samples arrive on a real-time signal of the library's own, the highest
+ * one from SIGRTMAX down to SIGRTMIN + 2 that nobody handles, never
+ * SIGPROF: a program's SIGPROF handler, setitimer() and sigwait() see
+ * nothing of ours.  A program that installs its own handler for that
+ * signal takes it over: sampling stops first, and the stop summary says
+ * so.  The handler blocks no other signal.
+ *
+ * The handler unwinds the interrupted thread (frame pointers,
  * every frame checked against the thread's stack bounds; or libunwind) and
  * writes one profbuf record.  It is async-signal-safe: no malloc, no lock,
  * errno preserved.  A reader thread interns the stacks and aggregates them;
@@ -35,10 +44,11 @@
  * is written as gzip'd pprof profile.proto and, optionally, folded stacks.
  *
  * Only one profiling session runs at a time in a process.  A forked child
- * has no session (it may start its own); an exec ends the session without
- * writing its profile, and with PROFRING_PROF_TIMER_PROCESS the interval
- * timer survives the exec: the new program may be killed by a SIGPROF
- * before it could install a handler (as with gperftools).
+ * has no session (it may start its own); an exec ends an in-process
+ * session without writing its profile (no timer of ours survives the
+ * exec; the launcher's sessions go on in the new image).  A process whose
+ * threads have all ended but our reader (main ended by pthread_exit())
+ * exits with status 0, as it would have without us, writing the profile.
  */
 #ifndef PROFRING_PROF_H
 #define PROFRING_PROF_H
@@ -97,9 +107,9 @@ extern "C" {
 
 /** enum profring_prof_timer - how samples are triggered. */
 enum profring_prof_timer {
-	/** One CPU-time timer per thread; setitimer if it cannot be had. */
+	/** One CPU-time timer per thread; the process timer if it cannot be had. */
 	PROFRING_PROF_TIMER_THREAD = 0,
-	/** setitimer(ITIMER_PROF): one process-wide CPU-time timer. */
+	/** One POSIX timer on CLOCK_PROCESS_CPUTIME_ID (never ITIMER_PROF). */
 	PROFRING_PROF_TIMER_PROCESS = 1,
 };
 
@@ -148,7 +158,7 @@ struct profring_prof_opts {
 
 /**
  * struct profring_prof_stats - a profiling session's accounting.
- * @signals:	SIGPROF signals the handler took while profiling.
+ * @signals:	sampling signals the handler took while profiling.
  * @written:	samples the handler wrote to the ring.
  * @refused:	samples the ring refused (counted as overflow by profbuf,
  *		or arriving after close); @written + @refused == @signals.
@@ -183,7 +193,7 @@ struct profring_prof_stats {
  * profring_prof_start() - start profiling the whole process.
  * @opts: options, or NULL for the defaults.
  *
- * Installs the SIGPROF handler, starts the reader thread and arms every
+ * Installs the sampling handler, starts the reader thread and arms every
  * thread's timer.  Not async-signal-safe.
  *
  * Return: 0; -EBUSY if a session is running; -EINVAL for bad options;
@@ -196,7 +206,7 @@ int profring_prof_start(const struct profring_prof_opts *opts);
  * profring_prof_stop() - stop profiling and write the profile.
  *
  * Disarms the timers, waits for handlers in flight, drains the ring, writes
- * the pprof file (and the folded file if asked).  The SIGPROF handler stays
+ * the pprof file (and the folded file if asked).  The sampling handler stays
  * installed, doing nothing, so that a signal still pending cannot kill the
  * process.
  *
