@@ -555,6 +555,25 @@ void prof_sampler_exited_names(prof_name_fn fn, void *arg)
 }
 
 /* A thread starts: note its stack, arm it if a session runs. */
+/*
+ * A new thread that inherited a mask blocking every signal (liblzma's and
+ * many pools' workers are started so, to keep the program's signals
+ * away) would never take a sample: our signal, which the program does not
+ * know of, is unblocked in it.  Its mask is otherwise left as it was.
+ */
+static void unblock_our_signal(void)
+{
+	/* Relaxed: installed before any thread was armed (start, lock). */
+	int sig = atomic_load_explicit(&sampler.signo, memory_order_relaxed);
+	sigset_t set;
+
+	if (!sig)
+		return;
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
+}
+
 static void thread_enter(void)
 {
 	pid_t tid;
@@ -563,6 +582,7 @@ static void thread_enter(void)
 	prof_self.tid = 0; /* never inherited, but be sure */
 	tid = current_tid();
 	record_stack_bounds();
+	unblock_our_signal();
 	if (sampler.key_ok)
 		pthread_setspecific(thread_exit_key, (void *)1);
 	pthread_mutex_lock(&sampler.lock);

@@ -170,6 +170,15 @@ check sigwaitd_signals_untouched within "$(awk '{ print $2 }' "$TMP/sigwaitd.out
 	"$(awk '{ print $2 }' "$TMP/sigwaitd.plain")" 40
 check sigwaitd_profile go_reads sigwaitd
 
+# Threads started with every signal blocked (liblzma's workers are): our
+# signal, which the program does not know of, is unblocked in them, and
+# their CPU is in the profile (no "samples account for" warning).
+plain blockall "$H" blockall
+run blockall -F 999 -- "$H" blockall
+check blockall_same same_as_plain blockall
+check blockall_sampled test "$(grep -c 'samples account for' "$TMP/blockall.err")" -eq 0
+check blockall_profile go_reads blockall
+
 # 8. dlopen/dlclose in a loop on one thread, libunwind sampling: no
 # deadlock, and the unloaded library's function is named.
 if "$PROF" record --unwind libunwind -o "$TMP/probe.pb.gz" -- true \

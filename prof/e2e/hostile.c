@@ -17,6 +17,8 @@
  *   ownprof        its own SIGPROF handler at 100 Hz: prints the count
  *   sigwaitd       SIGPROF blocked everywhere, a thread sigwait()s for it
  *                  (ITIMER_PROF at 100 Hz): prints the count
+ *   blockall       two threads started with every signal blocked (as
+ *                  liblzma starts its workers) burn 300 ms each
  *   dlloop LIB S   one thread dlopen/dlsym/call/dlclose LIB in a loop for
  *                  S seconds while another burns
  *   forktree PROG  two children, each fork+exec PROG burn 200 (grandchildren)
@@ -159,6 +161,22 @@ static int mode_dlloop(const char *lib, int seconds)
 }
 #endif
 
+static int mode_blockall(void)
+{
+	sigset_t all, old;
+	pthread_t t[2];
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, burner, (void *)300L);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	printf("blockall: done\n");
+	return 0;
+}
+
 static int mode_forktree(const char *prog)
 {
 	pid_t kids[2];
@@ -224,6 +242,8 @@ int main(int argc, char **argv)
 		burn(30000);
 		return 0;
 	}
+	if (!strcmp(mode, "blockall"))
+		return mode_blockall();
 	if (!strcmp(mode, "ownprof"))
 		return mode_ownprof();
 	if (!strcmp(mode, "sigwaitd"))
