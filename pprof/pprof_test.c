@@ -70,16 +70,19 @@ static void make_profile(void)
 	memcpy(pcs_d, (uintptr_t[]){ 0x10, root + 9 }, 16);
 	memcpy(pcs_e, (uintptr_t[]){ mid + 12, root + 9 }, 16);
 	memcpy(pcs_f, (uintptr_t[]){ leaf + 4, leaf + 9, root + 9 }, 24);
-	samples[0] =
-		(struct prof_sample){ pcs_a, 3, 101, "worker-a", 3, 4, 0, 0, NULL };
-	samples[1] = (struct prof_sample){ pcs_b, 3, 102, NULL, 2, 2, 0, 0, NULL };
-	samples[2] =
-		(struct prof_sample){ pcs_c, 3, 101, "worker-a", 1, 1, 0, 0, NULL };
-	samples[3] = (struct prof_sample){ pcs_d, 2, 0, NULL, 1, 1, 0, 0, NULL };
+	samples[0] = (struct prof_sample){ pcs_a, 3, 101, "worker-a", 3,
+					   4,	  0, 0,	  NULL };
+	samples[1] =
+		(struct prof_sample){ pcs_b, 3, 102, NULL, 2, 2, 0, 0, NULL };
+	samples[2] = (struct prof_sample){ pcs_c, 3, 101, "worker-a", 1,
+					   1,	  0, 0,	  NULL };
+	samples[3] =
+		(struct prof_sample){ pcs_d, 2, 0, NULL, 1, 1, 0, 0, NULL };
 	samples[4] = (struct prof_sample){ NULL, 0, 0, NULL, 7, 9, 0, 0, LOST };
-	samples[5] = (struct prof_sample){ pcs_e, 2, 103, "w3", 1, 1, 0, 0, NULL };
-	samples[6] =
-		(struct prof_sample){ pcs_f, 3, 101, "worker-a", 2, 2, 0, 0, NULL };
+	samples[5] =
+		(struct prof_sample){ pcs_e, 2, 103, "w3", 1, 1, 0, 0, NULL };
+	samples[6] = (struct prof_sample){ pcs_f, 3, 101, "worker-a", 2,
+					   2,	  0, 0,	  NULL };
 	samples[7] = (struct prof_sample){ NULL, 0, 0, NULL, 1, 1, 0, 0, ODD };
 	profile = (struct prof_profile){
 		.samples = samples,

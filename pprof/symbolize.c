@@ -758,8 +758,8 @@ static size_t latest_maps(const struct prof_map_spec *maps, size_t n,
 	return k;
 }
 
-struct prof_symbolizer *prof_symbolizer_new_maps(const struct prof_map_spec *maps,
-						 size_t n)
+struct prof_symbolizer *
+prof_symbolizer_new_maps(const struct prof_map_spec *maps, size_t n)
 {
 	struct prof_symbolizer *s = calloc(1, sizeof(*s));
 	const struct prof_map_spec **keep = calloc(n + 1, sizeof(*keep));

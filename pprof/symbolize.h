@@ -71,8 +71,8 @@ struct prof_map_spec {
  *
  * Return: the symbolizer, or NULL with errno set.
  */
-struct prof_symbolizer *prof_symbolizer_new_maps(const struct prof_map_spec *maps,
-						 size_t n);
+struct prof_symbolizer *
+prof_symbolizer_new_maps(const struct prof_map_spec *maps, size_t n);
 
 /**
  * prof_symbolizer_free() - unmap the files, free everything.

@@ -167,13 +167,14 @@ static void report_line(const char *line)
 	const char *path;
 	size_t len;
 
-	if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &limit,
-		   perms, &offset, &pos) < 4 ||
+	if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %n", &start, &limit, perms,
+		   &offset, &pos) < 4 ||
 	    !pos || perms[2] != 'x')
 		return;
 	path = line + pos;
 	len = strcspn(path, "\n");
-	if (!len || len >= PATH_MAX || (path[0] != '/' && strncmp(path, "[vdso]", 6)))
+	if (!len || len >= PATH_MAX ||
+	    (path[0] != '/' && strncmp(path, "[vdso]", 6)))
 		return;
 	/* " (deleted)": the file is gone; its name still says what it was */
 	if (len > 10 && !strncmp(path + len - 10, " (deleted)", 10))

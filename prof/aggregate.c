@@ -122,8 +122,7 @@ static int space_new(struct prof_agg *a, pid_t pid, uint32_t *out)
 	struct agg_space *v;
 	struct index_entry *e;
 
-	v = array_grow(a->spaces, &a->capspaces, a->nspaces + 1,
-		       sizeof(*v));
+	v = array_grow(a->spaces, &a->capspaces, a->nspaces + 1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	a->spaces = v;
@@ -237,16 +236,15 @@ static int thread_of(struct prof_agg *a, uint32_t space, uint32_t tid,
 		     uint32_t *out)
 {
 	uint64_t key = (uint64_t)(space + 1) << 32 | tid;
-	struct index_entry *e = keyed_table_find(&a->thread_index, key, NULL,
-						 NULL);
+	struct index_entry *e =
+		keyed_table_find(&a->thread_index, key, NULL, NULL);
 	struct agg_thread *v;
 
 	if (e) {
 		*out = e->index;
 		return 0;
 	}
-	v = array_grow(a->threads, &a->capthreads, a->nthreads + 1,
-		       sizeof(*v));
+	v = array_grow(a->threads, &a->capthreads, a->nthreads + 1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	a->threads = v;
@@ -437,8 +435,8 @@ void prof_agg_refresh_names(struct prof_agg *a)
 	char name[16];
 
 	for (size_t i = 0; i < a->nthreads; i++) {
-		read_comm(a->spaces[a->threads[i].space].pid,
-			  a->threads[i].tid, name);
+		read_comm(a->spaces[a->threads[i].space].pid, a->threads[i].tid,
+			  name);
 		if (name[0])
 			memcpy(a->threads[i].name, name, sizeof(name));
 	}

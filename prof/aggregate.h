@@ -49,15 +49,13 @@ struct prof_agg_counts {
 	uint64_t images, maps, bad, pids;
 };
 
-struct prof_agg *prof_agg_new(bool in_process, size_t table_bytes,
-			      int *err);
+struct prof_agg *prof_agg_new(bool in_process, size_t table_bytes, int *err);
 void prof_agg_free(struct prof_agg *a);
 int prof_agg_take(struct prof_agg *a, const struct profbuf_read *r);
 void prof_agg_counts(const struct prof_agg *a, struct prof_agg_counts *c);
 int prof_agg_profile(struct prof_agg *a, struct prof_profile *p);
 void prof_agg_profile_free(struct prof_profile *p);
 void prof_agg_refresh_names(struct prof_agg *a);
-void prof_agg_set_thread_name(struct prof_agg *a, pid_t tid,
-			      const char *name);
+void prof_agg_set_thread_name(struct prof_agg *a, pid_t tid, const char *name);
 
 #endif /* PROFRING_PROF_AGGREGATE_H */

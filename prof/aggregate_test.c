@@ -40,8 +40,8 @@ static void hello(struct profbuf *b, uint32_t pid, uint32_t ppid,
 	KT_CHECK_EQ(put(b, PROF_REC_HELLO, 0, pid, pid, w, 3), 0);
 }
 
-static void map(struct profbuf *b, uint32_t pid, uint64_t start,
-		uint64_t limit, const char *path)
+static void map(struct profbuf *b, uint32_t pid, uint64_t start, uint64_t limit,
+		const char *path)
 {
 	uint64_t w[3 + 8];
 
@@ -54,8 +54,8 @@ static void map(struct profbuf *b, uint32_t pid, uint64_t start,
 		    0);
 }
 
-static void sample(struct profbuf *b, uint32_t pid, uint32_t tid,
-		   uint64_t pc, uint64_t periods)
+static void sample(struct profbuf *b, uint32_t pid, uint32_t tid, uint64_t pc,
+		   uint64_t periods)
 {
 	KT_CHECK_EQ(put(b, PROF_REC_SAMPLE, periods, pid, tid, &pc, 1), 0);
 }

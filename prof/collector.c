@@ -188,10 +188,10 @@ struct prof_collector *prof_collector_start(struct profbuf *buf, int *err)
 		return NULL;
 	}
 	c->buf = buf;
-	c->agg = prof_agg_new(true,
-			      atomic_load_explicit(&test_table_bytes,
-						   memory_order_relaxed),
-			      err);
+	c->agg = prof_agg_new(
+		true,
+		atomic_load_explicit(&test_table_bytes, memory_order_relaxed),
+		err);
 	if (!c->agg)
 		goto fail_agg;
 	if (sem_init(&c->started, 0, 0)) {

@@ -70,21 +70,20 @@ int prof_hooks_real_sigaction(int sig, const struct sigaction *act,
 #else
 static atomic_int in_loader;
 
-
 /* NEXT(type, name): the next definition of @name, looked up once. */
-#define NEXT(fn_type, name)                                                    \
-	({                                                                     \
-		static _Atomic(fn_type) next_;                                 \
-		fn_type f_ = atomic_load_explicit(&next_,                      \
-						  memory_order_relaxed);       \
-		if (!f_) {                                                     \
-			void *p_ = dlsym(RTLD_NEXT, #name);                    \
-			memcpy(&f_, &p_, sizeof(f_));                          \
-			/* Any thread finds the same: relaxed. */              \
-			atomic_store_explicit(&next_, f_,                      \
-					      memory_order_relaxed);           \
-		}                                                              \
-		f_;                                                            \
+#define NEXT(fn_type, name)                                                 \
+	({                                                                  \
+		static _Atomic(fn_type) next_;                              \
+		fn_type f_ =                                                \
+			atomic_load_explicit(&next_, memory_order_relaxed); \
+		if (!f_) {                                                  \
+			void *p_ = dlsym(RTLD_NEXT, #name);                 \
+			memcpy(&f_, &p_, sizeof(f_));                       \
+			/* Any thread finds the same: relaxed. */           \
+			atomic_store_explicit(&next_, f_,                   \
+					      memory_order_relaxed);        \
+		}                                                           \
+		f_;                                                         \
 	})
 
 typedef void *(*dlopen_fn)(const char *, int);

@@ -73,24 +73,26 @@ static int set_opt(struct profring_prof_opts *o, enum opt_kind k,
 	switch (k) {
 	case OPT_HZ:
 		if (!number(v, 1, PROFRING_PROF_MAX_HZ, &n))
-			return fail(err, len,
-				    "%s%s%s: want a sampling rate from 1 to %u Hz",
-				    name, eq, v, PROFRING_PROF_MAX_HZ);
+			return fail(
+				err, len,
+				"%s%s%s: want a sampling rate from 1 to %u Hz",
+				name, eq, v, PROFRING_PROF_MAX_HZ);
 		o->hz = (unsigned int)n;
 		return 0;
 	case OPT_FRAMES:
 		if (!number(v, 1, PROFRING_PROF_MAX_FRAMES, &n))
-			return fail(err, len,
-				    "%s%s%s: want a number of frames from 1 to %u",
-				    name, eq, v, PROFRING_PROF_MAX_FRAMES);
+			return fail(
+				err, len,
+				"%s%s%s: want a number of frames from 1 to %u",
+				name, eq, v, PROFRING_PROF_MAX_FRAMES);
 		o->max_frames = (unsigned int)n;
 		return 0;
 	case OPT_BUFFER:
 		if (!number(v, 1, PROFRING_PROF_MAX_BUFFER_WORDS, &n))
-			return fail(err, len,
-				    "%s%s%s: want a ring size in words up to %zu",
-				    name, eq, v,
-				    PROFRING_PROF_MAX_BUFFER_WORDS);
+			return fail(
+				err, len,
+				"%s%s%s: want a ring size in words up to %zu",
+				name, eq, v, PROFRING_PROF_MAX_BUFFER_WORDS);
 		o->buffer_words = (size_t)n;
 		return 0;
 	case OPT_TIMER:
@@ -107,10 +109,11 @@ static int set_opt(struct profring_prof_opts *o, enum opt_kind k,
 			o->unwinder = PROFRING_PROF_UNWIND_FP;
 		} else if (!strcmp(v, "libunwind")) {
 			if (!prof_unwind_libunwind_available())
-				return fail(err, len,
-					    "%s%s%s: this build has no libunwind "
-					    "(want fp)",
-					    name, eq, v);
+				return fail(
+					err, len,
+					"%s%s%s: this build has no libunwind "
+					"(want fp)",
+					name, eq, v);
 			o->unwinder = PROFRING_PROF_UNWIND_LIBUNWIND;
 		} else {
 			return fail(err, len, "%s%s%s: want fp or libunwind",
@@ -122,8 +125,8 @@ static int set_opt(struct profring_prof_opts *o, enum opt_kind k,
 }
 
 /* The checks that need several options: the ring fits two samples. */
-static int check_together(const struct profring_prof_opts *o,
-			  const char *name, char *err, size_t len)
+static int check_together(const struct profring_prof_opts *o, const char *name,
+			  char *err, size_t len)
 {
 	unsigned int frames =
 		o->max_frames ? o->max_frames : PROFRING_PROF_DEFAULT_FRAMES;
@@ -144,8 +147,8 @@ static int check_together(const struct profring_prof_opts *o,
  *
  * Return: 0 with *@abs set (malloc'd), or -1 with @err.
  */
-int prof_output_check(const char *path, const char *what, char **abs,
-		      char *err, size_t len)
+int prof_output_check(const char *path, const char *what, char **abs, char *err,
+		      size_t len)
 {
 	char cwd[PATH_MAX], dir[PATH_MAX + 16], *slash;
 	struct stat st;
@@ -277,8 +280,8 @@ int prof_record_parse(int argc, char **argv, struct prof_record_args *a,
 			if (kinds[i].opt == c)
 				break;
 		if (i < sizeof(kinds) / sizeof(kinds[0])) {
-			if (set_opt(&a->opts, kinds[i].kind, kinds[i].name,
-				    " ", optarg, err, len))
+			if (set_opt(&a->opts, kinds[i].kind, kinds[i].name, " ",
+				    optarg, err, len))
 				return -1;
 			continue;
 		}
@@ -362,8 +365,8 @@ int prof_opts_from_env(struct profring_prof_opts *o, char *err, size_t len)
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
 		const char *v = getenv(vars[i].env);
 
-		if (v && set_opt(o, vars[i].kind, vars[i].env, "=", v, err,
-				 len))
+		if (v &&
+		    set_opt(o, vars[i].kind, vars[i].env, "=", v, err, len))
 			return -1;
 	}
 	return check_together(o, PROFRING_PROF_ENV_BUFFER_WORDS, err, len);

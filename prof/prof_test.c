@@ -391,8 +391,8 @@ static void own_signal_blocks_nothing_else(void)
 		KT_CHECK(sigismember(&cur.sa_mask, others[i]) == 0);
 	KT_REQUIRE(sigaction(SIGPROF, NULL, &cur) == 0);
 	KT_CHECK(cur.sa_handler == prof.sa_handler);
-	KT_CHECK(getitimer(ITIMER_PROF, &itv) == 0 &&
-		 !itv.it_value.tv_sec && !itv.it_value.tv_usec);
+	KT_CHECK(getitimer(ITIMER_PROF, &itv) == 0 && !itv.it_value.tv_sec &&
+		 !itv.it_value.tv_usec);
 	KT_CHECK_EQ(profring_prof_stop(), 0);
 }
 

@@ -65,7 +65,7 @@
 static const char *prog_name;
 
 /* The signals passed on to the program when a process sends them. */
-static const int forwarded[] = { SIGTERM, SIGHUP, SIGINT,
+static const int forwarded[] = { SIGTERM, SIGHUP,  SIGINT,
 				 SIGQUIT, SIGUSR1, SIGUSR2 };
 
 struct reader {
@@ -370,8 +370,7 @@ static void format_comments(const struct prof_record_args *a,
 		 ", truncated %" PRIu64 ", unchecked unwinds %" PRIu64
 		 ", stack table full %" PRIu64,
 		 o->agg.pids, o->agg.images, k->threads, o->agg.threads,
-		 o->agg.stacks,
-		 k->truncated, k->unchecked, o->agg.table_full);
+		 o->agg.stacks, k->truncated, k->unchecked, o->agg.table_full);
 	snprintf(c[4], COMMENT_LEN,
 		 "libunwind fallbacks %" PRIu64 ", mappings %" PRIu64
 		 " (lost %" PRIu64 "), bad records %" PRIu64 "%s%s",

@@ -495,7 +495,8 @@ static void count_present_threads(void)
 	if (!dir)
 		return;
 	while ((d = readdir(dir)))
-		if (atoi(d->d_name) > 0 && atoi(d->d_name) != sampler.exclude_tid)
+		if (atoi(d->d_name) > 0 &&
+		    atoi(d->d_name) != sampler.exclude_tid)
 			count(&sampler.counters->threads);
 	closedir(dir);
 }
@@ -824,7 +825,8 @@ int prof_sampler_start(const struct prof_sampler_config *c)
 	sampler.nexited = 0;
 	sampler.counting = true;
 	/* Relaxed: a count for the report, read after the session. */
-	atomic_store_explicit(&c->counters->signo, (uint32_t)sampler.installed_signo,
+	atomic_store_explicit(&c->counters->signo,
+			      (uint32_t)sampler.installed_signo,
 			      memory_order_relaxed);
 	/* Relaxed: this, like the plain fields above, is published by the
 	 * seq_cst store of active below. */
@@ -876,8 +878,8 @@ void prof_sampler_taken_over(int sig)
 {
 	/* Relaxed: signo is set under the lock by start; a stale 0 here
 	 * means no session was ever started, so nothing to stop. */
-	if (!sig || sig != atomic_load_explicit(&sampler.signo,
-					       memory_order_relaxed))
+	if (!sig ||
+	    sig != atomic_load_explicit(&sampler.signo, memory_order_relaxed))
 		return;
 	prof_sampler_stop();
 	pthread_mutex_lock(&sampler.lock);

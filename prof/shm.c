@@ -36,8 +36,8 @@ int prof_shm_create(const struct prof_shm_params *p, struct prof_shm_map *m)
 {
 	/* A record is at least 5 words: one tag per 4 words is plenty. */
 	size_t ntags = p->buffer_words / 4 + 1;
-	size_t ring = profbuf_shared_size(PROF_HDR_WORDS, p->buffer_words,
-					  ntags);
+	size_t ring =
+		profbuf_shared_size(PROF_HDR_WORDS, p->buffer_words, ntags);
 	struct prof_shm *h;
 	int err;
 
@@ -51,8 +51,8 @@ int prof_shm_create(const struct prof_shm_params *p, struct prof_shm_map *m)
 		return -errno;
 	if (ftruncate(m->fd, (off_t)m->size))
 		goto fail;
-	m->base = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED,
-		       m->fd, 0);
+	m->base = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd,
+		       0);
 	if (m->base == MAP_FAILED) {
 		m->base = NULL;
 		goto fail;
@@ -105,8 +105,8 @@ int prof_shm_attach(int fd, struct prof_shm_map *m)
 	if (!S_ISREG(st.st_mode) || (size_t)st.st_size < header_bytes())
 		return -EPROTO;
 	m->size = (size_t)st.st_size;
-	m->base = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-		       0);
+	m->base =
+		mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (m->base == MAP_FAILED) {
 		m->base = NULL;
 		return -errno;

@@ -60,7 +60,8 @@ enum prof_rec_kind {
 static inline uint64_t prof_hdr_kind_word(enum prof_rec_kind kind,
 					  uint64_t periods)
 {
-	return (uint64_t)kind << PROF_KIND_SHIFT | (periods & PROF_PERIODS_MASK);
+	return (uint64_t)kind << PROF_KIND_SHIFT |
+	       (periods & PROF_PERIODS_MASK);
 }
 
 static inline enum prof_rec_kind prof_hdr_kind(uint64_t word)

@@ -155,8 +155,8 @@ RING_API struct profbuf *profbuf_shared_init(void *mem, size_t size,
 	struct pb_layout l;
 	int err = plan(hdrsize, bufwords, ntags, &l);
 
-	if (!err && (!mem || ((uintptr_t)mem & (RING_CACHELINE - 1)) ||
-		     size < l.size))
+	if (!err &&
+	    (!mem || ((uintptr_t)mem & (RING_CACHELINE - 1)) || size < l.size))
 		err = -EINVAL;
 	if (err) {
 		errno = -err;

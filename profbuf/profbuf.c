@@ -222,7 +222,8 @@ static void wakeup_extra(struct profbuf *b)
  * names it.  Reset in a fork child (profbuf_shared_fork_child(), set up
  * by profbuf_shared_init/attach).
  */
-static _Thread_local uint32_t self_tid __attribute__((tls_model("initial-exec")));
+static _Thread_local uint32_t self_tid
+	__attribute__((tls_model("initial-exec")));
 
 void profbuf_shared_fork_child(void)
 {
@@ -254,7 +255,6 @@ static inline void busy_leaving(struct profbuf *b)
 	if (ring_unlikely(b->shared))
 		atomic_store_explicit(&b->busy_owner, 0, memory_order_relaxed);
 }
-
 
 /* Clear BUSY, adding @n losses in the same CAS, and tell the reader. */
 static void ovf_release_busy(struct profbuf *b, uint32_t n)
@@ -437,8 +437,7 @@ static inline void put_record(struct profbuf *b, uint32_t tag_count,
 	_Static_assert(sizeof(uintptr_t) == sizeof(uint64_t),
 		       "stack words are copied as uint64_t");
 	if (ring_unlikely(b->shared))
-		claim_record(b, tag_count, pos, marker,
-			     2 + b->hdrsize + nstk);
+		claim_record(b, tag_count, pos, marker, 2 + b->hdrsize + nstk);
 	if (marker >= 0)
 		pb_data(b)[marker] = 0;
 	d[0] = 2 + b->hdrsize + nstk;
@@ -999,8 +998,8 @@ static int skip_dead_writer(struct profbuf *b)
 	uint32_t di = ring_pindex_data(b->r_next) & (b->data_len - 1);
 	uint32_t skip = 0;
 	/* Acquire: pairs with the release store in claim_record(). */
-	uint32_t st = atomic_load_explicit(&pb_stamps(b)[ti],
-					   memory_order_acquire);
+	uint32_t st =
+		atomic_load_explicit(&pb_stamps(b)[ti], memory_order_acquire);
 	uint64_t len;
 
 	if (st == PB_STAMP_FREE) {
@@ -1185,4 +1184,3 @@ RING_API int profbuf_read_timeout(struct profbuf *b, uint64_t timeout_ns,
 		wt.deadline = 0;
 	return read_common(b, &wt, r);
 }
-

@@ -106,5 +106,3 @@ static inline uint64_t *pb_ovf_rec(const struct profbuf *b)
 void profbuf_shared_fork_child(void);
 
 #endif /* PROFRING_PROFBUF_IMPL_H */
-
-

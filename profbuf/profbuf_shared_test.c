@@ -32,6 +32,9 @@ struct area {
 	char pad[64];
 };
 
+static struct profbuf *child_buf;
+static struct area *child_area;
+
 static size_t ring_bytes(void)
 {
 	return profbuf_shared_size(HDR, WORDS, TAGS);
@@ -52,6 +55,7 @@ static void *map_shared(size_t *ring_off, size_t *total)
 
 static void layout_checks(void)
 {
+	int refused = 0;
 	size_t off, total;
 	char *m = map_shared(&off, &total);
 	struct profbuf *b;
@@ -69,12 +73,41 @@ static void layout_checks(void)
 	KT_CHECK(profbuf_shared_attach(m + off, ring_bytes()) == b);
 	KT_CHECK(!profbuf_shared_attach(m + off, ring_bytes() - 8));
 	KT_CHECK_EQ(errno, EINVAL);
-	/* a scribbled geometry is refused */
-	((uint32_t *)(m + off))[0] ^= 0; /* w: harmless */
-	memcpy(m + total - 8, "xxxxxxxx", 8);
+	/*
+	 * A scribbled geometry is refused: flip a bit in every header word in
+	 * turn.  The magic, version, flag, sizes, offsets and total (eight
+	 * words or more) must each be refused; the atomics' words (counts,
+	 * flags) may change and still be a valid buffer.
+	 */
+	for (size_t i = 0; i < 4096 / 8; i++) {
+		uint64_t *w = (uint64_t *)(m + off) + i, keep = *w;
+
+		*w ^= 0x40;
+		refused += !profbuf_shared_attach(m + off, ring_bytes());
+		*w = keep;
+	}
+	printf("  %d of 512 header words refused when flipped\n", refused);
+	KT_CHECK(refused >= 8);
 	profbuf_free(b); /* frees nothing: the mapping stays usable */
 	KT_CHECK(profbuf_shared_attach(m + off, ring_bytes()) == b);
 	munmap(m, total);
+}
+
+/* A fresh shared buffer in child_buf, its area in child_area. */
+static char *setup(size_t *off, size_t *total)
+{
+	char *m = map_shared(off, total);
+
+	if (!m)
+		return NULL;
+	child_area = (struct area *)m;
+	child_buf =
+		profbuf_shared_init(m + *off, ring_bytes(), HDR, WORDS, TAGS);
+	if (!child_buf) {
+		munmap(m, *total);
+		return NULL;
+	}
+	return m;
 }
 
 /* Read until EOF or @deadline_ms; count records and losses. */
@@ -107,9 +140,6 @@ static int drain(struct profbuf *b, uint64_t *records, uint64_t *lost,
 	return -ETIMEDOUT;
 }
 
-static struct profbuf *child_buf;
-static struct area *child_area;
-
 static int writer_child(void)
 {
 	uint64_t hdr[HDR] = { 1, 0 };
@@ -138,12 +168,8 @@ static void writer_processes(void)
 
 	if (TESTING_UNDER_TSAN)
 		KT_SKIP("TSan does not follow writes from other processes");
-	m = map_shared(&off, &total);
+	m = setup(&off, &total);
 	KT_REQUIRE(m);
-	child_area = (struct area *)m;
-	child_buf = profbuf_shared_init(m + off, ring_bytes(), HDR, WORDS,
-					TAGS);
-	KT_REQUIRE(child_buf);
 	for (int i = 0; i < 4; i++) {
 		pids[i] = fork();
 		if (pids[i] == 0)
@@ -166,8 +192,8 @@ static void writer_processes(void)
 			}
 		}
 		for (int i = 0; i < 4; i++)
-			if (pids[i] && waitpid(pids[i], &status, WNOHANG) ==
-					       pids[i]) {
+			if (pids[i] &&
+			    waitpid(pids[i], &status, WNOHANG) == pids[i]) {
 				KT_CHECK(WIFEXITED(status) &&
 					 !WEXITSTATUS(status));
 				pids[i] = 0;
@@ -225,12 +251,8 @@ static void killed_writer_is_skipped(void)
 
 	if (TESTING_UNDER_TSAN)
 		KT_SKIP("TSan does not follow writes from other processes");
-	m = map_shared(&off, &total);
+	m = setup(&off, &total);
 	KT_REQUIRE(m);
-	child_area = (struct area *)m;
-	child_buf = profbuf_shared_init(m + off, ring_bytes(), HDR, WORDS,
-					TAGS);
-	KT_REQUIRE(child_buf);
 	atomic_store(&child_area->park, 1);
 	pid = parked_writer();
 	wait_parked();
@@ -259,18 +281,13 @@ static void stopped_writer_is_waited_for(void)
 
 	if (TESTING_UNDER_TSAN)
 		KT_SKIP("TSan does not follow writes from other processes");
-	m = map_shared(&off, &total);
+	m = setup(&off, &total);
 	KT_REQUIRE(m);
-	child_area = (struct area *)m;
-	child_buf = profbuf_shared_init(m + off, ring_bytes(), HDR, WORDS,
-					TAGS);
-	KT_REQUIRE(child_buf);
 	atomic_store(&child_area->park, 1);
 	pid = parked_writer();
 	wait_parked();
 	kill(pid, SIGSTOP);
-	KT_CHECK_EQ(profbuf_read_timeout(child_buf, 100000000, &r),
-		    -ETIMEDOUT);
+	KT_CHECK_EQ(profbuf_read_timeout(child_buf, 100000000, &r), -ETIMEDOUT);
 	atomic_store(&child_area->park, 0);
 	kill(pid, SIGCONT);
 	waitpid(pid, NULL, 0);
@@ -293,11 +310,8 @@ static void reader_woken_across_processes(void)
 
 	if (TESTING_UNDER_TSAN)
 		KT_SKIP("TSan does not follow writes from other processes");
-	m = map_shared(&off, &total);
+	m = setup(&off, &total);
 	KT_REQUIRE(m);
-	child_buf = profbuf_shared_init(m + off, ring_bytes(), HDR, WORDS,
-					TAGS);
-	KT_REQUIRE(child_buf);
 	pid = fork();
 	if (pid == 0) {
 		usleep(100000); /* the parent is asleep by now */

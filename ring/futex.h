@@ -24,7 +24,8 @@
  * FUTEX_WAIT_PRIVATE, keyed by this process's address).
  */
 static inline int ring_futex_wait_op(_Atomic uint32_t *word, uint32_t expected,
-				     const struct timespec *timeout, bool shared)
+				     const struct timespec *timeout,
+				     bool shared)
 {
 	int saved = errno;
 	long rc = syscall(SYS_futex, (uint32_t *)word,

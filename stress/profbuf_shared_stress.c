@@ -49,8 +49,12 @@ static struct {
 	long seconds, procs, threads, seed, bufwords, hz;
 	bool signals, kill;
 } opt = {
-	.seconds = 5, .procs = 3, .threads = 2, .seed = 1,
-	.bufwords = 1 << 14, .hz = 10000,
+	.seconds = 5,
+	.procs = 3,
+	.threads = 2,
+	.seed = 1,
+	.bufwords = 1 << 14,
+	.hz = 10000,
 };
 
 static const struct stress_flag flags[] = {
@@ -255,9 +259,9 @@ int main(int argc, char **argv)
 	deadline = stress_now_ns() + (uint64_t)opt.seconds * 1000000000u;
 	for (int i = 0; i < opt.procs; i++) {
 		kill_at[i] = opt.kill ? stress_now_ns() +
-					    stress_rand(&rng) %
-						    ((uint64_t)opt.seconds *
-						     1000000000u)
+						stress_rand(&rng) %
+							((uint64_t)opt.seconds *
+							 1000000000u)
 				      : 0;
 		pids[i] = fork();
 		if (pids[i] == 0)
@@ -289,12 +293,13 @@ int main(int argc, char **argv)
 	for (int p = 0; p < opt.procs; p++)
 		for (int t = 0; t < opt.threads; t++)
 			for (int h = 0; h < 2; h++)
-				accepted += atomic_load(&area->w[p][t][h].accepted);
+				accepted +=
+					atomic_load(&area->w[p][t][h].accepted);
 	profbuf_stats(buf, &st);
 	if (eof) {
 		uint64_t got = rd.records + rd.lost;
-		uint64_t slack = opt.kill ? 2 * (uint64_t)(opt.procs * opt.threads)
-					  : 0;
+		uint64_t slack =
+			opt.kill ? 2 * (uint64_t)(opt.procs * opt.threads) : 0;
 
 		if (got < accepted || got > accepted + slack)
 			rd.bad++;

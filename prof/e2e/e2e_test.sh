@@ -152,23 +152,24 @@ within() { # A B PCT: |A - B| <= PCT% of B
 	awk -v a="$1" -v b="$2" -v p="$3" \
 		'BEGIN { d = a - b; if (d < 0) d = -d; exit !(b > 0 && d <= b * p / 100) }'
 }
-plain ownprof "$H" ownprof
-run ownprof -F 999 -- "$H" ownprof
-echo "# own SIGPROF handler: $(cat "$TMP/ownprof.plain") plain, $(cat "$TMP/ownprof.out") profiled"
-check ownprof_signals_untouched within "$(awk '{ print $2 }' "$TMP/ownprof.out")" \
-	"$(awk '{ print $2 }' "$TMP/ownprof.plain")" 15
-check ownprof_profile go_reads ownprof
+# signals_untouched MODE PCT: the program's own signal count, profiled,
+# within PCT% of a plain run's, and a profile with samples.
+signals_untouched() {
+	plain "$1" "$H" "$1"
+	run "$1" -F 999 -- "$H" "$1"
+	echo "# $1: $(cat "$TMP/$1.plain") plain, $(cat "$TMP/$1.out") profiled"
+	check "$1_signals_untouched" within \
+		"$(awk '{ print $2 }' "$TMP/$1.out")" \
+		"$(awk '{ print $2 }' "$TMP/$1.plain")" "$2"
+	check "$1_profile" go_reads "$1"
+}
+signals_untouched ownprof 15
 
 # 7. A sigwait daemon: SIGPROF blocked in every thread, a thread sigwaits
 # for it: it sees its own ticks, we sample.  Pending process signals
 # merge when the waiter is slow, so its count varies run to run even
 # alone: within 40%.
-plain sigwaitd "$H" sigwaitd
-run sigwaitd -F 999 -- "$H" sigwaitd
-echo "# sigwait daemon: $(cat "$TMP/sigwaitd.plain") plain, $(cat "$TMP/sigwaitd.out") profiled"
-check sigwaitd_signals_untouched within "$(awk '{ print $2 }' "$TMP/sigwaitd.out")" \
-	"$(awk '{ print $2 }' "$TMP/sigwaitd.plain")" 40
-check sigwaitd_profile go_reads sigwaitd
+signals_untouched sigwaitd 40
 
 # Threads started with every signal blocked (liblzma's workers are): our
 # signal, which the program does not know of, is unblocked in them, and
