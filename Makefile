@@ -231,6 +231,11 @@ $(BUILD)/fuzz/pprof_fuzz: fuzz/pprof_fuzz.c $(PPROF_A) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call link,-fsanitize=fuzzer $(PPROF_LIBS))
 
+# The launcher's aggregation of records another process wrote.
+$(BUILD)/fuzz/agg_fuzz: fuzz/agg_fuzz.c $(BUILD)/obj/prof/aggregate.o $(PPROF_A) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(call link,-fsanitize=fuzzer $(PPROF_LIBS))
+
 $(BUILD)/fuzz/trace_tool_fuzz: fuzz/trace_tool_fuzz.c $(BUILD)/obj/tools/trace_report.o $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call link,-fsanitize=fuzzer)
