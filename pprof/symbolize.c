@@ -85,6 +85,7 @@ struct elf_file {
 	char *path;
 	bool deleted;
 	bool in_memory; /* the [vdso]: not ours to unmap */
+	bool foreign_vdso; /* another process's: read ours instead */
 	bool syms_read;
 	enum elf_state state;
 	const uint8_t *base;
@@ -279,8 +280,35 @@ static void unmap_file(struct elf_file *f)
 }
 
 /*
+ * own_vdso() - this process's [vdso], from /proc/self/maps: the kernel
+ * maps the same image into every process of one architecture, so another
+ * process's [vdso] addresses are named from ours.  Its size is ours, never
+ * the one a record claims.  Return: true with *@base and *@size set.
+ */
+static bool own_vdso(const uint8_t **base, size_t *size)
+{
+	FILE *fp = fopen("/proc/self/maps", "re");
+	unsigned long long lo, hi;
+	char line[512];
+	bool found = false;
+
+	if (!fp)
+		return false;
+	while (!found && fgets(line, sizeof(line), fp))
+		if (strstr(line, "[vdso]") &&
+		    sscanf(line, "%llx-%llx", &lo, &hi) == 2 && lo < hi) {
+			*base = (const uint8_t *)(uintptr_t)lo;
+			*size = (size_t)(hi - lo);
+			found = true;
+		}
+	fclose(fp);
+	return found;
+}
+
+/*
  * Stage 1: map the file, check its header, read its build-id.  @m, the
- * mapping, is read only for a file in memory (the [vdso]).
+ * mapping, is read only for a file in memory (the [vdso]; another
+ * process's is read from ours: own_vdso()).
  */
 static bool elf_open(struct elf_file *f, const struct prof_mapping *m)
 {
@@ -294,6 +322,8 @@ static bool elf_open(struct elf_file *f, const struct prof_mapping *m)
 			return false;
 		f->base = (const uint8_t *)(uintptr_t)m->start;
 		f->size = (size_t)(m->limit - m->start);
+		if (f->foreign_vdso && !own_vdso(&f->base, &f->size))
+			return false;
 	} else if (map_file(f)) {
 		return false;
 	}
@@ -622,9 +652,8 @@ static struct elf_file *get_file(struct prof_symbolizer *s, const char *path,
 	}
 	f->deleted = deleted;
 	f->in_memory = vdso;
-	/* Another process's [vdso] is not in our memory: never read. */
-	if (vdso && s->foreign)
-		f->state = ELF_BAD;
+	/* Another process's [vdso] is not in our memory: ours is read. */
+	f->foreign_vdso = vdso && s->foreign;
 	f->next = s->files;
 	s->files = f;
 	return f;
