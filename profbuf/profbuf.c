@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * profbuf.c - the signal-safe profiling ring.
+ * profbuf.c - the signal-safe profiling ring: the protocol, and the write
+ * side (the reader is in read.c, the layout and life cycle in layout.c).
  *
  * THE PROTOCOL
  *
@@ -73,7 +74,7 @@
  *   (a documented contract).
  *
  * Overflow.  Go's rules, made safe for many writers:
- *   - A write that finds no room counts itself in ovf (count_loss()).  The
+ *   - A write that finds no room counts itself in ovf (pb_count_loss()).  The
  *     writer that moves the count from 0 to 1 does it by a CAS that also
  *     sets BUSY and bumps the generation; it then stores ovf_time and
  *     clears BUSY with release.  So the time is that of the first loss,
@@ -114,21 +115,15 @@
  * not BUSY (a writer that counts a loss after that gets -EINVAL: refused,
  * not lost), then w's tag count is pushed 2^29 ahead of r by a CAS from the
  * value it checked (no live ring is that far ahead: every later
- * reservation finds no room and ends in count_loss(), refused).  If either
+ * reservation finds no room and ends in pb_count_loss(), refused).  If either
  * CAS fails, someone wrote or lost something meanwhile: read it first.
  * So a write racing close is read, counted in an overflow record read
  * before EOF, or refused.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <sched.h>
 #include <stdatomic.h>
-#include <stdlib.h>
-#include <signal.h>
-#include <stdio.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <profring/profbuf.h>
@@ -147,30 +142,6 @@ struct pb_reservation {
 	int32_t marker[2]; /* offset of the rewind marker before it, or -1 */
 	bool wake; /* this writer cleared SLEEPING: it must wake */
 };
-
-static const void *const overflow_tag[1];
-
-/* ---- overflow word ------------------------------------------------- */
-
-static uint32_t ovf_count(uint64_t o)
-{
-	return (uint32_t)(o & OVF_COUNT_MASK);
-}
-
-/* The ovf value with a zero count, a new generation, BUSY clear. */
-static uint64_t ovf_next_gen(uint64_t o)
-{
-	return (((o >> OVF_GEN_SHIFT) + 1) << OVF_GEN_SHIFT) | (o & OVF_CLOSED);
-}
-
-static uint64_t ovf_add(uint64_t o, uint32_t n)
-{
-	uint64_t c = (uint64_t)ovf_count(o) + n;
-
-	if (c > UINT32_MAX) /* sticky at 2^32 - 1, as in Go */
-		c = UINT32_MAX;
-	return (o & ~OVF_COUNT_MASK) | c;
-}
 
 /* ---- waking the reader --------------------------------------------- */
 
@@ -275,13 +246,13 @@ static void ovf_release_busy(struct profbuf *b, uint32_t n)
 }
 
 /*
- * count_loss() - a write at time @now was discarded: count it.
+ * pb_count_loss() - a write at time @now was discarded: count it.
  *
  * Return: -ENOSPC, or -EINVAL if the reader has sealed the buffer (closed
  * and drained): the write is then refused rather than counted.
  */
-static __attribute__((noinline, cold)) int count_loss(struct profbuf *b,
-						      int64_t now)
+__attribute__((noinline, cold)) int pb_count_loss(struct profbuf *b,
+						  int64_t now)
 {
 	uint64_t o = atomic_load_explicit(&b->ovf, memory_order_relaxed);
 
@@ -489,7 +460,7 @@ write_with_overflow(struct profbuf *b, uint64_t o, const void *tag, int64_t now,
 		if (ovf_count(o) == 0)
 			return 1;
 		if (o & OVF_BUSY)
-			return count_loss(b, now);
+			return pb_count_loss(b, now);
 		/*
 		 * Acquire: pairs with ovf_release_busy(): ovf_time of this
 		 * run of losses is visible.
@@ -515,7 +486,7 @@ write_with_overflow(struct profbuf *b, uint64_t o, const void *tag, int64_t now,
 	o = atomic_load_explicit(&b->ovf, memory_order_relaxed);
 	/*
 	 * Take the count (grown, perhaps) and drop BUSY at once.  Release:
-	 * pairs with the acquire of the next run's claim in count_loss():
+	 * pairs with the acquire of the next run's claim in pb_count_loss():
 	 * our load of ovf_time above happens before its store of the next
 	 * run's time.  Acquire: our reads follow every loss counted so far.
 	 */
@@ -567,7 +538,7 @@ RING_API int profbuf_write(struct profbuf *b, const void *tag, int64_t now,
 			return rc;
 	}
 	if (ring_unlikely(!reserve(b, &want, 1, &rv)))
-		return count_loss(b, now);
+		return pb_count_loss(b, now);
 	ring_perturb();
 	put_record(b, rv.tag, rv.pos[0], rv.marker[0], tag, now, hdr, nhdr, stk,
 		   nstk);
@@ -600,587 +571,4 @@ RING_API int profbuf_set_wake_watermark(struct profbuf *b, size_t words)
 	atomic_store_explicit(&b->wake_watermark, (uint32_t)words,
 			      memory_order_relaxed);
 	return 0;
-}
-
-/* ---- after fork ----------------------------------------------------- */
-
-/*
- * committed_end() - the position after the records committed in order
- * from r_next, up to the first reserved record that is not (its length,
- * and so where the records after it start, may never be written).
- */
-static uint64_t committed_end(struct profbuf *b, uint64_t bw)
-{
-	uint64_t pos = b->r_next & ~RING_PINDEX_FLAGS;
-	int32_t reserved =
-		ring_count_sub(ring_pindex_tag(bw), ring_pindex_tag(pos));
-
-	for (int32_t k = 0; k < reserved; k++) {
-		uint32_t ti = ring_pindex_tag(pos) & (b->tag_len - 1);
-		uint32_t di = ring_pindex_data(pos) & (b->data_len - 1);
-		uint64_t len;
-
-		/* Acquire: pairs with the release store in put_record(). */
-		if (atomic_load_explicit(&pb_stamps(b)[ti],
-					 memory_order_acquire) !=
-		    PB_STAMP_COMMITTED)
-			break;
-		len = pb_data(b)[di];
-		if (len == 0) { /* the rewind marker: the record is at 0 */
-			pos = ring_pindex_add(pos, b->data_len - di, 0);
-			len = pb_data(b)[0];
-		}
-		pos = ring_pindex_add(pos, (uint32_t)len, 1);
-	}
-	return pos;
-}
-
-/*
- * profbuf_after_fork() - see profbuf.h.  The caller is the child's only
- * user of @b (no writer, reader or handler runs meanwhile), so plain
- * atomic stores suffice; relaxed, since the threads that use @b later are
- * started by the caller (thread creation orders them after us).
- */
-RING_API int profbuf_after_fork(struct profbuf *b, int64_t now)
-{
-	uint64_t bw, o, cut;
-	int32_t lost;
-
-	if (!b)
-		return -EINVAL;
-	/* The parent's read in progress has no thread here. */
-	atomic_store_explicit(&b->reading, 0, memory_order_relaxed);
-	o = atomic_load_explicit(&b->ovf, memory_order_relaxed);
-	if (o & OVF_SEALED)
-		return 0; /* drained and sealed: EOF stays final */
-	bw = atomic_load_explicit(&b->w, memory_order_relaxed);
-	cut = committed_end(b, bw);
-	lost = ring_count_sub(ring_pindex_tag(bw), ring_pindex_tag(cut));
-	for (int32_t k = 0; k < lost; k++) {
-		uint32_t ti =
-			(ring_pindex_tag(cut) + (uint32_t)k) & (b->tag_len - 1);
-
-		pb_tags(b)[ti] = NULL;
-		atomic_store_explicit(&pb_stamps(b)[ti], 0,
-				      memory_order_relaxed);
-	}
-	/* No reader sleeps here; EXTRA is re-derived from ovf by reads. */
-	atomic_store_explicit(&b->w, cut | PB_EXTRA, memory_order_relaxed);
-	/* A BUSY holder is a parent thread: its hold ends here. */
-	o &= ~OVF_BUSY;
-	if (lost > 0) {
-		if (ovf_count(o) == 0) {
-			o = ovf_next_gen(o);
-			atomic_store_explicit(&b->ovf_time, (uint64_t)now,
-					      memory_order_relaxed);
-		}
-		o = ovf_add(o, (uint32_t)lost);
-	}
-	atomic_store_explicit(&b->ovf, o, memory_order_relaxed);
-	return lost > 0 ? lost : 0;
-}
-
-/* ---- the reader ----------------------------------------------------- */
-
-/*
- * give_back_run() - commit the previous read: its slots go back to the
- * writers.
- */
-static void give_back_run(struct profbuf *b)
-{
-	/* Relaxed: only the reader stores r. */
-	uint64_t prev = atomic_load_explicit(&b->r, memory_order_relaxed);
-	int32_t n = ring_count_sub(ring_pindex_tag(b->r_next),
-				   ring_pindex_tag(prev));
-	uint32_t ti = ring_pindex_tag(prev) & (b->tag_len - 1);
-
-	if (prev == b->r_next)
-		return;
-	for (int32_t i = 0; i < n; i++) {
-		pb_tags(b)[ti] = NULL;
-		/* Relaxed: published by the release store of r below. */
-		atomic_store_explicit(&pb_stamps(b)[ti], 0,
-				      memory_order_relaxed);
-		ti = (ti + 1) & (b->tag_len - 1);
-	}
-	/* Release: pairs with the acquire load of r in reserve(). */
-	atomic_store_explicit(&b->r, b->r_next, memory_order_release);
-}
-
-/*
- * scan_run() - find the committed run at r_next (see the protocol).
- *
- * Return: 1 with @out filled in, 0 if the first reserved record (if any)
- * is not committed, -EIO if the ring is malformed (cannot happen unless
- * memory was corrupted).
- */
-static int scan_run(struct profbuf *b, uint64_t bw, struct profbuf_read *out)
-{
-	uint64_t br = b->r_next;
-	int32_t reserved =
-		ring_count_sub(ring_pindex_tag(bw), ring_pindex_tag(br));
-	uint32_t ti = ring_pindex_tag(br) & (b->tag_len - 1);
-	uint32_t start = ring_pindex_data(br) & (b->data_len - 1);
-	uint32_t tag_room = b->tag_len - ti;
-	uint32_t skip = 0, di = start, n = 0, last = start;
-
-	if (reserved > 0 && (uint32_t)reserved < tag_room)
-		tag_room = (uint32_t)reserved;
-	else if (reserved <= 0)
-		tag_room = 0;
-	/*
-	 * Acquire: pairs with the release store of the stamp in
-	 * put_record(): the record's words and tag are visible.
-	 */
-	while (n < tag_room && di < b->data_len &&
-	       atomic_load_explicit(&pb_stamps(b)[ti + n],
-				    memory_order_acquire) ==
-		       PB_STAMP_COMMITTED) {
-		uint64_t len = pb_data(b)[di];
-
-		if (len == 0) {
-			if (n > 0)
-				break; /* rewind: next read starts at 0 */
-			skip = b->data_len - start;
-			start = di = 0;
-			len = pb_data(b)[0];
-		}
-		if (len < 2 + b->hdrsize || len > b->data_len - di)
-			return -EIO;
-		last = di;
-		di += (uint32_t)len;
-		n++;
-	}
-	if (n == 0)
-		return 0;
-	b->last_time = pb_data(b)[last + 1];
-	out->data = pb_data(b) + start;
-	out->ndata = di - start;
-	out->tags = pb_tags(b) + ti;
-	out->ntags = n;
-	b->r_next = ring_pindex_make(ring_pindex_data(br) + skip + di - start,
-				     ring_pindex_tag(br) + n);
-	return 1;
-}
-
-/*
- * take_overflow() - the reader takes the pending overflow, unless a
- * writer holds BUSY.
- *
- * Return: true with the overflow record in @out.
- */
-static bool take_overflow(struct profbuf *b, struct profbuf_read *out)
-{
-	/*
-	 * Acquire: pairs with ovf_release_busy(): the run's ovf_time is
-	 * visible once we see its count with BUSY clear.
-	 */
-	uint64_t o = atomic_load_explicit(&b->ovf, memory_order_acquire);
-	uint64_t time;
-
-	do {
-		if (ovf_count(o) == 0 || (o & OVF_BUSY))
-			return false;
-		time = atomic_load_explicit(&b->ovf_time, memory_order_relaxed);
-		/*
-		 * The generation makes the CAS fail if the count went to 0
-		 * and back (a new run, a new time) since we loaded it.
-		 * Acquire (also on failure, which reloads o): pairs with
-		 * ovf_release_busy() as the load above does.  Release: pairs
-		 * with the acquire of the next run's claim in count_loss(),
-		 * so the ovf_time we loaded above cannot be the next run's
-		 * (load buffering, as on ARMv8).
-		 */
-	} while (!atomic_compare_exchange_weak_explicit(
-		&b->ovf, &o, ovf_next_gen(o), memory_order_acq_rel,
-		memory_order_acquire));
-
-	pb_ovf_rec(b)[0] = 3 + b->hdrsize;
-	pb_ovf_rec(b)[1] = time;
-	pb_ovf_rec(b)[2 + b->hdrsize] = ovf_count(o);
-	out->data = pb_ovf_rec(b);
-	out->ndata = 3 + b->hdrsize;
-	out->tags = overflow_tag;
-	out->ntags = 1;
-	return true;
-}
-
-/*
- * seal() - the buffer is closed and drained as of @bw: make every later
- * write fail, so that EOF is final (see the protocol).
- *
- * Return: 1 sealed; 0 if w moved (look again); -EAGAIN if an overflow is
- * pending or being written (wait for it: its end calls wakeup_extra()).
- */
-static int seal(struct profbuf *b, uint64_t bw)
-{
-	uint64_t o = atomic_load_explicit(&b->ovf, memory_order_relaxed);
-	uint64_t sealed =
-		ring_pindex_add(bw & ~RING_PINDEX_FLAGS, 0, PB_SEAL_DISTANCE);
-
-	/* Relaxed: atomicity against count_loss() is all we need. */
-	while (!(o & OVF_SEALED)) {
-		if (ovf_count(o) || (o & OVF_BUSY))
-			return -EAGAIN;
-		if (atomic_compare_exchange_weak_explicit(
-			    &b->ovf, &o, o | OVF_SEALED, memory_order_relaxed,
-			    memory_order_relaxed))
-			break;
-	}
-	/* Relaxed: atomicity against reservations is all we need. */
-	return atomic_compare_exchange_strong_explicit(
-		&b->w, &bw, sealed, memory_order_relaxed, memory_order_relaxed);
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static struct timespec ns_to_timespec(uint64_t ns)
-{
-	struct timespec ts = { .tv_sec = (time_t)(ns / 1000000000u),
-			       .tv_nsec = (long)(ns % 1000000000u) };
-	return ts;
-}
-
-/*
- * struct pb_wait - how long a read may still wait.
- * @block:    false: never wait
- * @deadline: CLOCK_MONOTONIC ns, or 0 for no limit
- * @backoff:  steps taken polling for an uncommitted record
- */
-struct pb_wait {
-	bool block;
-	uint64_t deadline;
-	uint32_t backoff;
-};
-
-/* Time left before the deadline; false if it has passed. */
-static bool wait_left(const struct pb_wait *wt, struct timespec *left)
-{
-	uint64_t t;
-
-	if (!wt->deadline)
-		return true;
-	t = now_ns();
-	if (t >= wt->deadline)
-		return false;
-	*left = ns_to_timespec(wt->deadline - t);
-	return true;
-}
-
-/*
- * wait_for_commit() - a record is reserved but not committed: back off.
- * Spin first (the writer is usually mid-memcpy), then yield, then sleep
- * 1 us doubling to 1 ms (the writer was preempted).
- */
-static void wait_for_commit(struct pb_wait *wt)
-{
-	uint32_t step = wt->backoff++;
-	struct timespec ts;
-
-	if (step < 64) {
-		for (int i = 0; i < 32; i++)
-			ring_cpu_relax();
-	} else if (step < 96) {
-		sched_yield();
-	} else {
-		step -= 96;
-		ts = ns_to_timespec(step < 10 ? 1000u << step : 1000000u);
-		nanosleep(&ts, NULL);
-	}
-}
-
-/*
- * sleep_reader() - sleep until a writer or close wakes us, starting from
- * @bw (nothing reserved beyond r_next, EXTRA clear).
- *
- * Return: 0 to look again, -ETIMEDOUT.
- */
-static int sleep_reader(struct profbuf *b, uint64_t bw, struct pb_wait *wt)
-{
-	struct timespec left, *timeout = NULL;
-	uint32_t seq = atomic_load_explicit(&b->wake_seq, memory_order_relaxed);
-	uint64_t cur;
-	int rc;
-
-	if (wt->deadline) {
-		if (!wait_left(wt, &left))
-			return -ETIMEDOUT;
-		timeout = &left;
-	}
-	/*
-	 * Release: pairs with the acquire fence in wake_reader(): our load
-	 * of wake_seq above happens before the waker's increment.
-	 */
-	if (!atomic_compare_exchange_strong_explicit(
-		    &b->w, &bw, bw | PB_SLEEPING, memory_order_release,
-		    memory_order_relaxed))
-		return 0;
-	if (!(bw & PB_SLEEPING))
-		b->sleeps++;
-	ring_perturb();
-	rc = ring_futex_wait_op(&b->wake_seq, seq, timeout, b->shared);
-	if (rc != -ETIMEDOUT)
-		return 0;
-	/* Timed out: take our flag back, unless a waker already did. */
-	cur = atomic_load_explicit(&b->w, memory_order_relaxed);
-	/* Relaxed: we only withdraw the flag; nothing is published. */
-	while (cur & PB_SLEEPING) {
-		if (atomic_compare_exchange_weak_explicit(
-			    &b->w, &cur, cur & ~PB_SLEEPING,
-			    memory_order_relaxed, memory_order_relaxed)) {
-			b->withdrawn++;
-			break;
-		}
-	}
-	return -ETIMEDOUT;
-}
-
-/*
- * Dead writers (shared buffers).  A writer process killed between its
- * reservation and its commit would hold the reader at its record forever.
- * In a shared buffer a writer stores the record's length (and rewind
- * marker), then an owner stamp naming its thread, before filling the
- * record (claim_record()).  A reader that has waited on such a record
- * into its sleeping back-off (about a millisecond) asks whether the owner
- * is gone (kill(tid, 0) fails with ESRCH, or /proc says zombie or dead);
- * if so it steps over the record, counts it as a loss in the overflow
- * word, as a writer that found no room would, and in dead_skipped.  A
- * stopped or merely slow writer is alive and is waited for.  The owner
- * stamp is stored a few instructions after the reservation: a writer
- * killed in between leaves a record with no owner, which only the
- * reader's own timeout bounds (stalled_unowned says so).
- */
-#define PB_DEAD_CHECK_STEP 96
-
-static bool task_is_gone(uint32_t tid)
-{
-	char path[64], buf[256], *p;
-	ssize_t n;
-	int fd, saved = errno;
-	bool gone = false;
-
-	if (kill((pid_t)tid, 0) && errno == ESRCH) {
-		gone = true;
-		goto out;
-	}
-	snprintf(path, sizeof(path), "/proc/%u/stat", tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		gone = errno == ENOENT;
-		goto out;
-	}
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n > 0) {
-		buf[n] = 0;
-		p = strrchr(buf, ')');
-		gone = p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
-	}
-out:
-	errno = saved;
-	return gone;
-}
-
-/*
- * skip_dead_writer() - the first reserved record is not committed: step
- * over it if its owner died.
- * Return: 1 skipped (look again), 0 not, -EIO for a malformed length.
- */
-static int skip_dead_writer(struct profbuf *b)
-{
-	uint32_t ti = ring_pindex_tag(b->r_next) & (b->tag_len - 1);
-	uint32_t di = ring_pindex_data(b->r_next) & (b->data_len - 1);
-	uint32_t skip = 0;
-	/* Acquire: pairs with the release store in claim_record(). */
-	uint32_t st =
-		atomic_load_explicit(&pb_stamps(b)[ti], memory_order_acquire);
-	uint64_t len;
-
-	if (st == PB_STAMP_FREE) {
-		b->stalled_unowned = 1;
-		return 0;
-	}
-	b->stalled_unowned = 0;
-	if (!(st & PB_STAMP_OWNER) || !task_is_gone(st & ~PB_STAMP_OWNER))
-		return 0;
-	len = pb_data(b)[di];
-	if (len == 0) { /* the rewind marker: the record is at 0 */
-		skip = b->data_len - di;
-		di = 0;
-		len = pb_data(b)[0];
-	}
-	if (len < 2 + b->hdrsize || len > b->data_len - di)
-		return -EIO;
-	b->r_next = ring_pindex_make(ring_pindex_data(b->r_next) + skip +
-					     (uint32_t)len,
-				     ring_pindex_tag(b->r_next) + 1);
-	b->dead_skipped++;
-	/* Counted like a write that found no room; -EINVAL only if sealed,
-	 * which cannot be while a record is reserved. */
-	count_loss(b, (int64_t)b->last_time);
-	return 1;
-}
-
-/*
- * recover_dead_busy() - shared buffers: BUSY is held by a writer whose
- * thread is gone: clear it, so that the pending losses can be taken.
- * The acquire load of ovf pairs with the release CAS that last cleared
- * BUSY (ovf_release_busy(), write_with_overflow()), which follows its
- * holder's busy_leaving(): the owner we then read is the current holder's
- * or 0 (unknown: left alone).  If the holder let go meanwhile our CAS
- * fails.  Counts only ever move by CAS, so none is lost or taken twice;
- * a first loss's time that was never stored reads as the previous one's.
- * Return: true if BUSY was cleared.
- */
-static bool recover_dead_busy(struct profbuf *b)
-{
-	uint64_t o = atomic_load_explicit(&b->ovf, memory_order_acquire);
-	uint32_t owner;
-
-	if (!(o & OVF_BUSY))
-		return false;
-	owner = atomic_load_explicit(&b->busy_owner, memory_order_relaxed);
-	if (!(owner & PB_STAMP_OWNER) || !task_is_gone(owner & ~PB_STAMP_OWNER))
-		return false;
-	/* Release: as ovf_release_busy(), for whoever takes the count. */
-	if (!atomic_compare_exchange_strong_explicit(&b->ovf, &o, o & ~OVF_BUSY,
-						     memory_order_release,
-						     memory_order_relaxed))
-		return false;
-	b->dead_skipped++;
-	return true;
-}
-
-/*
- * read_step() - one look at the buffer.
- *
- * Return: 1 when @out holds something to return (data, overflow, EOF), 0
- * to look again, -EAGAIN when there is nothing and we may not wait, or an
- * error.
- */
-static int read_step(struct profbuf *b, struct pb_wait *wt,
-		     struct profbuf_read *out)
-{
-	/*
-	 * Relaxed: each record is published by its stamp, read with acquire
-	 * in scan_run(); w only bounds the scan.
-	 */
-	uint64_t bw = atomic_load_explicit(&b->w, memory_order_relaxed);
-	bool reserved = ring_pindex_tag(bw) != ring_pindex_tag(b->r_next);
-	int rc = scan_run(b, bw, out);
-
-	if (rc)
-		return rc;
-	if (take_overflow(b, out))
-		return 1;
-	/* Acquire: pairs with the fetch_or in profbuf_close(). */
-	if (!reserved && (atomic_load_explicit(&b->ovf, memory_order_acquire) &
-			  OVF_CLOSED)) {
-		rc = seal(b, bw);
-		if (rc == 1) {
-			b->withdrawn += !!(bw & PB_SLEEPING);
-			b->eof_returned = true;
-			out->eof = true;
-			return 1;
-		}
-		if (rc == 0)
-			return 0;
-	}
-	if (bw & PB_EXTRA) {
-		/*
-		 * Acquire: pairs with the release CAS in wakeup_extra(): the
-		 * ovf change (count, BUSY, CLOSED) behind it is visible when
-		 * we look again.  Failure means w moved: look again anyway.
-		 */
-		atomic_compare_exchange_strong_explicit(
-			&b->w, &bw, bw & ~PB_EXTRA, memory_order_acquire,
-			memory_order_relaxed);
-		return 0;
-	}
-	if (reserved && b->shared && wt->backoff >= PB_DEAD_CHECK_STEP) {
-		rc = skip_dead_writer(b);
-		if (rc)
-			return rc < 0 ? rc : 0;
-	}
-	if (!wt->block)
-		return -EAGAIN;
-	if (reserved) {
-		struct timespec left;
-
-		if (!wait_left(wt, &left))
-			return -ETIMEDOUT;
-		wait_for_commit(wt);
-		return 0;
-	}
-	return sleep_reader(b, bw, wt);
-}
-
-static int read_common(struct profbuf *b, struct pb_wait *wt,
-		       struct profbuf_read *out)
-{
-	int rc;
-
-	if (!b || !out)
-		return -EINVAL;
-	/*
-	 * Acquire: pairs with the release store at the end of the previous
-	 * read, handing over the reader-owned fields.
-	 */
-	if (atomic_exchange_explicit(&b->reading, 1, memory_order_acquire))
-		return -EBUSY;
-	memset(out, 0, sizeof(*out));
-	if (b->eof_returned) {
-		out->eof = true;
-		rc = 0;
-		goto out;
-	}
-	give_back_run(b);
-	do
-		rc = read_step(b, wt, out);
-	while (rc == 0);
-	if (rc == -ETIMEDOUT) {
-		if (b->shared)
-			recover_dead_busy(b);
-		/* One last look, so that a timeout never hides a record. */
-		wt->block = false;
-		do
-			rc = read_step(b, wt, out);
-		while (rc == 0);
-		if (rc == -EAGAIN)
-			rc = -ETIMEDOUT;
-	}
-	if (rc == 1 || rc == -EAGAIN)
-		rc = 0;
-out:
-	/* Release: pairs with the acquire exchange above. */
-	atomic_store_explicit(&b->reading, 0, memory_order_release);
-	return rc;
-}
-
-RING_API int profbuf_read(struct profbuf *b, enum profbuf_mode mode,
-			  struct profbuf_read *r)
-{
-	struct pb_wait wt = { .block = mode == PROFBUF_BLOCKING };
-
-	if (mode != PROFBUF_BLOCKING && mode != PROFBUF_NONBLOCKING)
-		return -EINVAL;
-	return read_common(b, &wt, r);
-}
-
-RING_API int profbuf_read_timeout(struct profbuf *b, uint64_t timeout_ns,
-				  struct profbuf_read *r)
-{
-	struct pb_wait wt = { .block = true };
-
-	/* A deadline of 0 means "none": so does one past 2^64 ns. */
-	wt.deadline = now_ns() + timeout_ns;
-	if (wt.deadline < timeout_ns)
-		wt.deadline = 0;
-	return read_common(b, &wt, r);
 }

@@ -79,6 +79,27 @@ struct profbuf {
 #define PB_STAMP_COMMITTED 1u
 #define PB_STAMP_OWNER 0x80000000u
 
+/* The overflow word (see profbuf.c, Overflow). */
+static inline uint32_t ovf_count(uint64_t o)
+{
+	return (uint32_t)(o & OVF_COUNT_MASK);
+}
+
+/* The ovf value with a zero count, a new generation, BUSY clear. */
+static inline uint64_t ovf_next_gen(uint64_t o)
+{
+	return (((o >> OVF_GEN_SHIFT) + 1) << OVF_GEN_SHIFT) | (o & OVF_CLOSED);
+}
+
+static inline uint64_t ovf_add(uint64_t o, uint32_t n)
+{
+	uint64_t c = (uint64_t)ovf_count(o) + n;
+
+	if (c > UINT32_MAX) /* sticky at 2^32 - 1, as in Go */
+		c = UINT32_MAX;
+	return (o & ~OVF_COUNT_MASK) | c;
+}
+
 #define PB_MAGIC UINT64_C(0x3166756270726f66) /* "profbuf1" */
 #define PB_VERSION 1u
 
@@ -101,6 +122,9 @@ static inline uint64_t *pb_ovf_rec(const struct profbuf *b)
 {
 	return (uint64_t *)((char *)b + b->ovf_rec_off);
 }
+
+/* A write at time @now was discarded: count it (profbuf.c). */
+int pb_count_loss(struct profbuf *b, int64_t now);
 
 /* After fork, in the child: forget the cached owner (profbuf.c). */
 void profbuf_shared_fork_child(void);
