@@ -72,7 +72,7 @@
  *
  * Stack bounds.  The frame-pointer unwinder needs the thread's stack
  * bounds; pthread_getattr_np() is not async-signal-safe, so they are read
- * when a thread starts (our pthread_create wrapper) and for the main
+ * when a thread starts (our pthread_create, pthread_hook.c) and for the main
  * thread when the library loads, and kept in initial-exec TLS, which the
  * handler reads without allocating.
  */
@@ -84,7 +84,6 @@
 #include "ring/compiler.h"
 
 #include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -555,7 +554,6 @@ void prof_sampler_exited_names(prof_name_fn fn, void *arg)
 	pthread_mutex_unlock(&sampler.lock);
 }
 
-/* A thread starts: note its stack, arm it if a session runs. */
 /*
  * A new thread that inherited a mask blocking every signal (liblzma's and
  * many pools' workers are started so, to keep the program's signals
@@ -575,7 +573,12 @@ static void unblock_our_signal(void)
 	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 }
 
-static void thread_enter(void)
+/**
+ * prof_sampler_thread_enter() - a thread starts (pthread_hook.c calls it
+ * first thing in the new thread): note its stack, unblock our signal,
+ * arm it if a session runs.
+ */
+void prof_sampler_thread_enter(void)
 {
 	pid_t tid;
 
@@ -599,102 +602,6 @@ static void thread_enter(void)
 		count(&sampler.counters->threads);
 	}
 	pthread_mutex_unlock(&sampler.lock);
-}
-
-struct thread_start {
-	void *(*fn)(void *);
-	void *arg;
-};
-
-static void *thread_trampoline(void *p)
-{
-	struct thread_start st = *(struct thread_start *)p;
-
-	free(p);
-	thread_enter();
-	return st.fn(st.arg);
-}
-
-typedef int (*pthread_create_fn)(pthread_t *, const pthread_attr_t *,
-				 void *(*)(void *), void *);
-
-/*
- * Sanitizer runtimes interpose pthread_create too.  Linked statically into
- * the executable that holds our objects (a sanitizer build of a test), our
- * strong pthread_create replaces their weak one: we must call their
- * interceptor, which calls libc.  A runtime in a shared object loaded
- * before us (LD_PRELOAD=libclang_rt.asan...so:libprofring-prof.so) calls
- * us as its "real" pthread_create: we must call the next one, libc's.
- */
-extern int __interceptor_pthread_create(pthread_t *, const pthread_attr_t *,
-					void *(*)(void *), void *)
-	__attribute__((weak));
-
-static bool same_module(const void *a, const void *b)
-{
-	Dl_info ia, ib;
-
-	return dladdr(a, &ia) && dladdr(b, &ib) && ia.dli_fbase == ib.dli_fbase;
-}
-
-static _Atomic(pthread_create_fn) next_pthread_create;
-
-static pthread_create_fn find_next_pthread_create(void)
-{
-	pthread_create_fn fn;
-	void *sym;
-
-	fn = atomic_load_explicit(&next_pthread_create, memory_order_relaxed);
-	if (fn)
-		return fn;
-	if (__interceptor_pthread_create &&
-	    same_module((const void *)__interceptor_pthread_create,
-			(const void *)find_next_pthread_create)) {
-		fn = __interceptor_pthread_create;
-	} else {
-		sym = dlsym(RTLD_NEXT, "pthread_create");
-		memcpy(&fn, &sym, sizeof(fn));
-	}
-	/* Any thread finds the same function: relaxed is enough. */
-	atomic_store_explicit(&next_pthread_create, fn, memory_order_relaxed);
-	return fn;
-}
-
-/**
- * prof_real_pthread_create() - pthread_create without our wrapper.
- * @t, @attr, @fn, @arg: as for pthread_create().
- *
- * Return: as pthread_create(); EAGAIN if the next definition is missing.
- */
-int prof_real_pthread_create(pthread_t *t, const pthread_attr_t *attr,
-			     void *(*fn)(void *), void *arg)
-{
-	pthread_create_fn next = find_next_pthread_create();
-
-	return next ? next(t, attr, fn, arg) : EAGAIN;
-}
-
-/**
- * pthread_create() - interposed: the new thread records its stack bounds
- * and arms its timer before running @fn.
- * @t, @attr, @fn, @arg: as for pthread_create().
- *
- * Return: as pthread_create().
- */
-RING_API int pthread_create(pthread_t *t, const pthread_attr_t *attr,
-			    void *(*fn)(void *), void *arg)
-{
-	struct thread_start *st = malloc(sizeof(*st));
-	int rc;
-
-	if (!st) /* the thread still starts, unsampled */
-		return prof_real_pthread_create(t, attr, fn, arg);
-	st->fn = fn;
-	st->arg = arg;
-	rc = prof_real_pthread_create(t, attr, thread_trampoline, st);
-	if (rc)
-		free(st);
-	return rc;
 }
 
 /* ---- process ---- */

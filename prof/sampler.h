@@ -51,6 +51,7 @@ void prof_sampler_init_process(void);
 int prof_sampler_start(const struct prof_sampler_config *c);
 int prof_sampler_stop(void);
 void prof_sampler_rescan(void);
+void prof_sampler_thread_enter(void);
 enum profring_prof_timer prof_sampler_timer_used(void);
 void prof_sampler_add_stats(struct profring_prof_stats *st,
 			    struct prof_counters *c);
