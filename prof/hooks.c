@@ -20,7 +20,12 @@
  * locks taken by paths that do not go through these functions (glibc's
  * own TLS set-up for new threads) are not seen: libunwind stays opt-in.
  * After dlopen and dlclose return, the mappings are reported
- * (prof_maps_changed(), agent.c), outside any handler.
+ * (prof_maps_changed(), agent.c), outside any handler.  The loader
+ * resolves a bare name along its caller's search path and takes the
+ * caller from dlopen's return address, which would be ours: the hook
+ * searches the caller's path itself (open_as_caller()).  A name with a
+ * dynamic string token ("$ORIGIN/...") is still expanded against our
+ * library, not the caller's.
  *
  * Signals.  A program that installs its own disposition for the
  * sampler's signal takes it over: prof_sampler_taken_over() stops
@@ -45,7 +50,10 @@
 #include <errno.h>
 #include <link.h>
 #include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
@@ -115,19 +123,99 @@ bool prof_hooks_in_loader(void)
 	return atomic_load_explicit(&in_loader, memory_order_seq_cst) != 0;
 }
 
+static int dlclose_real(void *handle);
+
+/*
+ * The loader finds a bare name through the *caller's* search path (its
+ * DT_RPATH, LD_LIBRARY_PATH, its DT_RUNPATH), and it learns who the
+ * caller is from dlopen's return address: called from here, that would be
+ * us, and a program that opens its plugins through its own RUNPATH would
+ * fail to find them.  So a bare name not already loaded is looked for
+ * along the caller's search path (dlinfo(RTLD_DI_SERINFO) on the caller's
+ * link map) and opened by its full path; a name already loaded, a path, a
+ * name found nowhere there (the ld.so cache, the default directories)
+ * goes to the loader as it is.
+ */
+static char *caller_search(const char *file, const void *caller)
+{
+	struct link_map *lm = NULL;
+	Dl_serinfo size, *info = NULL;
+	char *found = NULL, *path;
+	Dl_info di;
+
+	if (!dladdr1(caller, &di, (void **)&lm, RTLD_DL_LINKMAP) || !lm ||
+	    dlinfo(lm, RTLD_DI_SERINFOSIZE, &size))
+		return NULL;
+	info = malloc(size.dls_size);
+	if (!info)
+		return NULL;
+	info->dls_size = size.dls_size;
+	info->dls_cnt = size.dls_cnt;
+	if (dlinfo(lm, RTLD_DI_SERINFO, info))
+		goto out;
+	for (unsigned int i = 0; !found && i < info->dls_cnt; i++) {
+		if (asprintf(&path, "%s/%s", info->dls_serpath[i].dls_name,
+			     file) < 0)
+			break;
+		if (!access(path, R_OK))
+			found = path;
+		else
+			free(path);
+	}
+out:
+	free(info);
+	return found;
+}
+
+static void *open_as_caller(dlopen_fn next, const char *file, int mode,
+			    const void *caller)
+{
+	void *h;
+	char *path;
+
+	if (!file || strchr(file, '/'))
+		return next(file, mode);
+	h = next(file, mode | RTLD_NOLOAD); /* by name, as the loader does */
+	if (h) {
+		void *again = next(file, mode); /* the caller's own reference */
+
+		dlclose_real(h);
+		return again;
+	}
+	path = caller_search(file, caller);
+	if (!path)
+		return next(file, mode);
+	h = next(path, mode);
+	free(path);
+	return h ? h : next(file, mode);
+}
+
 RING_API void *dlopen(const char *file, int mode)
 {
 	dlopen_fn next = NEXT(dlopen_fn, dlopen);
+	const void *caller = __builtin_return_address(0);
+	int saved;
 	void *h;
 
 	if (!next)
 		return NULL;
 	enter_loader();
-	h = next(file, mode);
+	saved = errno;
+	h = open_as_caller(next, file, mode, caller);
 	leave_loader();
-	if (h)
+	if (h) {
+		errno = saved;
 		prof_maps_changed(); /* keeps errno */
+	}
 	return h;
+}
+
+/* The next dlclose, for our own extra references. */
+static int dlclose_real(void *handle)
+{
+	dlclose_fn next = NEXT(dlclose_fn, dlclose);
+
+	return next ? next(handle) : -1;
 }
 
 RING_API int dlclose(void *handle)

@@ -193,6 +193,14 @@ else
 	echo "SKIP e2e_dlloop_libunwind (built without libunwind)"
 fi
 
+# A plugin opened by bare name through the program's own RUNPATH: our
+# interposed dlopen must search the caller's path, not ours; dlerror()
+# says what it said without us.
+plain runpath "$(dirname "$H")/runpath"
+run runpath -- "$(dirname "$H")/runpath"
+check runpath_dlopen_same same_as_plain runpath
+check runpath_plugin_loaded grep -q '^libplug.so: loaded' "$TMP/runpath.out"
+
 # 9. A fork+exec tree with --children: one profile, a pid label per
 # process; without --children, one process.
 run tree --children -- "$H" forktree "$H"
