@@ -164,7 +164,8 @@ $(BUILD)/tools/prof_demo_nofp: tools/prof_demo.c
 # The end-to-end suite's hostile programs (prof/e2e/e2e_test.sh), built
 # without sanitizers (they run under LD_PRELOAD), one of them static.
 E2E_PROGS := $(BUILD)/e2e/hostile $(BUILD)/e2e/hostile_static \
-	$(BUILD)/e2e/libdlloop.so $(BUILD)/e2e/runpath $(BUILD)/e2e/plug/libplug.so
+	$(BUILD)/e2e/libdlloop.so $(BUILD)/e2e/runpath $(BUILD)/e2e/plug/libplug.so \
+	$(BUILD)/e2e/cxx
 E2E_CFLAGS := -D_GNU_SOURCE -std=c11 -O2 -g $(FRAMEPTR)
 
 $(BUILD)/e2e/hostile: prof/e2e/hostile.c
@@ -178,6 +179,11 @@ $(BUILD)/e2e/hostile_static: prof/e2e/hostile.c
 $(BUILD)/e2e/libdlloop.so: prof/e2e/dlloop_lib.c
 	@mkdir -p $(dir $@)
 	$(CC) $(E2E_CFLAGS) -shared -fPIC -o $@ $<
+
+# C++ names in the profile (g++ comes with build-essential).
+$(BUILD)/e2e/cxx: prof/e2e/cxx.cc
+	@mkdir -p $(dir $@)
+	g++ -O2 -g $(FRAMEPTR) -o $@ $<
 
 # A plugin found only through its loader's RUNPATH ($ORIGIN/plug).
 $(BUILD)/e2e/plug/libplug.so: prof/e2e/dlloop_lib.c

@@ -18,7 +18,8 @@
  *			has_functions
  *	4  location	id, mapping_id (when known), address, one line: the
  *			function, line 0
- *	5  function	id, name, system_name (the same string)
+ *	5  function	id, name (demangled for C++, pprof/demangle.h),
+ *			system_name (the symbol)
  *	9, 10		time_nanos, duration_nanos
  *	11, 12		period_type ("cpu", "nanoseconds"), period
  *	13		comment (packed string indices)
@@ -56,6 +57,7 @@
 #include <zlib.h>
 
 #include "ring/hash.h"
+#include "pprof/demangle.h"
 #include "pprof/outfile.h"
 #include "pprof/pprof.h"
 #include "pprof/proto.h"
@@ -119,7 +121,9 @@ struct builder {
 	struct keyed_table str_index; /* struct str_entry */
 	uint32_t *func_of_str; /* string index -> function id, 0: none */
 	size_t cap_fos;
-	uint32_t *func_str; /* function id - 1 -> string index */
+	uint32_t *func_str; /* function id - 1 -> string index (symbol) */
+	uint32_t *func_disp; /* function id - 1 -> string index (display) */
+	size_t cap_disp;
 	size_t nfuncs, cap_funcs;
 	struct loc *locs;
 	size_t nlocs, cap_locs;
@@ -178,10 +182,14 @@ nomem:
 	return 0;
 }
 
-/* Id of the function named @name (0 after an error). */
+/*
+ * Id of the function named @name (0 after an error).  Its display name is
+ * @name demangled when it is a C++ symbol (demangle.h), else @name.
+ */
 static uint32_t func_intern(struct builder *b, const char *name)
 {
-	uint32_t si = str_intern(b, name), *p;
+	uint32_t si = str_intern(b, name), *p, disp;
+	char *readable;
 
 	if (b->err)
 		return 0;
@@ -191,11 +199,21 @@ static uint32_t func_intern(struct builder *b, const char *name)
 	b->func_of_str = p;
 	if (p[si])
 		return p[si];
+	readable = prof_demangle(name);
+	disp = readable ? str_intern(b, readable) : si;
+	free(readable);
+	if (b->err)
+		return 0;
 	p = array_grow(b->func_str, &b->cap_funcs, b->nfuncs + 1, sizeof(*p));
 	if (!p)
 		goto nomem;
 	b->func_str = p;
-	b->func_str[b->nfuncs++] = si;
+	p = array_grow(b->func_disp, &b->cap_disp, b->nfuncs + 1, sizeof(*p));
+	if (!p)
+		goto nomem;
+	b->func_disp = p;
+	b->func_str[b->nfuncs] = si;
+	b->func_disp[b->nfuncs++] = disp;
 	b->func_of_str[si] = (uint32_t)b->nfuncs;
 	return (uint32_t)b->nfuncs;
 nomem:
@@ -205,7 +223,7 @@ nomem:
 
 static const char *func_name(const struct builder *b, uint32_t func)
 {
-	return b->strs[b->func_str[func - 1]];
+	return b->strs[b->func_disp[func - 1]];
 }
 
 static const char *base_name(const char *path)
@@ -340,6 +358,7 @@ static void builder_free(struct builder *b)
 	keyed_table_free(&b->loc_index);
 	free(b->func_of_str);
 	free(b->func_str);
+	free(b->func_disp);
 	free(b->locs);
 	free(b->spaces);
 }
@@ -504,7 +523,7 @@ static void put_functions(struct enc *e)
 	for (size_t i = 0; i < e->b.nfuncs; i++) {
 		proto_buf_reset(&e->msg);
 		proto_put_uint64(&e->msg, 1, i + 1);
-		proto_put_int64(&e->msg, 2, e->b.func_str[i]);
+		proto_put_int64(&e->msg, 2, e->b.func_disp[i]);
 		proto_put_int64(&e->msg, 3, e->b.func_str[i]);
 		proto_put_message(&e->out, PF_FUNCTION, &e->msg);
 	}

@@ -37,6 +37,7 @@
 #include "prof/aggregate.h"
 #include "prof/shm.h"
 
+#include "pprof/demangle.h"
 #include "pprof/pprof.h"
 #include "ring/clock.h"
 
@@ -390,6 +391,7 @@ static int write_profile(const struct prof_record_args *a, struct reader *rd,
 	err = prof_agg_profile(rd->agg, &p);
 	if (err)
 		return err;
+	prof_demangle_allow_load(); /* our own process: a C++ runtime may load */
 	format_comments(a, o, comments);
 	for (int i = 0; i < NCOMMENTS; i++)
 		lines[i] = comments[i];

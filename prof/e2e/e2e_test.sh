@@ -201,6 +201,18 @@ run runpath -- "$(dirname "$H")/runpath"
 check runpath_dlopen_same same_as_plain runpath
 check runpath_plugin_loaded grep -q '^libplug.so: loaded' "$TMP/runpath.out"
 
+# A C++ program: its functions read as C++ (the symbol stays in
+# system_name), in our report and in the folded stacks.
+plain cxx "$(dirname "$H")/cxx"
+run cxx -F 999 -f "$TMP/cxx.folded" -- "$(dirname "$H")/cxx"
+check cxx_same same_as_plain cxx
+check cxx_demangled_folded grep -q 'work(int)' "$TMP/cxx.folded"
+check cxx_no_mangled_folded test "$(grep -c '_Z4worki' "$TMP/cxx.folded")" -eq 0
+if [ $HAVE_GO = 1 ]; then
+	(cd "$TMP" && HOME="$TMP" go tool pprof -raw cxx.pb.gz) >"$TMP/cxx.raw" 2>&1
+	check cxx_system_name_kept grep -q 'work(int) .*(_Z4worki)' "$TMP/cxx.raw"
+fi
+
 # 9. A fork+exec tree with --children: one profile, a pid label per
 # process; without --children, one process.
 run tree --children -- "$H" forktree "$H"
