@@ -13,9 +13,10 @@
  *			"thread", str = the thread's name; when known), label
  *			(3: key "pid", num = pid; only when pid != 0)
  *	3  mapping	every mapping of every address space's symbolizer,
- *			space after space: id, memory_start, memory_limit,
- *			file_offset, filename, build_id (when known),
- *			has_functions
+ *			space after space, ids numbered on across spaces (a
+ *			file mapped in two spaces is listed in each): id,
+ *			memory_start, memory_limit, file_offset, filename,
+ *			build_id (when known), has_functions
  *	4  location	id, mapping_id (when known), address, one line: the
  *			function, line 0
  *	5  function	id, name (demangled for C++, pprof/demangle.h),
@@ -33,10 +34,12 @@
  *
  * Strings: one table entry per distinct string.  Functions: one per
  * distinct name.  Locations: one per adjusted address (pcs[0] as is,
- * pcs[i] - 1 for i > 0: the call instruction, see profile.h) in one
- * address space (profile.h: one per process image), keyed by both; a special sample gets one location per special name,
- * address 0 and no mapping, whose function is that name.  Ids are 1, 2,
- * ... in order of first use.  A name comes from the symbolizer, else
+ * pcs[i] - 1 for i > 0: the call instruction, see profile.h) and address
+ * space (profile.h: one per process image; the same address in two is two
+ * locations, each symbolized in its own space); a special sample gets one
+ * location per special name, address 0 and no mapping, whose function is
+ * that name.  Ids are 1, 2, ... in order of first use.  A name comes from
+ * the symbolizer of the location's space, else
  * "<basename of the mapping's file>+0x<file offset>", else "0x<address>".
  * Strings and locations are found again through keyed tables
  * (pprof/table.h) keyed by a hash of their contents; functions through an
@@ -44,7 +47,12 @@
  *
  * The folded writer names frames the same way (through the same tables),
  * joins them root first with ';', sorts the paths and adds up the samples
- * of equal paths.
+ * of equal paths.  When samples come from more than one process (two
+ * distinct nonzero pids), each real stack is rooted at a "[pid N]" frame,
+ * so that a flame graph splits by process first, as perf's
+ * stackcollapse-perf.pl --pid does with "comm-pid" (we have no process
+ * name, and brackets mark our synthetic frames); a sample of pid 0, such
+ * as the lost-samples entry, has no such frame.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -237,7 +245,7 @@ static const char *base_name(const char *path)
 static uint32_t addr_func(struct builder *b, uint32_t space, uint64_t addr,
 			  uint32_t *mapping_id)
 {
-	const struct space *sp = &b->spaces[space < b->nspaces ? space : 0];
+	const struct space *sp = &b->spaces[space]; /* check_profile()'d */
 	unsigned int mid = 0;
 	const char *name = prof_symbolize(sp->sym, (uintptr_t)addr, &mid);
 	const struct prof_mapping *m;
@@ -365,13 +373,19 @@ static void builder_free(struct builder *b)
 
 static int check_profile(const struct prof_profile *p, const char *path)
 {
+	size_t nspaces;
+
 	if (!p || !path || (p->nsamples && !p->samples) ||
-	    (p->ncomments && !p->comments))
+	    (p->ncomments && !p->comments) || (p->nspaces && !p->spaces))
 		return -EINVAL;
-	for (size_t i = 0; i < p->nsamples; i++)
-		if (p->samples[i].npcs && !p->samples[i].pcs &&
-		    !p->samples[i].special)
+	nspaces = p->nspaces ? p->nspaces : 1;
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct prof_sample *ps = &p->samples[i];
+
+		if ((ps->npcs && !ps->pcs && !ps->special) ||
+		    ps->space >= nspaces)
 			return -EINVAL;
+	}
 	for (size_t i = 0; i < p->ncomments; i++)
 		if (!p->comments[i])
 			return -EINVAL;
@@ -653,7 +667,8 @@ static void put_folded_name(struct proto_buf *text, const char *name)
 
 /*
  * Append the path of @ps, NUL-terminated, to @text; with @by_pid, rooted
- * at a "[pid N]" frame (a profile of several processes).
+ * at a "[pid N]" frame when its pid is known (a profile of several
+ * processes: see the top of the file).
  */
 static void put_folded_path(struct builder *b, struct proto_buf *text,
 			    const struct prof_sample *ps, bool by_pid)
@@ -718,12 +733,18 @@ static int folded_paths(struct builder *b, const struct prof_profile *p,
 {
 	struct folded_line *lines = calloc(p->nsamples + 1, sizeof(*lines));
 	bool by_pid = false;
+	uint32_t pid = 0;
 	size_t n = 0;
 
 	if (!lines)
 		return -ENOMEM;
-	for (size_t i = 1; i < p->nsamples && !by_pid; i++)
-		by_pid = p->samples[i].pid != p->samples[0].pid;
+	/* Two distinct nonzero pids: several processes. */
+	for (size_t i = 0; i < p->nsamples && !by_pid; i++) {
+		uint32_t q = p->samples[i].pid;
+
+		by_pid = q && pid && q != pid;
+		pid = q ? q : pid;
+	}
 	*linesp = lines;
 	for (size_t i = 0; i < p->nsamples; i++) {
 		const struct prof_sample *ps = &p->samples[i];

@@ -18,7 +18,8 @@
  * @p:    the profile.
  * @s:    symbolizer for the function names and mappings, or NULL (every
  *        function is then named by its address, no mappings); not used
- *        when @p has address spaces of its own (@p->spaces).
+ *        when @p has address spaces of its own (@p->spaces, each of
+ *        which may be NULL likewise).
  * @path: where to put it, by prof_outfile_write()'s rules: a regular file
  *        is replaced atomically, a device, FIFO or /dev/stdout written
  *        through.
@@ -27,12 +28,16 @@
  * default "cpu"; period_type ("cpu", "nanoseconds"), period @p->period_ns;
  * a numeric label "tid" on samples with a nonzero tid, a string label
  * "thread", the thread's name, on samples whose thread_name is known (not
- * NULL, not empty), a numeric label "pid" on samples with a nonzero pid; the comments of @p as pprof comments.  A function
- * name nothing knows is "<basename of the mapped file>+0x<file offset>",
- * or "0x<address>" outside any mapping.
+ * NULL, not empty), a numeric label "pid" on samples with a nonzero pid;
+ * the comments of @p as pprof comments.  The mappings of every address
+ * space, ids numbered on from one space to the next; locations by
+ * address and space.  A function name nothing knows is "<basename of the
+ * mapped file>+0x<file offset>", or "0x<address>" outside any mapping.
  *
- * Return: 0, or -errno (-EINVAL for a NULL @p or @path or a sample with
- * frames but NULL pcs; -ENOMEM; or what prof_outfile_write() said).
+ * Return: 0, or -errno (-EINVAL for a NULL @p or @path, a sample with
+ * frames but NULL pcs, @p->nspaces but NULL @p->spaces, or a sample whose
+ * space is not below @p->nspaces (below 1 when that is 0); -ENOMEM; or
+ * what prof_outfile_write() said).
  */
 int prof_pprof_write(const struct prof_profile *p, struct prof_symbolizer *s,
 		     const char *path);
@@ -46,8 +51,10 @@ int prof_pprof_write(const struct prof_profile *p, struct prof_symbolizer *s,
  * One line per distinct path of function names, "root;...;leaf count"
  * (count: the samples of every stack with that path), sorted by path; a
  * special entry is its name alone.  When the samples come from more than
- * one pid, every path starts with a "[pid N]" frame.  ';' in a name becomes ':', a newline
- * or carriage return a space.  Names as in prof_pprof_write().  Samples
+ * one process (two distinct nonzero pids), the path of every sample with
+ * a nonzero pid starts with a "[pid N]" frame, so that a flame graph
+ * splits by process first.  ';' in a name becomes ':', a newline or
+ * carriage return a space.  Names as in prof_pprof_write().  Samples
  * with no frames and no special name have no path and are left out.
  *
  * Return: 0, or -errno as prof_pprof_write().

@@ -31,9 +31,11 @@
  * @periods:	sampling periods of CPU time they stand for: a signal
  *		counts 1 + the timer overruns it reported (pprof's
  *		"cpu/nanoseconds" value is @periods * period_ns).
- * @pid:	the process (0: one process, not labelled); a "pid" label.
+ * @pid:	the process, a numeric "pid" label; 0: none or unknown
+ *		(the in-process mode, a special entry), no label.
  * @space:	index of the address space its PCs belong to in the
- *		profile's @spaces (0 when there are none).
+ *		profile's @spaces (0 when there are none; the writers
+ *		refuse a sample whose @space is out of range).
  * @special:	NULL for a real stack; otherwise the name of a synthetic
  *		one-frame entry with no address, such as
  *		"[profring: lost samples]", whose @samples/@periods say how
@@ -63,8 +65,9 @@ struct prof_symbolizer;
  *			(the profiler puts its accounting there).
  * @spaces, @nspaces:	one symbolizer per address space (a process
  *			image: the same address means different code in
- *			two of them), or none (NULL, 0): the writers then
- *			use the symbolizer they are given.
+ *			two of them; an entry may be NULL: raw addresses),
+ *			or none (NULL, 0): the writers then use the
+ *			symbolizer they are given.
  */
 struct prof_profile {
 	const struct prof_sample *samples;

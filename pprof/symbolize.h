@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pprof/symbolize.h - in-process symbolization: which executable
- * mapping holds an address, and the name of the function there, from the
- * ELF symbol tables of the mapped files (dladdr() as the fallback).
+ * pprof/symbolize.h - symbolization: which executable mapping holds an
+ * address, and the name of the function there, from the ELF symbol tables
+ * of the mapped files.  The mappings are this process's own
+ * (/proc/self/maps, dladdr() as the fallback), or those another process
+ * reported (no fallback: see symbolize.c).
  *
  * Not async-signal-safe and not thread-safe: the profiler calls it at stop
  * time, from one normal thread.
@@ -22,8 +24,8 @@ struct prof_symbolizer;
  * @start:	first address.
  * @limit:	one past the last address.
  * @offset:	file offset mapped at @start.
- * @path:	file path as /proc/self/maps names it (without " (deleted)"),
- *		or "[vdso]".
+ * @path:	file path as /proc/self/maps names it, or as the process
+ *		reported it (without " (deleted)"); or "[vdso]".
  * @build_id:	GNU build-id in lowercase hex; "" if none or not known.
  * @id:		1-based, in address order (pprof's Mapping.id).
  * @has_functions: nonzero once a lookup in this mapping found symbols.
@@ -61,15 +63,20 @@ struct prof_map_spec {
 /**
  * prof_symbolizer_new_maps() - a symbolizer over the mappings of another
  * process (or of one that is gone), as it reported them, in order.
- * @maps: the mappings; a later one replaces every earlier one it overlaps
- *	  (a library dlclosed, another loaded at its addresses).
+ * @maps: the mappings, in the order they were made; NULL if @n is 0.  A
+ *	  later one replaces every earlier one it overlaps, even in part (a
+ *	  library dlclosed, another loaded at its addresses): the last one
+ *	  wins.  Those with @start >= @limit or a NULL @path are left out.
+ *	  Copied: @maps need not outlive the call.
  * @n:	  how many.
  *
- * The files are opened by path when first needed (a file gone since gives
- * raw addresses); dladdr() is never asked (it would look in this
- * process).
+ * The files are opened by path when first needed (a file gone since, or
+ * not ELF, names nothing: raw addresses); dladdr() is never asked (it
+ * would look in this process); a [vdso] is read from this process's own
+ * (the kernel maps the same one into every process).
  *
- * Return: the symbolizer, or NULL with errno set.
+ * Return: the symbolizer, or NULL with errno set (EINVAL: NULL @maps and
+ * @n > 0; ENOMEM).
  */
 struct prof_symbolizer *
 prof_symbolizer_new_maps(const struct prof_map_spec *maps, size_t n);
@@ -105,7 +112,8 @@ size_t prof_symbolizer_mappings(struct prof_symbolizer *s,
  *
  * Looks in the ELF .symtab of the mapped file, else in the .symtab of its
  * separate debug file (found by build-id under the debug directory, see
- * prof_symbolizer_set_debug_dir()), else in its .dynsym, then asks
+ * prof_symbolizer_set_debug_dir()), else in its .dynsym; then, in a
+ * symbolizer of this process's own mappings (prof_symbolizer_new()), asks
  * dladdr().
  *
  * Return: the name (valid until prof_symbolizer_free()), or NULL if nothing

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * symbolize_test.c - unit tests for the symbolizer (symbolize.c): this
- * program's own static functions, libc, the vDSO, a copy of this
- * executable mapped at other offsets, truncated, corrupted, deleted and
- * non-ELF files, and a stripped copy with its separate debug file, right,
- * wrong or corrupted (objcopy and strip must be there).
+ * symbolize_test.c - unit tests for the symbolizer of this process's own
+ * mappings (symbolize.c, elfsym.c): this program's own static functions,
+ * libc, the vDSO, a copy of this executable mapped at other offsets,
+ * truncated, corrupted, deleted and non-ELF files, and a stripped copy
+ * with its separate debug file, right, wrong or corrupted (objcopy and
+ * strip must be there).  Mappings another process reported:
+ * symbolize_maps_test.c.
  */
 #include <dlfcn.h>
 #include <elf.h>
@@ -144,62 +146,6 @@ static void symbolize_vdso(void)
 	dlclose(h);
 }
 
-/*
- * Another process's mappings, as it reported them (the launcher's case):
- * named from the files by path; its [vdso] from ours; a later mapping
- * over the same addresses replaces an earlier one; no dladdr().
- */
-static void symbolize_foreign_maps(void)
-{
-	void *h = dlopen("linux-vdso.so.1", RTLD_LAZY | RTLD_NOLOAD);
-	void *vfn = h ? dlsym(h, "__vdso_clock_gettime") : NULL;
-	struct prof_symbolizer *own = prof_symbolizer_new(), *s;
-	const struct prof_mapping *m, *vm = NULL;
-	struct prof_map_spec spec[3];
-	const uint64_t moved = 0x100000000ull; /* nothing of ours there */
-	unsigned int id;
-	const char *name;
-
-	KT_REQUIRE(own);
-	name = prof_symbolize(own, root + 8, &id);
-	m = mapping_by_id(own, id);
-	KT_REQUIRE(name && m);
-	if (vfn && prof_symbolize(own, (uintptr_t)vfn + 1, &id))
-		vm = mapping_by_id(own, id);
-	/* a wrong file first, then the right one over the same addresses */
-	spec[0] = (struct prof_map_spec){ m->start, m->limit, m->offset,
-					  "/nonexistent/lib.so" };
-	spec[1] = (struct prof_map_spec){ m->start, m->limit, m->offset,
-					  m->path };
-	spec[2] = (struct prof_map_spec){ moved, moved + 8192, 0, "[vdso]" };
-	if (vm)
-		spec[2].limit = moved + (vm->limit - vm->start);
-	s = prof_symbolizer_new_maps(spec, 3);
-	KT_REQUIRE(s);
-	name = prof_symbolize(s, root + 8, NULL);
-	KT_CHECK(name && !strcmp(name, "root_fn"));
-	if (vm) {
-		name = prof_symbolize(
-			s, moved + ((uintptr_t)vfn - vm->start) + 1, NULL);
-		KT_CHECK(name && !strcmp(name, "__vdso_clock_gettime"));
-	}
-	prof_symbolizer_free(s);
-	/* the other order: the missing file wins, raw addresses, no dladdr */
-	{
-		struct prof_map_spec rev[2] = { spec[1], spec[0] };
-
-		s = prof_symbolizer_new_maps(rev, 2);
-		KT_REQUIRE(s);
-		KT_CHECK(!prof_symbolize(s, root + 8, &id));
-		KT_CHECK(id && !strcmp(mapping_by_id(s, id)->path,
-				       "/nonexistent/lib.so"));
-		prof_symbolizer_free(s);
-	}
-	prof_symbolizer_free(own);
-	if (h)
-		dlclose(h);
-}
-
 struct exec_seg {
 	uintptr_t bias;
 	uint64_t p_offset, p_vaddr;
@@ -257,7 +203,7 @@ static int copy_exe(const char *dst, char **data, size_t *len)
  * Move every virtual address of the ELF image @data by @k: the PT_LOAD
  * segments and the defined symbols.  The file layout stays, so a lookup
  * must now subtract p_vaddr - p_offset (which is 0 in most binaries) to
- * find the symbols: see the bias at the top of symbolize.c.
+ * find the symbols: see the bias at the top of elfsym.c.
  */
 static int shift_vaddrs(char *data, size_t len, uint64_t k)
 {
@@ -774,7 +720,6 @@ int main(void)
 	KT_RUN(symbolize_own_functions);
 	KT_RUN(symbolize_libc_and_mappings);
 	KT_RUN(symbolize_vdso);
-	KT_RUN(symbolize_foreign_maps);
 	KT_RUN(symbolize_remapped_copy);
 	KT_RUN(symbolize_hostile_files);
 	KT_RUN(symbolize_debug_file);

@@ -1,0 +1,483 @@
+// SPDX-License-Identifier: MIT
+/*
+ * elfsym.c - what the symbolizer (symbolize.c) reads in a mapped ELF
+ * file: its build-id, the load bias of a mapping of it, and its function
+ * symbols.
+ *
+ * A file is opened and mmap'd read-only at its first use (pprof_elf_open:
+ * the header is checked, the build-id read), its symbol table read at the
+ * first lookup (pprof_elf_symbols).  The [vdso] is read in place, in
+ * memory; another process's [vdso] from ours (own_vdso()).  A file that
+ * cannot be read, is not a 64-bit ELF of this byte order, or has been
+ * deleted since it was mapped (whatever is at its path now is another
+ * file) has no symbols.
+ *
+ * Load bias: a mapping maps file offset @offset at address @start.  The
+ * PT_LOAD segment whose file range holds @offset (its p_offset rounded
+ * down to the page, as the kernel maps it, up to p_offset + p_filesz;
+ * executable segments first) says that file offset p_offset is virtual
+ * address p_vaddr, so @offset is at p_vaddr + (@offset - p_offset) in the
+ * ELF's address space, and
+ *
+ *	bias = @start - (p_vaddr + @offset - p_offset)
+ *
+ * (modulo 2^64).  A symbol's st_value plus the bias is its address in
+ * the process.  This holds for PIE executables and shared libraries
+ * (p_vaddr near p_offset, bias the load address) and for non-PIE
+ * executables (p_vaddr absolute, bias 0) alike.
+ *
+ * Symbols: .symtab if the file has one with functions, else the .symtab
+ * of its separate debug file, else .dynsym.  The debug file (Debian ships
+ * the .symtab of its libraries there, in the -dbg and -dbgsym packages) is
+ *
+ *	<debug dir>/.build-id/<2 first hex digits of the build-id>/<rest>.debug
+ *
+ * the debug dir being /usr/lib/debug unless a test says otherwise.  It is
+ * used only if it is an ELF file as above, whose own build-id is the
+ * mapped file's, with a .symtab; its symbol values are the same link-time
+ * addresses, so the bias still comes from the mapped file, and it stays
+ * mapped for the names.  (.gnu_debuglink is not read.)  Of a symbol
+ * table, the STT_FUNC and STT_GNU_IFUNC symbols that are defined and named
+ * are kept, sorted by address, one per address (aliases: sized before
+ * size 0, global before weak before local, then by name).  A lookup
+ * binary-searches the last symbol at or below the address; a symbol of
+ * size 0 covers up to the next one.
+ *
+ * Every header, table and string is checked against the file size before
+ * it is read, and read with memcpy (no alignment assumed), so a truncated
+ * or hostile file gives no symbols rather than a crash.  (A file truncated
+ * on disk while we hold it mapped would still raise SIGBUS: that is the
+ * price of mmap.)
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pprof/elfsym.h"
+
+#define DEBUG_DIR "/usr/lib/debug"
+
+static const char *debug_dir = DEBUG_DIR;
+
+void pprof_elf_set_debug_dir(const char *dir)
+{
+	debug_dir = dir ? dir : DEBUG_DIR;
+}
+
+/* [@off, @off + @len) lies inside the file. */
+static bool in_file(const struct pprof_elf *f, uint64_t off, uint64_t len)
+{
+	return off <= f->size && len <= f->size - off;
+}
+
+static bool elf_read(const struct pprof_elf *f, uint64_t off, void *dst,
+		     size_t len)
+{
+	if (!in_file(f, off, len))
+		return false;
+	memcpy(dst, f->base + off, len);
+	return true;
+}
+
+static bool elf_phdr(const struct pprof_elf *f, size_t i, Elf64_Phdr *ph)
+{
+	if (i >= f->eh.e_phnum || f->eh.e_phentsize != sizeof(*ph) ||
+	    f->eh.e_phoff > f->size)
+		return false;
+	return elf_read(f, f->eh.e_phoff + i * sizeof(*ph), ph, sizeof(*ph));
+}
+
+/* Number of section headers (extended numbering: in section 0). */
+static size_t elf_shnum(const struct pprof_elf *f)
+{
+	Elf64_Shdr sh0;
+
+	if (!f->eh.e_shoff || f->eh.e_shentsize != sizeof(sh0))
+		return 0;
+	if (f->eh.e_shnum)
+		return f->eh.e_shnum;
+	if (!elf_read(f, f->eh.e_shoff, &sh0, sizeof(sh0)) ||
+	    sh0.sh_size > f->size / sizeof(sh0))
+		return 0;
+	return (size_t)sh0.sh_size;
+}
+
+static bool elf_shdr(const struct pprof_elf *f, size_t i, Elf64_Shdr *sh)
+{
+	if (i >= elf_shnum(f) || f->eh.e_shoff > f->size)
+		return false;
+	return elf_read(f, f->eh.e_shoff + i * sizeof(*sh), sh, sizeof(*sh));
+}
+
+static bool elf_header_ok(struct pprof_elf *f)
+{
+	const unsigned char *id = f->eh.e_ident;
+
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+	return false;
+#endif
+	if (!elf_read(f, 0, &f->eh, sizeof(f->eh)))
+		return false;
+	return !memcmp(id, ELFMAG, SELFMAG) && id[EI_CLASS] == ELFCLASS64 &&
+	       id[EI_DATA] == ELFDATA2LSB && id[EI_VERSION] == EV_CURRENT;
+}
+
+static uint64_t round_up(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+static void hex_build_id(struct pprof_elf *f, const uint8_t *p, size_t n)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < n; i++) {
+		f->build_id[2 * i] = digits[p[i] >> 4];
+		f->build_id[2 * i + 1] = digits[p[i] & 15];
+	}
+	f->build_id[2 * n] = '\0';
+}
+
+/* Look for NT_GNU_BUILD_ID among the notes at [@off, @off + @len). */
+static bool notes_build_id(struct pprof_elf *f, uint64_t off, uint64_t len,
+			   uint64_t align)
+{
+	uint64_t a = align == 8 ? 8 : 4, pos = 0, namesz, descsz;
+	const uint8_t *p;
+	Elf64_Nhdr nh;
+
+	if (!in_file(f, off, len))
+		return false;
+	p = f->base + off;
+	while (len - pos >= sizeof(nh)) {
+		memcpy(&nh, p + pos, sizeof(nh));
+		pos += sizeof(nh);
+		namesz = round_up(nh.n_namesz, a);
+		descsz = round_up(nh.n_descsz, a);
+		if (namesz > len - pos || nh.n_descsz > len - pos - namesz)
+			return false;
+		if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+		    !memcmp(p + pos, "GNU", 4) && nh.n_descsz &&
+		    nh.n_descsz <= PPROF_BUILD_ID_MAX) {
+			hex_build_id(f, p + pos + namesz, nh.n_descsz);
+			return true;
+		}
+		if (descsz > len - pos - namesz)
+			return false;
+		pos += namesz + descsz;
+	}
+	return false;
+}
+
+static void elf_read_build_id(struct pprof_elf *f)
+{
+	Elf64_Phdr ph;
+	Elf64_Shdr sh;
+
+	for (size_t i = 0; elf_phdr(f, i, &ph); i++)
+		if (ph.p_type == PT_NOTE &&
+		    notes_build_id(f, ph.p_offset, ph.p_filesz, ph.p_align))
+			return;
+	for (size_t i = 0; elf_shdr(f, i, &sh); i++)
+		if (sh.sh_type == SHT_NOTE &&
+		    notes_build_id(f, sh.sh_offset, sh.sh_size,
+				   sh.sh_addralign))
+			return;
+}
+
+static int map_file(struct pprof_elf *f)
+{
+	struct stat st;
+	void *p;
+	int fd;
+
+	fd = open(f->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    st.st_size < (off_t)sizeof(Elf64_Ehdr))
+		goto fail;
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (p == MAP_FAILED)
+		goto fail;
+	close(fd);
+	f->base = p;
+	f->size = (size_t)st.st_size;
+	return 0;
+fail:
+	close(fd);
+	return -EINVAL;
+}
+
+static void unmap_file(struct pprof_elf *f)
+{
+	if (f->base && !f->in_memory)
+		munmap((void *)f->base, f->size);
+	f->base = NULL;
+	f->size = 0;
+}
+
+/*
+ * own_vdso() - this process's [vdso], from /proc/self/maps: the kernel
+ * maps the same image into every process of one architecture, so another
+ * process's [vdso] addresses are named from ours.  Its size is ours, never
+ * the one a record claims.  Return: true with *@base and *@size set.
+ */
+static bool own_vdso(const uint8_t **base, size_t *size)
+{
+	FILE *fp = fopen("/proc/self/maps", "re");
+	unsigned long long lo, hi;
+	char line[512];
+	bool found = false;
+
+	if (!fp)
+		return false;
+	while (!found && fgets(line, sizeof(line), fp))
+		if (strstr(line, "[vdso]") &&
+		    sscanf(line, "%llx-%llx", &lo, &hi) == 2 && lo < hi) {
+			*base = (const uint8_t *)(uintptr_t)lo;
+			*size = (size_t)(hi - lo);
+			found = true;
+		}
+	fclose(fp);
+	return found;
+}
+
+/*
+ * Stage 1: map the file, check its header, read its build-id.  The
+ * mapping is read only for a file in memory (the [vdso]; another
+ * process's is read from ours: own_vdso()).
+ */
+bool pprof_elf_open(struct pprof_elf *f, uint64_t start, uint64_t limit,
+		    uint64_t offset)
+{
+	if (f->state != PPROF_ELF_NEW)
+		return f->state == PPROF_ELF_OPEN;
+	f->state = PPROF_ELF_BAD;
+	if (f->deleted)
+		return false;
+	if (f->in_memory) {
+		if (offset != 0 || start >= limit)
+			return false;
+		f->base = (const uint8_t *)(uintptr_t)start;
+		f->size = (size_t)(limit - start);
+		if (f->foreign_vdso && !own_vdso(&f->base, &f->size))
+			return false;
+	} else if (map_file(f)) {
+		return false;
+	}
+	if (!elf_header_ok(f)) {
+		unmap_file(f);
+		return false;
+	}
+	f->state = PPROF_ELF_OPEN;
+	elf_read_build_id(f);
+	return true;
+}
+
+static int sym_rank(unsigned char info)
+{
+	switch (ELF64_ST_BIND(info)) {
+	case STB_GLOBAL:
+		return 0;
+	case STB_WEAK:
+		return 1;
+	default:
+		return 2;
+	}
+}
+
+static int sym_cmp(const void *a, const void *b)
+{
+	const struct pprof_elf_sym *x = a, *y = b;
+
+	if (x->value != y->value)
+		return x->value < y->value ? -1 : 1;
+	if (!x->size != !y->size)
+		return x->size ? -1 : 1;
+	if (x->rank != y->rank)
+		return x->rank - y->rank;
+	return strcmp(x->name, y->name);
+}
+
+/* The string table of a symbol table, checked to end with a NUL. */
+static bool sym_strtab(const struct pprof_elf *f, const Elf64_Shdr *symtab,
+		       Elf64_Shdr *str)
+{
+	if (!elf_shdr(f, symtab->sh_link, str) || str->sh_type != SHT_STRTAB ||
+	    !str->sh_size || !in_file(f, str->sh_offset, str->sh_size))
+		return false;
+	return f->base[str->sh_offset + str->sh_size - 1] == '\0';
+}
+
+/* Keep @sym if it is a defined, named function. */
+static bool sym_keep(const struct pprof_elf *f, const Elf64_Sym *sym,
+		     const Elf64_Shdr *str, struct pprof_elf_sym *out)
+{
+	int type = ELF64_ST_TYPE(sym->st_info);
+	const char *name;
+
+	if ((type != STT_FUNC && type != STT_GNU_IFUNC) ||
+	    sym->st_shndx == SHN_UNDEF || !sym->st_value ||
+	    sym->st_name >= str->sh_size)
+		return false;
+	name = (const char *)f->base + str->sh_offset + sym->st_name;
+	if (!*name)
+		return false;
+	out->value = sym->st_value;
+	out->size = sym->st_size;
+	out->name = name;
+	out->rank = sym_rank(sym->st_info);
+	return true;
+}
+
+/* Sort by address and keep the first of each address. */
+static void sym_sort(struct pprof_elf *f)
+{
+	size_t n = 0;
+
+	qsort(f->syms, f->nsyms, sizeof(*f->syms), sym_cmp);
+	for (size_t i = 0; i < f->nsyms; i++)
+		if (!n || f->syms[i].value != f->syms[n - 1].value)
+			f->syms[n++] = f->syms[i];
+	f->nsyms = n;
+}
+
+/* Load the functions of the first symbol table of type @type. */
+static bool sym_load(struct pprof_elf *f, uint32_t type)
+{
+	Elf64_Shdr sh, str;
+	Elf64_Sym sym;
+	size_t i, n;
+
+	for (i = 0; elf_shdr(f, i, &sh); i++)
+		if (sh.sh_type == type)
+			break;
+	if (!elf_shdr(f, i, &sh) || sh.sh_entsize != sizeof(sym) ||
+	    !in_file(f, sh.sh_offset, sh.sh_size) || !sym_strtab(f, &sh, &str))
+		return false;
+	n = (size_t)(sh.sh_size / sizeof(sym));
+	f->syms = calloc(n ? n : 1, sizeof(*f->syms));
+	if (!f->syms)
+		return false;
+	for (i = 0; i < n; i++) {
+		memcpy(&sym, f->base + sh.sh_offset + i * sizeof(sym),
+		       sizeof(sym));
+		if (sym_keep(f, &sym, &str, &f->syms[f->nsyms]))
+			f->nsyms++;
+	}
+	sym_sort(f);
+	if (f->nsyms)
+		return true;
+	free(f->syms);
+	f->syms = NULL;
+	return false;
+}
+
+void pprof_elf_free(struct pprof_elf *f)
+{
+	if (!f)
+		return;
+	unmap_file(f);
+	pprof_elf_free(f->debug);
+	free(f->syms);
+	free(f->path);
+	free(f);
+}
+
+/*
+ * The .symtab of the debug file of @f (see the top of the file), opened,
+ * checked and loaded as @f's own would be; it goes to @f->debug.
+ */
+static bool debug_load(struct pprof_elf *f)
+{
+	static const char fmt[] = "%s/.build-id/%.2s/%s.debug";
+	const char *id = f->build_id;
+	struct pprof_elf *d;
+	int len;
+
+	if (strlen(id) <= 2 || !debug_dir || !*debug_dir)
+		return false;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return false;
+	len = snprintf(NULL, 0, fmt, debug_dir, id, id + 2);
+	d->path = len > 0 ? malloc((size_t)len + 1) : NULL;
+	if (!d->path) {
+		free(d);
+		return false;
+	}
+	snprintf(d->path, (size_t)len + 1, fmt, debug_dir, id, id + 2);
+	if (!pprof_elf_open(d, 0, 0, 0) || strcmp(d->build_id, id) ||
+	    !sym_load(d, SHT_SYMTAB)) {
+		pprof_elf_free(d);
+		return false;
+	}
+	f->syms = d->syms;
+	f->nsyms = d->nsyms;
+	d->syms = NULL;
+	d->nsyms = 0;
+	f->debug = d;
+	return true;
+}
+
+/* Stage 2: the symbol table, .symtab, else the debug file's, else .dynsym. */
+size_t pprof_elf_symbols(struct pprof_elf *f)
+{
+	if (f->syms_read || f->state != PPROF_ELF_OPEN)
+		return f->nsyms;
+	f->syms_read = true;
+	if (!sym_load(f, SHT_SYMTAB) && !debug_load(f))
+		sym_load(f, SHT_DYNSYM);
+	return f->nsyms;
+}
+
+const char *pprof_elf_lookup(const struct pprof_elf *f, uint64_t vaddr)
+{
+	size_t i =
+		pprof_upper_bound(f->syms, f->nsyms, sizeof(*f->syms),
+				  offsetof(struct pprof_elf_sym, value), vaddr);
+	const struct pprof_elf_sym *sym;
+
+	if (!i)
+		return NULL;
+	sym = &f->syms[i - 1];
+	/* Size 0: up to the next symbol, which lies above @vaddr. */
+	if (!sym->size || vaddr - sym->value < sym->size)
+		return sym->name;
+	return NULL;
+}
+
+/* See the top of the file. */
+bool pprof_elf_bias(const struct pprof_elf *f, uint64_t start, uint64_t offset,
+		    uint64_t *bias)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t mask = page > 0 ? ~((uint64_t)page - 1) : ~(uint64_t)4095;
+	Elf64_Phdr ph, best = { 0 };
+	bool found = false;
+
+	if (f->state != PPROF_ELF_OPEN)
+		return false;
+	for (size_t i = 0; elf_phdr(f, i, &ph); i++) {
+		if (ph.p_type != PT_LOAD || !ph.p_filesz ||
+		    offset < (ph.p_offset & mask) ||
+		    (offset >= ph.p_offset &&
+		     offset - ph.p_offset >= ph.p_filesz))
+			continue;
+		if (!found || (!(best.p_flags & PF_X) && (ph.p_flags & PF_X)))
+			best = ph;
+		found = true;
+	}
+	if (found)
+		*bias = start - (best.p_vaddr + (offset - best.p_offset));
+	return found;
+}
