@@ -220,7 +220,7 @@ void prof_counters_add(struct prof_counters *c, struct prof_counts *sum)
 	/* Relaxed: as above. */
 	sum->taken_over +=
 		atomic_load_explicit(&c->taken_over, memory_order_relaxed);
-	if (!sum->signo)
+	if (!sum->signo) /* relaxed: as above */
 		sum->signo =
 			atomic_load_explicit(&c->signo, memory_order_relaxed);
 }
@@ -231,6 +231,10 @@ void prof_counters_add(struct prof_counters *c, struct prof_counts *sum)
 void prof_shm_sum(const struct prof_shm *h, struct prof_counts *sum)
 {
 	struct prof_shm *w = (struct prof_shm *)h;
+	/*
+	 * Relaxed: read after the program ended (wait4 orders its stores
+	 * before us) or, while it runs, any recent count will do.
+	 */
 	uint32_t n = atomic_load_explicit(&w->next_slot, memory_order_relaxed);
 
 	memset(sum, 0, sizeof(*sum));

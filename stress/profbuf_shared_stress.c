@@ -22,6 +22,10 @@
  * reservation and stamp) is reported as stalled, not as a violation: the
  * header documents that only the reader's timeout bounds it.
  *
+ * Under TSan the writers are threads of the reader's process instead (TSan
+ * cannot follow the hand-back of slots by a reader in another process)
+ * and --kill is ignored.
+ *
  * Exit status 0 only if nothing was violated.
  */
 #include <errno.h>
@@ -38,6 +42,7 @@
 #include <profring/profbuf.h>
 
 #include "testing/harness.h"
+#include "testing/sanitizer.h"
 
 #define PROG "profbuf_shared_stress"
 #define MAX_PROCS 16
@@ -164,6 +169,41 @@ static int writer_process(int proc)
 	return 0;
 }
 
+static void *writer_thread(void *arg)
+{
+	writer_process((int)(intptr_t)arg);
+	return NULL;
+}
+
+/*
+ * Start writer @i: a process, or under TSan (which cannot see the
+ * reader's hand-back from another process, and would report the slots'
+ * reuse as races) a thread of this process using the same shared buffer.
+ * Return: its pid (or this process's pid for a thread: nonzero).
+ */
+static pid_t start_writer(int i, pthread_t *t)
+{
+	pid_t pid;
+
+	if (TESTING_UNDER_TSAN) {
+		pthread_create(t, NULL, writer_thread, (void *)(intptr_t)i);
+		return getpid();
+	}
+	pid = fork();
+	if (pid == 0)
+		_exit(writer_process(i));
+	return pid;
+}
+
+static bool writer_done(pid_t pid, pthread_t t)
+{
+	int status;
+
+	if (TESTING_UNDER_TSAN)
+		return !pthread_tryjoin_np(t, NULL);
+	return waitpid(pid, &status, WNOHANG) == pid;
+}
+
 /* The reader's view: last seq per writer, totals, violations. */
 struct reader {
 	uint64_t last[MAX_PROCS * MAX_THREADS * 2 + 1];
@@ -230,8 +270,9 @@ int main(int argc, char **argv)
 	size_t page = (size_t)sysconf(_SC_PAGESIZE), off, ring, total;
 	uint64_t accepted = 0, rng, deadline, kill_at[MAX_PROCS];
 	struct profbuf_stats st;
+	pthread_t units[MAX_PROCS];
 	pid_t pids[MAX_PROCS];
-	int alive, status;
+	int alive;
 	bool eof;
 	char fields[512];
 	char *m;
@@ -257,15 +298,17 @@ int main(int argc, char **argv)
 		return 1;
 	rng = (uint64_t)opt.seed * 0x9e3779b97f4a7c15ull + 1;
 	deadline = stress_now_ns() + (uint64_t)opt.seconds * 1000000000u;
+	if (TESTING_UNDER_TSAN && opt.kill) {
+		printf("# --kill ignored under TSan: writers run as threads\n");
+		opt.kill = false;
+	}
 	for (int i = 0; i < opt.procs; i++) {
 		kill_at[i] = opt.kill ? stress_now_ns() +
 						stress_rand(&rng) %
 							((uint64_t)opt.seconds *
 							 1000000000u)
 				      : 0;
-		pids[i] = fork();
-		if (pids[i] == 0)
-			_exit(writer_process(i));
+		pids[i] = start_writer(i, &units[i]);
 	}
 	for (alive = (int)opt.procs; alive > 0;) {
 		struct profbuf_read r;
@@ -282,7 +325,7 @@ int main(int argc, char **argv)
 				kill(pids[i], SIGKILL);
 				kill_at[i] = 0;
 			}
-			if (waitpid(pids[i], &status, WNOHANG) == pids[i]) {
+			if (writer_done(pids[i], units[i])) {
 				pids[i] = 0;
 				alive--;
 			}

@@ -238,7 +238,9 @@ size_t profbuf_shared_size(size_t hdrsize, size_t bufwords, size_t ntags);
  *    overflow counts = writes that returned 0 or -ENOSPC + writes whose
  *    writer died.  A stopped writer (SIGSTOP) is alive and is waited for.
  *    A writer that dies while it holds the pending overflow count is
- *    recovered the same way (it is named too).  A writer killed between
+ *    recovered the same way (it names itself too, right after claiming
+ *    it; one that dies in between leaves the count, and EOF, to the
+ *    reader's timeout).  A writer killed between
  *    its reservation and its owner stamp (the stamp follows the record's
  *    length, one cache miss later) leaves a record only the reader's
  *    timeout bounds (profbuf_read_timeout(); profbuf_stats()
