@@ -55,11 +55,20 @@ for build in "$@"; do
 		[ "$quick" = 1 ] && n=1
 		per=$((seconds / n)); [ "$per" -lt 1 ] && per=1
 		scenarios "$name" | head -n "$n" | while read -r args; do
-			line=$("$prog" --seconds "$per" $args 2>&1 | tail -n 1)
-			rc=$?
+			out=$("$prog" --seconds "$per" $args 2>&1)
+			line=$(printf '%s\n' "$out" | tail -n 1)
 			echo "$line"
 			v=$(field violations "$line")
-			if [ -z "$v" ] || ! echo "$line" | grep -q ' OK$'; then
+			# A sanitizer report (a writer process's, say) fails
+			# the run even when the summary line says OK.
+			if printf '%s\n' "$out" | grep -q -E \
+				'WARNING: ThreadSanitizer|ERROR: AddressSanitizer|runtime error:'; then
+				printf '%s\n' "$out" | grep -m 20 -A 12 -E \
+					'WARNING: ThreadSanitizer|ERROR: AddressSanitizer|runtime error:'
+				echo "FAIL $name ($build) $args: sanitizer report"
+				v=${v:-0}
+				v=$((v + 1))
+			elif [ -z "$v" ] || ! echo "$line" | grep -q ' OK$'; then
 				echo "FAIL $name ($build) $args"
 				v=${v:-crash}
 			else
