@@ -62,11 +62,14 @@ PPROF_LIBS := -lz -ldl
 # prof/: the profiler.  libunwind is used when its header is there.
 HAVE_LIBUNWIND := $(shell printf '\043include <libunwind.h>\n' | \
 	$(CC) -E -x c - >/dev/null 2>&1 && echo yes)
-# record.c is the launcher's (tools/profring-prof), not the library's.
-PROF_OBJS := $(call objs,$(filter-out prof/record.c,$(call srcs,prof)))
-PROF_LIBS := $(PPROF_LIBS) -lrt $(if $(HAVE_LIBUNWIND),-lunwind)
+# record.c is the launcher's (tools/profring-prof), not the library's;
+# malloc_hook.c (the interposed malloc family) goes into
+# libprofring-prof.so alone, and not under the sanitizers, which own malloc.
+PROF_OBJS := $(call objs,$(filter-out prof/record.c prof/malloc_hook.c,$(call srcs,prof)))
+MALLOC_HOOK_OBJS := $(if $(SAN),,$(call objs,prof/malloc_hook.c))
+PROF_LIBS := $(PPROF_LIBS) -lrt -lm $(if $(HAVE_LIBUNWIND),-lunwind)
 # What the launcher links: it reads, aggregates and writes; it never samples.
-RECORD_OBJS := $(call objs,prof/record.c prof/aggregate.c prof/shm.c \
+RECORD_OBJS := $(call objs,prof/record.c prof/aggregate.c prof/heap_agg.c prof/shm.c \
 	prof/options.c prof/unwind.c)
 PROF_SO := $(BUILD)/libprofring-prof.so
 
@@ -106,6 +109,9 @@ $(BUILD)/obj-fp/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(FRAMEPTR) $(DEPFLAGS) -c -o $@ $<
 
+# The allocators' frames are where the heap profiler's walk starts.
+$(BUILD)/obj/prof/malloc_hook.o: CFLAGS += $(FRAMEPTR)
+
 $(BUILD)/obj/prof/unwind.o: CPPFLAGS += $(if $(HAVE_LIBUNWIND),-DPROFRING_HAVE_LIBUNWIND)
 
 $(LIB_A): $(LIB_OBJS)
@@ -126,10 +132,10 @@ $(BUILD)/libprofring.so: $(LIB_OBJS)
 # objects too, so it is the only file a profiled program needs.
 # -z nodelete: its handler and thread-exit destructor must outlive a
 # dlclose; -z now: no lazy binding inside the SIGPROF handler.
-$(PROF_SO): $(PROF_OBJS) $(PPROF_A) $(LIB_A) prof/libprofring-prof.map
+$(PROF_SO): $(PROF_OBJS) $(MALLOC_HOOK_OBJS) $(PPROF_A) $(LIB_A) prof/libprofring-prof.map
 	$(CC) -shared $(LDFLAGS) -Wl,-soname,libprofring-prof.so \
 		-Wl,--version-script,prof/libprofring-prof.map -Wl,-z,nodelete -Wl,-z,now \
-		-o $@ $(PROF_OBJS) $(PPROF_A) $(LIB_OBJS) $(PROF_LIBS) $(LDLIBS)
+		-o $@ $(PROF_OBJS) $(MALLOC_HOOK_OBJS) $(PPROF_A) $(LIB_OBJS) $(PROF_LIBS) $(LDLIBS)
 
 # Programs: one source file each, linked against what they name:
 # $(call link,LIBS[,EXTRA CFLAGS]): the first prerequisite is the source,
@@ -165,12 +171,16 @@ $(BUILD)/tools/prof_demo_nofp: tools/prof_demo.c
 # without sanitizers (they run under LD_PRELOAD), one of them static.
 E2E_PROGS := $(BUILD)/e2e/hostile $(BUILD)/e2e/hostile_static \
 	$(BUILD)/e2e/libdlloop.so $(BUILD)/e2e/runpath $(BUILD)/e2e/plug/libplug.so \
-	$(BUILD)/e2e/cxx
+	$(BUILD)/e2e/cxx $(BUILD)/e2e/heapwork
 E2E_CFLAGS := -D_GNU_SOURCE -std=c11 -O2 -g $(FRAMEPTR)
 
 $(BUILD)/e2e/hostile: prof/e2e/hostile.c
 	@mkdir -p $(dir $@)
 	$(CC) $(E2E_CFLAGS) -o $@ $< -lpthread -ldl
+
+$(BUILD)/e2e/heapwork: prof/e2e/heapwork.c
+	@mkdir -p $(dir $@)
+	$(CC) $(E2E_CFLAGS) -o $@ $< -lpthread
 
 $(BUILD)/e2e/hostile_static: prof/e2e/hostile.c
 	@mkdir -p $(dir $@)
@@ -217,6 +227,10 @@ $(BUILD)/stress/prof_stress: stress/prof_stress.c $(TESTKIT_OBJS) $(PROF_OBJS) $
 	@mkdir -p $(dir $@)
 	$(call link,$(PROF_LIBS),-fno-omit-frame-pointer)
 
+$(BUILD)/stress/heap_stress: stress/heap_stress.c $(TESTKIT_OBJS) $(PROF_OBJS) $(PPROF_A) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(call link,$(PROF_LIBS),-fno-omit-frame-pointer)
+
 $(BUILD)/stress/%: stress/%.c $(TESTKIT_OBJS) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call link,-lrt)
@@ -247,7 +261,7 @@ $(BUILD)/fuzz/pprof_fuzz: fuzz/pprof_fuzz.c $(PPROF_A) $(LIB_A)
 	$(call link,-fsanitize=fuzzer $(PPROF_LIBS))
 
 # The launcher's aggregation of records another process wrote.
-$(BUILD)/fuzz/agg_fuzz: fuzz/agg_fuzz.c $(BUILD)/obj/prof/aggregate.o $(PPROF_A) $(LIB_A)
+$(BUILD)/fuzz/agg_fuzz: fuzz/agg_fuzz.c $(BUILD)/obj/prof/aggregate.o $(BUILD)/obj/prof/heap_agg.o $(PPROF_A) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call link,-fsanitize=fuzzer $(PPROF_LIBS))
 

@@ -25,6 +25,13 @@
  *	11, 12		period_type ("cpu", "nanoseconds"), period
  *	13		comment (packed string indices)
  *	14		default_sample_type: "cpu"
+ * A heap profile (prof_profile.heap_rate nonzero) differs as Go's
+ * runtime/pprof heap profiles do: sample_type ("alloc_objects", "count"),
+ * ("alloc_space", "bytes"), ("inuse_objects", "count"), ("inuse_space",
+ * "bytes"); each sample's four values, and a label "bytes" (num = the
+ * object size); period_type ("space", "bytes"), period = the rate;
+ * default_sample_type "inuse_space".  Its stacks are return addresses
+ * from the first frame on (profile.h: return_addrs).
  *	6  string_table	last, string 0 being ""
  * Every string is referenced by a field written before the table, so any
  * strict prefix of the encoding lacks a referenced string: a truncated
@@ -324,9 +331,10 @@ nomem:
 }
 
 /* The address pprof stores for frame @i of @pcs. */
-static uint64_t frame_addr(const uintptr_t *pcs, size_t i)
+static uint64_t frame_addr(const struct prof_sample *ps, size_t i)
 {
-	return i ? (uint64_t)pcs[i] - 1 : (uint64_t)pcs[0];
+	return i || ps->return_addrs ? (uint64_t)ps->pcs[i] - 1
+				     : (uint64_t)ps->pcs[0];
 }
 
 /*
@@ -397,6 +405,7 @@ struct enc {
 	struct builder b;
 	struct proto_buf out, msg, sub;
 	uint32_t samples_s, count_s, cpu_s, ns_s;
+	uint32_t space_s, bytes_s, inuse_space_s; /* heap profiles */
 	uint32_t tid_s; /* interned at first use: every string is used */
 	uint32_t thread_s;
 	uint32_t pid_s;
@@ -416,18 +425,34 @@ static int64_t sat_i64(uint64_t v)
 	return v > INT64_MAX ? INT64_MAX : (int64_t)v;
 }
 
-static void put_sample(struct enc *e, const struct prof_sample *ps,
-		       uint64_t period_ns, uint64_t *ids, size_t nids)
+static void put_label_num(struct enc *e, uint32_t key, uint64_t num)
 {
-	uint64_t vals[2], cpu;
+	proto_buf_reset(&e->sub);
+	proto_put_int64(&e->sub, 1, key);
+	proto_put_int64(&e->sub, 3, (int64_t)num);
+	proto_put_message(&e->msg, 3, &e->sub);
+}
 
-	if (__builtin_mul_overflow(ps->periods, period_ns, &cpu))
-		cpu = UINT64_MAX;
-	vals[0] = (uint64_t)sat_i64(ps->samples);
-	vals[1] = (uint64_t)sat_i64(cpu);
+static void put_sample(struct enc *e, const struct prof_profile *p,
+		       const struct prof_sample *ps, uint64_t *ids, size_t nids)
+{
+	uint64_t vals[4], cpu;
+	size_t nvals = 2;
+
+	if (p->heap_rate) {
+		for (nvals = 0; nvals < 4; nvals++)
+			vals[nvals] = (uint64_t)sat_i64(ps->heap[nvals]);
+	} else {
+		if (__builtin_mul_overflow(ps->periods, p->period_ns, &cpu))
+			cpu = UINT64_MAX;
+		vals[0] = (uint64_t)sat_i64(ps->samples);
+		vals[1] = (uint64_t)sat_i64(cpu);
+	}
 	proto_buf_reset(&e->msg);
 	proto_put_packed(&e->msg, 1, ids, nids);
-	proto_put_packed(&e->msg, 2, vals, 2);
+	proto_put_packed(&e->msg, 2, vals, nvals);
+	if (p->heap_rate && ps->bytes)
+		put_label_num(e, e->bytes_s, ps->bytes);
 	if (ps->tid) {
 		if (!e->tid_s)
 			e->tid_s = str_intern(&e->b, "tid");
@@ -464,7 +489,7 @@ static size_t sample_locs(struct builder *b, const struct prof_sample *ps,
 		return 1;
 	}
 	for (size_t i = 0; i < ps->npcs; i++)
-		ids[i] = loc_intern(b, ps->space, frame_addr(ps->pcs, i), NULL);
+		ids[i] = loc_intern(b, ps->space, frame_addr(ps, i), NULL);
 	return ps->npcs;
 }
 
@@ -483,7 +508,7 @@ static int put_samples(struct enc *e, const struct prof_profile *p)
 		}
 		ids = q;
 		n = sample_locs(&e->b, ps, ids);
-		put_sample(e, ps, p->period_ns, ids, n);
+		put_sample(e, p, ps, ids, n);
 	}
 	free(ids);
 	return e->b.err;
@@ -556,8 +581,29 @@ static int put_comments(struct enc *e, const struct prof_profile *p)
 	return 0;
 }
 
-static void put_header(struct enc *e)
+/* A heap profile's types, as Go's runtime/pprof writes them. */
+static void put_heap_header(struct enc *e)
 {
+	uint32_t objects = str_intern(&e->b, "alloc_objects");
+	uint32_t space = str_intern(&e->b, "alloc_space");
+	uint32_t inuse_objects = str_intern(&e->b, "inuse_objects");
+
+	e->inuse_space_s = str_intern(&e->b, "inuse_space");
+	e->count_s = str_intern(&e->b, "count");
+	e->bytes_s = str_intern(&e->b, "bytes");
+	e->space_s = str_intern(&e->b, "space");
+	put_value_type(e, PF_SAMPLE_TYPE, objects, e->count_s);
+	put_value_type(e, PF_SAMPLE_TYPE, space, e->bytes_s);
+	put_value_type(e, PF_SAMPLE_TYPE, inuse_objects, e->count_s);
+	put_value_type(e, PF_SAMPLE_TYPE, e->inuse_space_s, e->bytes_s);
+}
+
+static void put_header(struct enc *e, const struct prof_profile *p)
+{
+	if (p->heap_rate) {
+		put_heap_header(e);
+		return;
+	}
 	e->samples_s = str_intern(&e->b, "samples");
 	e->count_s = str_intern(&e->b, "count");
 	e->cpu_s = str_intern(&e->b, "cpu");
@@ -569,7 +615,7 @@ static void put_header(struct enc *e)
 /* Encode the whole (uncompressed) Profile message into e->out. */
 static int encode(struct enc *e, const struct prof_profile *p)
 {
-	put_header(e);
+	put_header(e, p);
 	if (put_samples(e, p))
 		return e->b.err;
 	put_mappings(e);
@@ -577,11 +623,17 @@ static int encode(struct enc *e, const struct prof_profile *p)
 	put_functions(e);
 	proto_put_int64(&e->out, PF_TIME_NANOS, p->time_nanos);
 	proto_put_int64(&e->out, PF_DURATION_NANOS, p->duration_nanos);
-	put_value_type(e, PF_PERIOD_TYPE, e->cpu_s, e->ns_s);
-	proto_put_int64(&e->out, PF_PERIOD, sat_i64(p->period_ns));
+	if (p->heap_rate) {
+		put_value_type(e, PF_PERIOD_TYPE, e->space_s, e->bytes_s);
+		proto_put_int64(&e->out, PF_PERIOD, sat_i64(p->heap_rate));
+	} else {
+		put_value_type(e, PF_PERIOD_TYPE, e->cpu_s, e->ns_s);
+		proto_put_int64(&e->out, PF_PERIOD, sat_i64(p->period_ns));
+	}
 	if (put_comments(e, p))
 		return -ENOMEM;
-	proto_put_int64(&e->out, PF_DEFAULT_SAMPLE_TYPE, e->cpu_s);
+	proto_put_int64(&e->out, PF_DEFAULT_SAMPLE_TYPE,
+			p->heap_rate ? e->inuse_space_s : e->cpu_s);
 	for (size_t i = 0; i < e->b.nstrs; i++)
 		proto_put_string(&e->out, PF_STRING_TABLE, e->b.strs[i]);
 	if (e->b.err)
@@ -683,7 +735,7 @@ static void put_folded_path(struct builder *b, struct proto_buf *text,
 	if (ps->special)
 		put_folded_name(text, ps->special);
 	for (size_t i = ps->special ? 0 : ps->npcs; i-- > 0;) {
-		loc = loc_intern(b, ps->space, frame_addr(ps->pcs, i), NULL);
+		loc = loc_intern(b, ps->space, frame_addr(ps, i), NULL);
 		if (!loc)
 			break;
 		put_folded_name(text, func_name(b, b->locs[loc - 1].func));

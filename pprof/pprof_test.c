@@ -70,20 +70,78 @@ static void make_profile(void)
 	memcpy(pcs_d, (uintptr_t[]){ 0x10, root + 9 }, 16);
 	memcpy(pcs_e, (uintptr_t[]){ mid + 12, root + 9 }, 16);
 	memcpy(pcs_f, (uintptr_t[]){ leaf + 4, leaf + 9, root + 9 }, 24);
-	samples[0] = (struct prof_sample){ pcs_a, 3, 101, "worker-a", 3,
-					   4,	  0, 0,	  NULL };
-	samples[1] =
-		(struct prof_sample){ pcs_b, 3, 102, NULL, 2, 2, 0, 0, NULL };
-	samples[2] = (struct prof_sample){ pcs_c, 3, 101, "worker-a", 1,
-					   1,	  0, 0,	  NULL };
-	samples[3] =
-		(struct prof_sample){ pcs_d, 2, 0, NULL, 1, 1, 0, 0, NULL };
-	samples[4] = (struct prof_sample){ NULL, 0, 0, NULL, 7, 9, 0, 0, LOST };
-	samples[5] =
-		(struct prof_sample){ pcs_e, 2, 103, "w3", 1, 1, 0, 0, NULL };
-	samples[6] = (struct prof_sample){ pcs_f, 3, 101, "worker-a", 2,
-					   2,	  0, 0,	  NULL };
-	samples[7] = (struct prof_sample){ NULL, 0, 0, NULL, 1, 1, 0, 0, ODD };
+	samples[0] = (struct prof_sample){ .pcs = pcs_a,
+					   .npcs = 3,
+					   .tid = 101,
+					   .thread_name = "worker-a",
+					   .samples = 3,
+					   .periods = 4,
+					   .pid = 0,
+					   .space = 0,
+					   .special = NULL };
+	samples[1] = (struct prof_sample){ .pcs = pcs_b,
+					   .npcs = 3,
+					   .tid = 102,
+					   .thread_name = NULL,
+					   .samples = 2,
+					   .periods = 2,
+					   .pid = 0,
+					   .space = 0,
+					   .special = NULL };
+	samples[2] = (struct prof_sample){ .pcs = pcs_c,
+					   .npcs = 3,
+					   .tid = 101,
+					   .thread_name = "worker-a",
+					   .samples = 1,
+					   .periods = 1,
+					   .pid = 0,
+					   .space = 0,
+					   .special = NULL };
+	samples[3] = (struct prof_sample){ .pcs = pcs_d,
+					   .npcs = 2,
+					   .tid = 0,
+					   .thread_name = NULL,
+					   .samples = 1,
+					   .periods = 1,
+					   .pid = 0,
+					   .space = 0,
+					   .special = NULL };
+	samples[4] = (struct prof_sample){ .pcs = NULL,
+					   .npcs = 0,
+					   .tid = 0,
+					   .thread_name = NULL,
+					   .samples = 7,
+					   .periods = 9,
+					   .pid = 0,
+					   .space = 0,
+					   .special = LOST };
+	samples[5] = (struct prof_sample){ .pcs = pcs_e,
+					   .npcs = 2,
+					   .tid = 103,
+					   .thread_name = "w3",
+					   .samples = 1,
+					   .periods = 1,
+					   .pid = 0,
+					   .space = 0,
+					   .special = NULL };
+	samples[6] = (struct prof_sample){ .pcs = pcs_f,
+					   .npcs = 3,
+					   .tid = 101,
+					   .thread_name = "worker-a",
+					   .samples = 2,
+					   .periods = 2,
+					   .pid = 0,
+					   .space = 0,
+					   .special = NULL };
+	samples[7] = (struct prof_sample){ .pcs = NULL,
+					   .npcs = 0,
+					   .tid = 0,
+					   .thread_name = NULL,
+					   .samples = 1,
+					   .periods = 1,
+					   .pid = 0,
+					   .space = 0,
+					   .special = ODD };
 	profile = (struct prof_profile){
 		.samples = samples,
 		.nsamples = NSAMPLES,
@@ -428,7 +486,15 @@ static void pprof_without_symbolizer(void)
 
 static void writer_errors(void)
 {
-	struct prof_sample bad = { NULL, 2, 0, NULL, 1, 1, 0, 0, NULL };
+	struct prof_sample bad = { .pcs = NULL,
+				   .npcs = 2,
+				   .tid = 0,
+				   .thread_name = NULL,
+				   .samples = 1,
+				   .periods = 1,
+				   .pid = 0,
+				   .space = 0,
+				   .special = NULL };
 	struct prof_profile bp = { .samples = &bad, .nsamples = 1 };
 	struct prof_profile empty = { .period_ns = 1 };
 	const char *missing = tmp_path("no/such/dir.pb.gz");

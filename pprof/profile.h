@@ -15,6 +15,7 @@
 #ifndef PROFRING_PROF_PROFILE_H
 #define PROFRING_PROF_PROFILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -51,6 +52,17 @@ struct prof_sample {
 	uint32_t pid;
 	unsigned int space;
 	const char *special;
+	bool return_addrs;
+	uint64_t heap[4];
+	uint64_t bytes;
+};
+
+/* The values of a heap profile's sample, in pprof's sample_type order. */
+enum prof_heap_value {
+	PROF_HEAP_ALLOC_OBJECTS = 0,
+	PROF_HEAP_ALLOC_SPACE = 1,
+	PROF_HEAP_INUSE_OBJECTS = 2,
+	PROF_HEAP_INUSE_SPACE = 3,
 };
 
 struct prof_symbolizer;
@@ -68,6 +80,10 @@ struct prof_symbolizer;
  *			two of them; an entry may be NULL: raw addresses),
  *			or none (NULL, 0): the writers then use the
  *			symbolizer they are given.
+ * @heap_rate:		0: a CPU profile.  Otherwise a heap profile
+ *			sampled every @heap_rate bytes on average: the
+ *			samples' @heap values are written, @period_ns is
+ *			unused.
  */
 struct prof_profile {
 	const struct prof_sample *samples;
@@ -79,6 +95,7 @@ struct prof_profile {
 	size_t ncomments;
 	struct prof_symbolizer *const *spaces;
 	size_t nspaces;
+	uint64_t heap_rate;
 };
 
 #endif /* PROFRING_PROF_PROFILE_H */

@@ -34,6 +34,7 @@
  * several threads); the mutex is never taken in a signal handler.
  */
 #include "prof/agent.h"
+#include "prof/heap.h"
 #include "prof/sampler.h"
 #include "prof/shm.h"
 #include "prof/stream.h"
@@ -214,10 +215,12 @@ void prof_maps_changed(void)
 {
 	int saved = errno;
 
+	prof_heap_ignore_begin();
 	pthread_mutex_lock(&agent.lock);
 	if (agent.attached)
 		report_maps();
 	pthread_mutex_unlock(&agent.lock);
+	prof_heap_ignore_end();
 	errno = saved;
 }
 
@@ -228,6 +231,8 @@ static void agent_after_fork_child(void)
 	if (!agent.attached)
 		return;
 	if (!agent.children) {
+		if (agent.map.hdr->heap_rate)
+			prof_heap_after_fork_child(false, NULL);
 		agent.attached = false;
 		fcntl(agent.map.fd, F_SETFD, FD_CLOEXEC);
 		return;
@@ -235,7 +240,10 @@ static void agent_after_fork_child(void)
 	agent.ctr = prof_shm_claim(agent.map.hdr, getpid());
 	agent.cfg.counters = agent.ctr;
 	say_hello(PROF_HELLO_FORKED);
-	prof_sampler_start(&agent.cfg);
+	if (agent.map.hdr->heap_rate)
+		prof_heap_after_fork_child(true, agent.ctr);
+	if (agent.map.hdr->cpu)
+		prof_sampler_start(&agent.cfg);
 }
 
 /* Is @fd the launcher's memfd? */
@@ -314,7 +322,21 @@ bool prof_agent_init(void)
 	attach();
 	pthread_mutex_unlock(&agent.lock);
 	pthread_atfork(NULL, NULL, agent_after_fork_child);
-	err = prof_sampler_start(&agent.cfg);
+	if (agent.map.hdr->heap_rate) {
+		struct prof_heap_config hc = {
+			.buf = agent.map.buf,
+			.rate = agent.map.hdr->heap_rate,
+			.max_frames = agent.cfg.max_frames,
+			.counters = agent.ctr,
+			.libunwind = agent.cfg.unwinder ==
+				     PROFRING_PROF_UNWIND_LIBUNWIND,
+		};
+
+		err = prof_heap_start(&hc);
+		if (err)
+			say("cannot start the heap profiler", strerror(-err));
+	}
+	err = agent.map.hdr->cpu ? prof_sampler_start(&agent.cfg) : 0;
 	if (err)
 		say("cannot start sampling", strerror(-err));
 	return true;

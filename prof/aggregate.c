@@ -23,12 +23,19 @@
  * Everything read from the ring comes from the profiled program: a record
  * whose kind or payload makes no sense is counted in `bad` and skipped.
  *
+ * Heap records (sampled allocations and frees) go to heap_agg.c, with the
+ * stack table and the address spaces shared; prof_agg_heap_profile()
+ * makes the heap profile.  The ring's overflow records count lost records
+ * of every kind: the heap records the writers saw refused
+ * (prof_agg_set_heap_refused()) are taken off the CPU's lost count and
+ * shown in the heap profile instead.
  * Thread names: a thread's comm is read from /proc/PID/task/TID/comm when
  * its first sample is read; in-process, again when the profile is made
  * (a name set later counts), and the sampler passes on the names of
  * threads that exited (prof_agg_set_thread_name()).
  */
 #include "prof/aggregate.h"
+#include "prof/heap_agg.h"
 #include "prof/stream.h"
 
 #include <profring/stacktab.h>
@@ -93,6 +100,8 @@ struct prof_agg {
 	struct prof_symbolizer **syms; /* made by prof_agg_profile() */
 	size_t nsyms;
 	struct prof_agg_counts n;
+	struct prof_heap_agg heap;
+	uint64_t heap_refused;
 };
 
 static void read_comm(pid_t pid, uint32_t tid, char name[16])
@@ -296,6 +305,20 @@ static int take_sample(struct prof_agg *a, const struct profbuf_record *rec,
 	return 0;
 }
 
+static int take_heap(struct prof_agg *a, const struct profbuf_record *rec,
+		     pid_t pid)
+{
+	uint32_t space;
+	int err = space_of(a, pid, &space);
+
+	if (err)
+		return err;
+	return prof_heap_agg_take(
+		&a->heap, a->tab, rec, space,
+		prof_hdr_kind(rec->hdr[PROF_HDR_KIND_PERIODS]) ==
+			PROF_REC_FREE);
+}
+
 static int take_record(struct prof_agg *a, const struct profbuf_record *rec)
 {
 	pid_t pid = (pid_t)rec->hdr[PROF_HDR_PID];
@@ -313,6 +336,9 @@ static int take_record(struct prof_agg *a, const struct profbuf_record *rec)
 		return take_map(a, rec, pid);
 	case PROF_REC_HELLO:
 		return take_hello(a, rec, pid);
+	case PROF_REC_ALLOC:
+	case PROF_REC_FREE:
+		return take_heap(a, rec, pid);
 	}
 	return -EBADMSG;
 }
@@ -442,6 +468,77 @@ void prof_agg_refresh_names(struct prof_agg *a)
 	}
 }
 
+/* Lost records that were not heap records: samples (or mappings). */
+static uint64_t cpu_lost(const struct prof_agg *a)
+{
+	return a->n.lost > a->heap_refused ? a->n.lost - a->heap_refused : 0;
+}
+
+static int ensure_spaces(struct prof_agg *a)
+{
+	uint32_t unused;
+
+	if (a->in_process && !a->nspaces)
+		return space_new(a, getpid(), &unused);
+	return 0;
+}
+
+/**
+ * prof_agg_set_heap_refused() - how many heap records the writers saw
+ * the ring refuse (their counters): not CPU samples lost.
+ */
+void prof_agg_set_heap_refused(struct prof_agg *a, uint64_t n)
+{
+	a->heap_refused = n;
+}
+
+/**
+ * prof_agg_heap_profile() - the heap profile of the records taken.
+ * @a:		the aggregation; no record may be taken afterwards.
+ * @rate:	the sampling rate (bytes).
+ * @p:		as prof_agg_profile(): free with prof_agg_profile_free().
+ *
+ * Return: 0 or -errno.
+ */
+int prof_agg_heap_profile(struct prof_agg *a, uint64_t rate,
+			  struct prof_profile *p)
+{
+	struct prof_sample *v;
+	size_t n;
+	int err;
+
+	memset(p, 0, sizeof(*p));
+	err = ensure_spaces(a);
+	if (!err && !a->syms)
+		err = make_symbolizers(a);
+	if (err)
+		return err;
+	p->spaces = a->syms;
+	p->nspaces = a->nsyms;
+	p->heap_rate = rate ? rate : 1;
+	v = calloc(prof_heap_agg_count(&a->heap), sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	p->samples = v;
+	err = prof_heap_agg_fill(&a->heap, a->tab, rate, a->heap_refused, v,
+				 &n);
+	for (size_t i = 0; i < n && !a->in_process; i++)
+		if (!v[i].special)
+			v[i].pid = (uint32_t)a->spaces[v[i].space].pid;
+	p->nsamples = n;
+	if (err)
+		prof_agg_profile_free(p);
+	return err;
+}
+
+/**
+ * prof_agg_heap_counts() - what the heap records said so far.
+ */
+void prof_agg_heap_counts(const struct prof_agg *a, struct prof_heap_counts *c)
+{
+	*c = a->heap.n;
+}
+
 /**
  * prof_agg_profile() - the aggregated samples, with a symbolizer per
  * address space (valid until prof_agg_free()).
@@ -459,16 +556,9 @@ int prof_agg_profile(struct prof_agg *a, struct prof_profile *p)
 	int err;
 
 	memset(p, 0, sizeof(*p));
-	if (a->in_process) {
-		if (!a->nspaces) {
-			uint32_t unused;
-
-			err = space_new(a, getpid(), &unused);
-			if (err)
-				return err;
-		}
-	}
-	err = make_symbolizers(a);
+	err = ensure_spaces(a);
+	if (!err && !a->syms)
+		err = make_symbolizers(a);
 	if (err)
 		return err;
 	p->spaces = a->syms;
@@ -486,11 +576,11 @@ int prof_agg_profile(struct prof_agg *a, struct prof_profile *p)
 		}
 		n++;
 	}
-	if (a->n.lost) {
+	if (cpu_lost(a)) {
 		/* An overflow record counts samples, not periods: one each. */
 		v[n].special = PROF_LOST_NAME;
-		v[n].samples = a->n.lost;
-		v[n].periods = a->n.lost;
+		v[n].samples = cpu_lost(a);
+		v[n].periods = cpu_lost(a);
 		n++;
 	}
 	p->nsamples = n;
@@ -519,6 +609,7 @@ void prof_agg_counts(const struct prof_agg *a, struct prof_agg_counts *c)
 	uint64_t pids = 0;
 
 	*c = a->n;
+	c->lost = cpu_lost(a);
 	stacktab_stats(a->tab, &ts);
 	c->stacks = ts.stacks;
 	for (size_t i = 0; i < a->nspaces; i++) {
@@ -553,6 +644,7 @@ struct prof_agg *prof_agg_new(bool in_process, size_t table_bytes, int *err)
 	keyed_table_init(&a->agg, sizeof(struct agg_entry));
 	keyed_table_init(&a->thread_index, sizeof(struct index_entry));
 	keyed_table_init(&a->pid_space, sizeof(struct index_entry));
+	prof_heap_agg_init(&a->heap);
 	a->tab = stacktab_new(table_bytes ? table_bytes : AGG_STACKS_MAX_BYTES,
 			      AGG_EXPECTED_STACKS);
 	if (!a->tab) {
@@ -584,6 +676,7 @@ void prof_agg_free(struct prof_agg *a)
 	keyed_table_free(&a->agg);
 	keyed_table_free(&a->thread_index);
 	keyed_table_free(&a->pid_space);
+	prof_heap_agg_free(&a->heap);
 	stacktab_free(a->tab);
 	free(a);
 }

@@ -55,6 +55,11 @@ int prof_agg_take(struct prof_agg *a, const struct profbuf_read *r);
 void prof_agg_counts(const struct prof_agg *a, struct prof_agg_counts *c);
 int prof_agg_profile(struct prof_agg *a, struct prof_profile *p);
 void prof_agg_profile_free(struct prof_profile *p);
+void prof_agg_set_heap_refused(struct prof_agg *a, uint64_t n);
+int prof_agg_heap_profile(struct prof_agg *a, uint64_t rate,
+			  struct prof_profile *p);
+struct prof_heap_counts;
+void prof_agg_heap_counts(const struct prof_agg *a, struct prof_heap_counts *c);
 void prof_agg_refresh_names(struct prof_agg *a);
 void prof_agg_set_thread_name(struct prof_agg *a, pid_t tid, const char *name);
 

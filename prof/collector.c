@@ -19,6 +19,7 @@
  * everything (pthread_join synchronizes with the thread's end).
  */
 #include "prof/collector.h"
+#include "prof/heap.h"
 
 #include "ring/clock.h"
 
@@ -165,6 +166,7 @@ static void *collector_main(void *arg)
 	struct prof_collector *c = arg;
 
 	c->tid = (pid_t)syscall(SYS_gettid);
+	prof_heap_ignore_thread(); /* our allocations are not the program's */
 	sem_post(&c->started);
 	drain(c, true);
 	return NULL;
@@ -299,6 +301,15 @@ void prof_collector_add_stats(const struct prof_collector *c,
 	st->periods = n.periods;
 	st->stacks = n.stacks;
 	st->stack_table_full = n.table_full;
+}
+
+/**
+ * prof_collector_agg() - the aggregation of a joined collector (for the
+ * heap profile and its counts); valid until prof_collector_free().
+ */
+struct prof_agg *prof_collector_agg(struct prof_collector *c)
+{
+	return c->agg;
 }
 
 /**

@@ -28,6 +28,7 @@ int prof_collector_profile(struct prof_collector *c, struct prof_profile *p);
 void prof_collector_profile_free(struct prof_profile *p);
 void prof_collector_add_stats(const struct prof_collector *c,
 			      struct profring_prof_stats *st);
+struct prof_agg *prof_collector_agg(struct prof_collector *c);
 void prof_collector_free(struct prof_collector *c);
 void prof_collector_set_test_stall(unsigned int us);
 void prof_collector_set_test_table_bytes(size_t bytes);

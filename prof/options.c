@@ -61,7 +61,14 @@ static uint64_t min_buffer_words(unsigned int frames)
 	return 2 * (2 + PROF_HDR_WORDS + (uint64_t)frames);
 }
 
-enum opt_kind { OPT_HZ, OPT_FRAMES, OPT_BUFFER, OPT_TIMER, OPT_UNWIND };
+enum opt_kind {
+	OPT_HZ,
+	OPT_FRAMES,
+	OPT_BUFFER,
+	OPT_TIMER,
+	OPT_UNWIND,
+	OPT_HEAP_RATE
+};
 
 /* Set one option from its text; @name is how the user named it. */
 static int set_opt(struct profring_prof_opts *o, enum opt_kind k,
@@ -94,6 +101,17 @@ static int set_opt(struct profring_prof_opts *o, enum opt_kind k,
 				"%s%s%s: want a ring size in words up to %zu",
 				name, eq, v, PROFRING_PROF_MAX_BUFFER_WORDS);
 		o->buffer_words = (size_t)n;
+		return 0;
+	case OPT_HEAP_RATE:
+		if (!number(v, 1, PROFRING_PROF_MAX_HEAP_RATE, &n))
+			return fail(
+				err, len,
+				"%s%s%s: want a mean number of bytes between "
+				"heap samples from 1 to %llu",
+				name, eq, v,
+				(unsigned long long)
+					PROFRING_PROF_MAX_HEAP_RATE);
+		o->heap_rate = n;
 		return 0;
 	case OPT_TIMER:
 		if (!strcmp(v, "thread"))
@@ -228,7 +246,14 @@ void prof_record_args_free(struct prof_record_args *a)
 {
 	free(a->output);
 	free(a->folded);
-	a->output = a->folded = NULL;
+	free(a->heap);
+	a->output = a->folded = a->heap = NULL;
+}
+
+/* Two outputs that would overwrite each other (devices may be shared). */
+static bool same_file(const char *x, const char *y)
+{
+	return x && y && !strcmp(x, y) && !is_device(x);
 }
 
 /* The options that set_opt() parses, and the name errors give them. */
@@ -242,6 +267,7 @@ static const struct {
 	{ 'b', OPT_BUFFER, "--buffer-words" },
 	{ 't', OPT_TIMER, "--timer" },
 	{ 'u', OPT_UNWIND, "--unwind" },
+	{ 'r', OPT_HEAP_RATE, "--heap-rate" },
 };
 
 /**
@@ -261,12 +287,14 @@ int prof_record_parse(int argc, char **argv, struct prof_record_args *a,
 		{ "unwind", required_argument, NULL, 'u' },
 		{ "frames", required_argument, NULL, 'd' },
 		{ "buffer-words", required_argument, NULL, 'b' },
+		{ "heap", required_argument, NULL, 'H' },
+		{ "heap-rate", required_argument, NULL, 'r' },
 		{ "children", no_argument, NULL, 'c' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *out = PROFRING_PROF_DEFAULT_OUTPUT, *folded = NULL;
+	const char *out = NULL, *folded = NULL, *heap = NULL;
 	int c;
 
 	memset(a, 0, sizeof(*a));
@@ -291,6 +319,9 @@ int prof_record_parse(int argc, char **argv, struct prof_record_args *a,
 			break;
 		case 'f':
 			folded = optarg;
+			break;
+		case 'H':
+			heap = optarg;
 			break;
 		case 'c':
 			a->children = true;
@@ -321,17 +352,26 @@ int prof_record_parse(int argc, char **argv, struct prof_record_args *a,
 	a->cmd_index = optind;
 	if (check_together(&a->opts, "--buffer-words", err, len))
 		return -1;
-	if (prof_output_check(out, "-o", &a->output, err, len))
+	if (!out && !heap)
+		out = PROFRING_PROF_DEFAULT_OUTPUT;
+	if (folded && !out) {
+		fail(err, len, "-f: folded stacks are a CPU profile's; add -o");
+		return -1;
+	}
+	if (out && prof_output_check(out, "-o", &a->output, err, len))
 		return -1;
 	if (folded && prof_output_check(folded, "-f", &a->folded, err, len))
 		goto fail;
-	if (a->folded && !strcmp(a->folded, a->output) &&
-	    !is_device(a->output)) {
-		fail(err, len, "-o and -f name the same file %s", out);
+	if (heap && prof_output_check(heap, "--heap", &a->heap, err, len))
+		goto fail;
+	if (same_file(a->folded, a->output) || same_file(a->heap, a->output) ||
+	    same_file(a->heap, a->folded)) {
+		fail(err, len, "-o, -f and --heap must name different files");
 		goto fail;
 	}
 	a->opts.output = a->output;
 	a->opts.folded = a->folded;
+	a->opts.heap_output = a->heap;
 	return 0;
 fail:
 	prof_record_args_free(a);
@@ -355,13 +395,26 @@ int prof_opts_from_env(struct profring_prof_opts *o, char *err, size_t len)
 		{ PROFRING_PROF_ENV_BUFFER_WORDS, OPT_BUFFER },
 		{ PROFRING_PROF_ENV_TIMER, OPT_TIMER },
 		{ PROFRING_PROF_ENV_UNWIND, OPT_UNWIND },
+		{ PROFRING_PROF_ENV_HEAP_RATE, OPT_HEAP_RATE },
 	};
+	char *abs;
 
 	memset(o, 0, sizeof(*o));
 	o->output = getenv(PROFRING_PROF_ENV_OUTPUT);
+	if (o->output && !*o->output)
+		o->output = NULL;
 	o->folded = getenv(PROFRING_PROF_ENV_FOLDED);
 	if (o->folded && !*o->folded)
 		o->folded = NULL;
+	o->heap_output = getenv(PROFRING_PROF_ENV_HEAP);
+	if (o->heap_output && !*o->heap_output)
+		o->heap_output = NULL;
+	if (o->heap_output) {
+		if (prof_output_check(o->heap_output, PROFRING_PROF_ENV_HEAP,
+				      &abs, err, len))
+			return -1;
+		free(abs);
+	}
 	for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
 		const char *v = getenv(vars[i].env);
 

@@ -18,9 +18,10 @@
 /*
  * struct prof_record_args - what `profring-prof record` was asked.
  * @opts:	the session (output and folded point at the paths below).
- * @output:	absolute (resolved against the starting directory), checked
+ * @output:	NULL with --heap and no -o (memory only); else absolute (resolved against the starting directory), checked
  *		writable; malloc'd.
  * @folded:	the same, or NULL.
+ * @heap:	--heap: the heap profile's path, the same, or NULL.
  * @children:	--children: forked descendants are profiled too.
  * @quiet:	-q: no summary line (errors and warnings still).
  * @cmd_index:	argv index of the command.
@@ -29,6 +30,7 @@ struct prof_record_args {
 	struct profring_prof_opts opts;
 	char *output;
 	char *folded;
+	char *heap;
 	bool children;
 	bool quiet;
 	int cmd_index;

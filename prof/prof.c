@@ -7,18 +7,22 @@
  * destructor that stops it at exit).
  *
  * A session is: a profbuf the sampler's handler writes one record per sample
- * to (sampler.c), a collector thread that drains it (collector.c), and at
+ * to (sampler.c) and the heap profiler one per sampled allocation and its
+ * free (heap.c), a collector thread that drains it (collector.c), and at
  * stop the writers (pprof.c).  Start and stop are serialized by a mutex and
  * belong to the process that started the session: a forked child has no
  * timers and no collector, so it has no session to stop.
  *
- * Stop's order is what makes the accounting exact: the sampler stops first
+ * Stop's order is what makes the accounting exact: the heap profiler and
+ * the sampler stop first
  * (timers deleted, handlers in flight waited for), so the ring's close
  * races no writer; the collector then drains to EOF, overflow included; so
  * at stop signals = samples read + samples lost.
  */
 #include "prof/agent.h"
 #include "prof/collector.h"
+#include "prof/heap.h"
+#include "prof/heap_agg.h"
 #include "prof/options.h"
 #include "prof/shm.h"
 #include "prof/unwind.h"
@@ -44,8 +48,10 @@ static struct {
 	bool running;
 	bool verbose; /* print a summary line on stderr at stop */
 	pid_t owner;
-	char *output;
+	char *output; /* NULL: no CPU profiling (heap only) */
 	char *folded;
+	char *heap_output; /* NULL: no heap profiling */
+	uint64_t heap_rate;
 	unsigned int hz;
 	enum profring_prof_unwinder unwinder;
 	struct profbuf *buf;
@@ -63,7 +69,8 @@ static int check_opts(const struct profring_prof_opts *o)
 		o->max_frames ? o->max_frames : PROFRING_PROF_DEFAULT_FRAMES;
 
 	if (o->hz > PROFRING_PROF_MAX_HZ ||
-	    o->max_frames > PROFRING_PROF_MAX_FRAMES)
+	    o->max_frames > PROFRING_PROF_MAX_FRAMES ||
+	    o->heap_rate > PROFRING_PROF_MAX_HEAP_RATE)
 		return -EINVAL;
 	if (o->timer != PROFRING_PROF_TIMER_THREAD &&
 	    o->timer != PROFRING_PROF_TIMER_PROCESS)
@@ -88,9 +95,10 @@ static void session_release(void)
 	profbuf_free(session.buf);
 	free(session.output);
 	free(session.folded);
+	free(session.heap_output);
 	session.collector = NULL;
 	session.buf = NULL;
-	session.output = session.folded = NULL;
+	session.output = session.folded = session.heap_output = NULL;
 }
 
 static int session_setup(const struct profring_prof_opts *o)
@@ -101,10 +109,18 @@ static int session_setup(const struct profring_prof_opts *o)
 
 	session.hz = o->hz ? o->hz : PROFRING_PROF_DEFAULT_HZ;
 	session.unwinder = o->unwinder;
-	session.output =
-		strdup(o->output ? o->output : PROFRING_PROF_DEFAULT_OUTPUT);
+	if (o->output || !o->heap_output) {
+		session.output = strdup(
+			o->output ? o->output : PROFRING_PROF_DEFAULT_OUTPUT);
+		if (!session.output)
+			return -ENOMEM;
+	}
 	session.folded = o->folded ? strdup(o->folded) : NULL;
-	if (!session.output || (o->folded && !session.folded))
+	session.heap_output = o->heap_output ? strdup(o->heap_output) : NULL;
+	session.heap_rate =
+		o->heap_rate ? o->heap_rate : PROFRING_PROF_DEFAULT_HEAP_RATE;
+	if ((o->folded && !session.folded) ||
+	    (o->heap_output && !session.heap_output))
 		return -ENOMEM;
 	/* A record is at least 5 words: one tag per 4 words is plenty. */
 	session.buf = profbuf_new(PROF_HDR_WORDS, words, words / 4 + 1);
@@ -128,6 +144,19 @@ static void session_abort(void)
 		prof_collector_join(session.collector);
 	}
 	session_release();
+}
+
+static int start_heap(unsigned int max_frames)
+{
+	struct prof_heap_config h = {
+		.buf = session.buf,
+		.rate = session.heap_rate,
+		.max_frames = max_frames,
+		.counters = &session.counters,
+		.libunwind = session.unwinder == PROFRING_PROF_UNWIND_LIBUNWIND,
+	};
+
+	return session.heap_output ? prof_heap_start(&h) : 0;
 }
 
 /**
@@ -169,9 +198,15 @@ RING_API int profring_prof_start(const struct profring_prof_opts *opts)
 	cfg.counters = &session.counters;
 	session.start_realtime_ns = (int64_t)ring_clock_ns(CLOCK_REALTIME);
 	session.start_mono_ns = (int64_t)ring_clock_mono_ns();
-	err = prof_sampler_start(&cfg);
+	err = session.output ? prof_sampler_start(&cfg) : 0;
 	if (err)
 		goto fail;
+	err = start_heap(cfg.max_frames);
+	if (err) {
+		if (session.output)
+			prof_sampler_stop();
+		goto fail;
+	}
 	session.owner = getpid();
 	session.running = true;
 	goto out;
@@ -207,13 +242,59 @@ static void format_comments(char c[PROF_NCOMMENTS][PROF_COMMENT_LEN],
 		 st->stack_table_full);
 }
 
+/* The heap profile, from the collector's aggregation. */
+static int write_heap(void)
+{
+	struct prof_agg *agg = prof_collector_agg(session.collector);
+	char comment[PROF_COMMENT_LEN];
+	const char *line = comment;
+	struct prof_heap_counts hc;
+	struct prof_profile p;
+	int err;
+
+	err = prof_agg_heap_profile(agg, session.heap_rate, &p);
+	if (err)
+		return err;
+	prof_agg_heap_counts(agg, &hc);
+	/* Relaxed: every writer is done (stop waited for them). */
+	prof_heap_comment(
+		comment, sizeof(comment), session.heap_rate, &hc,
+		atomic_load_explicit(&session.counters.heap_allocs,
+				     memory_order_relaxed) +
+			atomic_load_explicit(&session.counters.heap_frees,
+					     memory_order_relaxed),
+		atomic_load_explicit(&session.counters.heap_refused,
+				     memory_order_relaxed),
+		atomic_load_explicit(&session.counters.heap_untracked,
+				     memory_order_relaxed));
+	p.time_nanos = session.start_realtime_ns;
+	p.duration_nanos =
+		(int64_t)ring_clock_mono_ns() - session.start_mono_ns;
+	p.comments = &line;
+	p.ncomments = 1;
+	err = prof_pprof_write(&p, NULL, session.heap_output);
+	prof_agg_profile_free(&p);
+	return err;
+}
+
 static int write_outputs(const struct profring_prof_stats *st)
 {
 	char comments[PROF_NCOMMENTS][PROF_COMMENT_LEN];
 	const char *lines[PROF_NCOMMENTS];
 	struct prof_profile p;
-	int err, i;
+	int err, herr, i;
 
+	/* Relaxed: every writer is done (stop waited for them). */
+	prof_agg_set_heap_refused(
+		prof_collector_agg(session.collector),
+		atomic_load_explicit(&session.counters.heap_refused,
+				     memory_order_relaxed));
+	herr = session.heap_output ? write_heap() : 0;
+	if (herr && session.verbose)
+		fprintf(stderr, "profring-prof: cannot write %s: %s\n",
+			session.heap_output, strerror(-herr));
+	if (!session.output)
+		return herr;
 	err = prof_collector_profile(session.collector, &p);
 	if (err)
 		return err;
@@ -234,11 +315,27 @@ static int write_outputs(const struct profring_prof_stats *st)
 		err = err ? err : ferr;
 	}
 	prof_collector_profile_free(&p);
-	return err;
+	return err ? err : herr;
+}
+
+static void print_heap_summary(void)
+{
+	struct prof_heap_counts hc;
+
+	prof_agg_heap_counts(prof_collector_agg(session.collector), &hc);
+	fprintf(stderr,
+		"profring-prof: heap profile %s: %" PRIu64
+		" sampled allocations, %" PRIu64 " of them freed (rate %" PRIu64
+		" bytes)\n",
+		session.heap_output, hc.allocs, hc.frees, session.heap_rate);
 }
 
 static void print_summary(const struct profring_prof_stats *st, int err)
 {
+	if (session.heap_output)
+		print_heap_summary();
+	if (!session.output)
+		return;
 	if (err) {
 		fprintf(stderr, "profring-prof: cannot write %s: %s\n",
 			session.output, strerror(-err));
@@ -275,7 +372,10 @@ RING_API int profring_prof_stop(void)
 	if (!session.running || session.owner != getpid())
 		goto out;
 	session.running = false;
-	err = prof_sampler_stop(); /* no handler touches the ring after this */
+	if (session.heap_output)
+		prof_heap_stop(); /* no allocation touches the ring after this */
+	/* no handler touches the ring after this */
+	err = session.output ? prof_sampler_stop() : 0;
 	if (err) {
 		/* A handler never finished: the ring may hold a reserved
 		 * record forever; leak it rather than hang or free it. */
@@ -348,6 +448,15 @@ static void preload_unset_env(void)
 static void session_after_fork_in_child(void)
 {
 	pthread_mutex_init(&session.lock, NULL);
+	if (session.running && session.heap_output)
+		prof_heap_after_fork_child(false, NULL);
+}
+
+static bool env_set(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v;
 }
 
 /*
@@ -365,8 +474,8 @@ __attribute__((constructor)) static void prof_library_init(void)
 	pthread_atfork(NULL, NULL, session_after_fork_in_child);
 	if (prof_agent_init())
 		return;
-	if (!getenv(PROFRING_PROF_ENV_OUTPUT) ||
-	    !*getenv(PROFRING_PROF_ENV_OUTPUT))
+	if (!env_set(PROFRING_PROF_ENV_OUTPUT) &&
+	    !env_set(PROFRING_PROF_ENV_HEAP))
 		return;
 	if (prof_opts_from_env(&o, msg, sizeof(msg))) {
 		fprintf(stderr, "profring-prof: %s; not profiling\n", msg);

@@ -11,6 +11,7 @@
  * on in sanitizer builds: those runtimes expect pthread_create to be
  * interposed and provide their interceptor for it.
  */
+#include "prof/heap.h"
 #include "prof/sampler.h"
 
 #include "ring/compiler.h"
@@ -105,9 +106,12 @@ int prof_real_pthread_create(pthread_t *t, const pthread_attr_t *attr,
 RING_API int pthread_create(pthread_t *t, const pthread_attr_t *attr,
 			    void *(*fn)(void *), void *arg)
 {
-	struct thread_start *st = malloc(sizeof(*st));
+	struct thread_start *st;
 	int rc;
 
+	prof_heap_ignore_begin(); /* the profiler's block, not the program's */
+	st = malloc(sizeof(*st));
+	prof_heap_ignore_end();
 	if (!st) /* the thread still starts, unsampled */
 		return prof_real_pthread_create(t, attr, fn, arg);
 	st->fn = fn;

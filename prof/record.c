@@ -34,6 +34,7 @@
  * program could not be run.
  */
 #include "prof/record.h"
+#include "prof/heap_agg.h"
 #include "prof/aggregate.h"
 #include "prof/shm.h"
 
@@ -407,6 +408,48 @@ static int write_profile(const struct prof_record_args *a, struct reader *rd,
 	return err;
 }
 
+static int write_heap(const struct prof_record_args *a, struct reader *rd,
+		      const struct outcome *o, uint64_t rate)
+{
+	const struct prof_counts *k = &o->counts;
+	char comments[2][COMMENT_LEN], end[128];
+	const char *lines[2] = { comments[0], comments[1] };
+	struct prof_heap_counts hc;
+	struct prof_profile p;
+	int err;
+
+	err = prof_agg_heap_profile(rd->agg, rate, &p);
+	if (err)
+		return err;
+	prof_demangle_allow_load();
+	prof_agg_heap_counts(rd->agg, &hc);
+	prof_heap_comment(comments[0], COMMENT_LEN, rate, &hc,
+			  k->heap_allocs + k->heap_frees, k->heap_refused,
+			  k->heap_untracked);
+	describe_end(o->status, end, sizeof(end));
+	snprintf(comments[1], COMMENT_LEN, "program: %s %s", prog_name, end);
+	p.time_nanos = o->start_realtime_ns;
+	p.duration_nanos = o->duration_ns;
+	p.comments = lines;
+	p.ncomments = 2;
+	err = prof_pprof_write(&p, NULL, a->heap);
+	prof_agg_profile_free(&p);
+	return err;
+}
+
+static void heap_summary(const struct prof_record_args *a, struct reader *rd,
+			 uint64_t rate)
+{
+	struct prof_heap_counts hc;
+
+	prof_agg_heap_counts(rd->agg, &hc);
+	fprintf(stderr,
+		"profring-prof: wrote %s: %" PRIu64
+		" sampled allocations, %" PRIu64 " of them freed (rate %" PRIu64
+		" bytes)\n",
+		a->heap, hc.allocs, hc.frees, rate);
+}
+
 static double ru_cpu_s(const struct rusage *ru)
 {
 	return (double)ru->ru_utime.tv_sec + ru->ru_utime.tv_usec / 1e6 +
@@ -491,6 +534,7 @@ static int finish(const struct prof_record_args *a, struct reader *rd,
 
 	o->stalled = rd->stalled;
 	prof_shm_sum(m->hdr, &o->counts);
+	prof_agg_set_heap_refused(rd->agg, o->counts.heap_refused);
 	prof_agg_counts(rd->agg, &o->agg);
 	/* Relaxed: the program is gone; a count to report. */
 	if (!atomic_load_explicit(&m->hdr->attached, memory_order_relaxed)) {
@@ -504,6 +548,18 @@ static int finish(const struct prof_record_args *a, struct reader *rd,
 			prog_name, LIB_NAME, end);
 		return 125;
 	}
+	if (a->heap) {
+		err = write_heap(a, rd, o, m->hdr->heap_rate);
+		if (err) {
+			fprintf(stderr, "profring-prof: cannot write %s: %s\n",
+				a->heap, strerror(-err));
+			return 125;
+		}
+		if (!a->quiet)
+			heap_summary(a, rd, m->hdr->heap_rate);
+	}
+	if (!a->output)
+		return pass_on(o->status);
 	err = write_profile(a, rd, o);
 	if (err) {
 		fprintf(stderr, "profring-prof: cannot write %s: %s\n",
@@ -535,6 +591,7 @@ int prof_record_run(const struct prof_record_args *args, char **argv)
 		.timer = a->opts.timer,
 		.unwinder = a->opts.unwinder,
 		.children = a->children,
+		.cpu = a->output != NULL,
 	};
 	struct reader rd = { 0 };
 	struct child_env ce = { 0 };
@@ -556,6 +613,10 @@ int prof_record_run(const struct prof_record_args *args, char **argv)
 	sp.hz = full.opts.hz;
 	sp.max_frames = full.opts.max_frames;
 	sp.buffer_words = full.opts.buffer_words;
+	if (a->heap)
+		sp.heap_rate = full.opts.heap_rate
+				       ? full.opts.heap_rate
+				       : PROFRING_PROF_DEFAULT_HEAP_RATE;
 	err = prof_shm_create(&sp, &m);
 	if (err) {
 		fprintf(stderr, "profring-prof: cannot set up: %s\n",

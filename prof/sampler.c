@@ -77,6 +77,7 @@
  * handler reads without allocating.
  */
 #include "prof/sampler.h"
+#include "prof/heap.h"
 #include "prof/hooks.h"
 #include "prof/unwind.h"
 
@@ -176,6 +177,20 @@ static void record_stack_bounds(void)
 		prof_self.bounds.hi = (uintptr_t)addr + size;
 	}
 	pthread_attr_destroy(&attr);
+}
+
+/**
+ * prof_sampler_self() - the calling thread's id and stack bounds, as the
+ * handler knows them (for the heap profiler's unwinds, heap.c).
+ * @bounds: receives the bounds (zeros if unknown).
+ *
+ * Async-signal-safe: initial-exec TLS, and gettid() the first time.
+ * Return: the thread's id.
+ */
+pid_t prof_sampler_self(struct prof_stack_bounds *bounds)
+{
+	*bounds = prof_self.bounds;
+	return current_tid();
 }
 
 /* ---- the handler ---- */
@@ -528,11 +543,13 @@ static void note_exited_name(pid_t tid)
 static void thread_exit(void *unused)
 {
 	(void)unused;
+	prof_heap_ignore_begin();
 	pthread_mutex_lock(&sampler.lock);
 	if (sampler.arming)
 		note_exited_name(current_tid());
 	timer_remove(current_tid());
 	pthread_mutex_unlock(&sampler.lock);
+	prof_heap_ignore_end();
 }
 
 /**
@@ -582,6 +599,9 @@ void prof_sampler_thread_enter(void)
 {
 	pid_t tid;
 
+	/* The profiler's allocations (the registry, the attributes), not
+	 * the program's: the heap profiler ignores them. */
+	prof_heap_ignore_begin();
 	prof_sampler_init_process(); /* if a constructor's thread beat ours */
 	prof_self.tid = 0; /* never inherited, but be sure */
 	tid = current_tid();
@@ -602,6 +622,7 @@ void prof_sampler_thread_enter(void)
 		count(&sampler.counters->threads);
 	}
 	pthread_mutex_unlock(&sampler.lock);
+	prof_heap_ignore_end();
 }
 
 /* ---- process ---- */

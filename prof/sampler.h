@@ -48,6 +48,8 @@ struct prof_sampler_config {
 };
 
 void prof_sampler_init_process(void);
+struct prof_stack_bounds;
+pid_t prof_sampler_self(struct prof_stack_bounds *bounds);
 int prof_sampler_start(const struct prof_sampler_config *c);
 int prof_sampler_stop(void);
 void prof_sampler_rescan(void);

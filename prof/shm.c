@@ -69,6 +69,8 @@ int prof_shm_create(const struct prof_shm_params *p, struct prof_shm_map *m)
 	h->timer = p->timer;
 	h->unwinder = p->unwinder;
 	h->children = p->children;
+	h->cpu = p->cpu;
+	h->heap_rate = p->heap_rate;
 	m->buf = profbuf_shared_init((char *)m->base + h->ring_offset, ring,
 				     PROF_HDR_WORDS, p->buffer_words, ntags);
 	if (!m->buf)
@@ -217,6 +219,10 @@ void prof_counters_add(struct prof_counters *c, struct prof_counts *sum)
 	sum->unwind_fallback += rd(&c->unwind_fallback);
 	sum->threads += rd(&c->threads);
 	sum->maps_lost += rd(&c->maps_lost);
+	sum->heap_allocs += rd(&c->heap_allocs);
+	sum->heap_frees += rd(&c->heap_frees);
+	sum->heap_refused += rd(&c->heap_refused);
+	sum->heap_untracked += rd(&c->heap_untracked);
 	/* Relaxed: as above. */
 	sum->taken_over +=
 		atomic_load_explicit(&c->taken_over, memory_order_relaxed);

@@ -37,7 +37,7 @@
 /* The variable that carries "FD:ROOTPID" to the program. */
 #define PROF_SHM_ENV "PROFRING_PROF_SHM"
 #define PROF_SHM_MAGIC UINT64_C(0x316d6873666f7270) /* "profshm1" */
-#define PROF_SHM_VERSION 1u
+#define PROF_SHM_VERSION 2u
 /* Processes with a slot of their own; later ones share the last. */
 #define PROF_SHM_SLOTS 1024u
 
@@ -58,6 +58,8 @@ struct prof_shm_slot {
  * @hz, @max_frames, @timer, @unwinder: the session, for attaching
  *	processes (the launcher validated them).
  * @children: forked descendants attach too (record --children).
+ * @cpu: CPU sampling runs (0 with --heap alone).
+ * @heap_rate: the heap profiler's rate in bytes; 0: no heap profiling.
  * @root_pid: without @children, the one process that may attach (its
  *	execs keep the pid).
  * @attached: images that attached (a HELLO each); 0 at the end means
@@ -77,6 +79,9 @@ struct prof_shm {
 	uint32_t unwinder;
 	uint32_t children;
 	int32_t root_pid;
+	uint32_t cpu;
+	uint32_t pad;
+	uint64_t heap_rate;
 	_Atomic uint32_t attached;
 	_Atomic uint32_t next_slot;
 	struct prof_shm_slot slots[PROF_SHM_SLOTS];
@@ -107,6 +112,8 @@ struct prof_shm_params {
 	uint32_t timer;
 	uint32_t unwinder;
 	bool children;
+	bool cpu;
+	uint64_t heap_rate;
 };
 
 int prof_shm_create(const struct prof_shm_params *p, struct prof_shm_map *m);
@@ -118,6 +125,7 @@ int prof_shm_parse_env(const char *v, int *fd, pid_t *root);
 struct prof_counts {
 	uint64_t written, refused, truncated, unchecked, unwind_fallback;
 	uint64_t threads, maps_lost, taken_over;
+	uint64_t heap_allocs, heap_frees, heap_refused, heap_untracked;
 	uint32_t processes; /* slots claimed */
 	uint32_t signo; /* the first process's signal */
 };

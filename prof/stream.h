@@ -27,6 +27,16 @@
  *		executable's path packed as above.  A new image starts a new
  *		address space for that pid: samples written after the HELLO
  *		belong to it.
+ *   PROF_REC_ALLOC   a sampled allocation (heap.c): its address, the size
+ *		requested, a flags word (PROF_ALLOC_UNTRACKED: the address
+ *		table was full, so its free will not be seen: count it as
+ *		allocated, never as in use), then the PCs, return addresses
+ *		only, the allocator's caller first.
+ *   PROF_REC_FREE    a sampled allocation was freed: its address.  A
+ *		block's FREE is written before the block goes back to the
+ *		allocator, and its ALLOC before the program has the block,
+ *		so the ring holds them in order even when another thread
+ *		frees it or the address is handed out again.
  * Mappings are only ever added: code unloaded by dlclose stays known, so
  * that samples taken in it before are named (a later mapping over the same
  * addresses wins for later lookups).
@@ -52,7 +62,16 @@ enum prof_rec_kind {
 	PROF_REC_SAMPLE = 0,
 	PROF_REC_MAP = 1,
 	PROF_REC_HELLO = 2,
+	PROF_REC_ALLOC = 3,
+	PROF_REC_FREE = 4,
 };
+
+/* PROF_REC_ALLOC's payload: address, size, flags, PCs. */
+#define PROF_ALLOC_ADDR 0
+#define PROF_ALLOC_SIZE 1
+#define PROF_ALLOC_FLAGS 2
+#define PROF_ALLOC_WORDS 3
+#define PROF_ALLOC_UNTRACKED 1u
 
 /* PROF_REC_HELLO's flags word. */
 #define PROF_HELLO_FORKED 1u
@@ -120,6 +139,11 @@ static inline const char *prof_stream_unpack(const uint64_t *w, size_t n)
  * @maps_lost:	mapping records the ring had no room for (agent.c): code
  *		in those mappings is shown as raw addresses.
  * @signo:	the signal the sampler uses (0 before start).
+ * @heap_allocs: sampled allocations written (PROF_REC_ALLOC).
+ * @heap_frees:	frees of sampled allocations written (PROF_REC_FREE).
+ * @heap_refused: heap records the ring refused (counted lost there too).
+ * @heap_untracked: sampled allocations the address table had no room
+ *		for (written PROF_ALLOC_UNTRACKED).
  */
 struct prof_counters {
 	_Atomic uint64_t written;
@@ -129,6 +153,10 @@ struct prof_counters {
 	_Atomic uint64_t unwind_fallback;
 	_Atomic uint64_t threads;
 	_Atomic uint64_t maps_lost;
+	_Atomic uint64_t heap_allocs;
+	_Atomic uint64_t heap_frees;
+	_Atomic uint64_t heap_refused;
+	_Atomic uint64_t heap_untracked;
 	_Atomic uint32_t taken_over;
 	_Atomic uint32_t signo;
 };

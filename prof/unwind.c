@@ -108,36 +108,18 @@ read_record(uintptr_t fp, pid_t self_pid, struct frame_record *rec)
 		       &remote, 1L, 0L) == (long)sizeof(*rec);
 }
 
-/**
- * prof_unwind_fp() - walk the frame-pointer chain of a signal context.
- * @ucontext:	the handler's third argument.
- * @b:		the interrupted thread's stack bounds (zeros if unknown).
- * @pcs:	receives the PCs, leaf first.
- * @max:	room in @pcs.
- * @res:	receives the count and flags.
- *
- * Async-signal-safe; may change errno (the caller preserves it).
+/*
+ * Walk the chain from the frame record at @fp, appending return addresses
+ * to @pcs after the @res->n already there.  @lo is the lowest address a
+ * record may sit at (the stack pointer), @hi the stack's top.
  */
-void prof_unwind_fp(const void *ucontext, const struct prof_stack_bounds *b,
-		    uintptr_t *pcs, size_t max, struct prof_unwind_result *res)
+static void walk_chain(uintptr_t fp, uintptr_t lo, uintptr_t hi, bool checked,
+		       uintptr_t *pcs, size_t max,
+		       struct prof_unwind_result *res)
 {
 	struct frame_record rec;
-	uintptr_t pc, fp, sp, lo, hi;
-	bool checked = b->hi > b->lo;
-	pid_t self_pid;
+	pid_t self_pid = checked ? 0 : getpid(); /* one system call per walk */
 
-	res->n = 0;
-	res->truncated = false;
-	res->unchecked = !checked;
-	if (!max || !context_registers(ucontext, &pc, &fp, &sp) || !pc)
-		return;
-	pcs[res->n++] = pc;
-	lo = sp;
-	hi = checked ? b->hi : UINTPTR_MAX;
-	/* On another stack (sigaltstack, coroutine): the leaf only. */
-	if (checked && (sp < b->lo || sp >= b->hi))
-		return;
-	self_pid = checked ? 0 : getpid(); /* one system call per walk */
 	for (;;) {
 		if (fp < lo || fp & (sizeof(uintptr_t) - 1) ||
 		    fp > hi - sizeof(rec))
@@ -155,6 +137,60 @@ void prof_unwind_fp(const void *ucontext, const struct prof_stack_bounds *b,
 		lo = fp + sizeof(rec);
 		fp = rec.next_fp;
 	}
+}
+
+/**
+ * prof_unwind_fp() - walk the frame-pointer chain of a signal context.
+ * @ucontext:	the handler's third argument.
+ * @b:		the interrupted thread's stack bounds (zeros if unknown).
+ * @pcs:	receives the PCs, leaf first.
+ * @max:	room in @pcs.
+ * @res:	receives the count and flags.
+ *
+ * Async-signal-safe; may change errno (the caller preserves it).
+ */
+void prof_unwind_fp(const void *ucontext, const struct prof_stack_bounds *b,
+		    uintptr_t *pcs, size_t max, struct prof_unwind_result *res)
+{
+	uintptr_t pc, fp, sp;
+	bool checked = b->hi > b->lo;
+
+	res->n = 0;
+	res->truncated = false;
+	res->unchecked = !checked;
+	if (!max || !context_registers(ucontext, &pc, &fp, &sp) || !pc)
+		return;
+	pcs[res->n++] = pc;
+	/* On another stack (sigaltstack, coroutine): the leaf only. */
+	if (checked && (sp < b->lo || sp >= b->hi))
+		return;
+	walk_chain(fp, sp, checked ? b->hi : UINTPTR_MAX, checked, pcs, max,
+		   res);
+}
+
+/**
+ * prof_unwind_fp_caller() - the return addresses above a frame of ours.
+ * @fp:		__builtin_frame_address(0) of the function whose callers
+ *		are wanted: pcs[0] is its own return address.
+ * @b:		the calling thread's stack bounds (zeros if unknown).
+ * @pcs, @max, @res: as prof_unwind_fp().
+ *
+ * For code that runs on the thread it unwinds (the heap profiler's
+ * allocation hooks).  Async-signal-safe; may change errno.
+ */
+void prof_unwind_fp_caller(uintptr_t fp, const struct prof_stack_bounds *b,
+			   uintptr_t *pcs, size_t max,
+			   struct prof_unwind_result *res)
+{
+	bool checked = b->hi > b->lo;
+
+	res->n = 0;
+	res->truncated = false;
+	res->unchecked = !checked;
+	if (!max || (checked && (fp < b->lo || fp >= b->hi)))
+		return;
+	walk_chain(fp, fp, checked ? b->hi : UINTPTR_MAX, checked, pcs, max,
+		   res);
 }
 
 #ifdef PROFRING_HAVE_LIBUNWIND
@@ -210,6 +246,49 @@ void prof_unwind_libunwind(void *ucontext, uintptr_t *pcs, size_t max,
 		pcs[res->n++] = (uintptr_t)ip;
 	} while (unw_step(&cursor) > 0);
 }
+
+/* Frames of ours above the one prof_unwind_libunwind_from() looks for. */
+#define FROM_SKIP_MAX 16
+
+/**
+ * prof_unwind_libunwind_from() - libunwind's walk of the calling thread,
+ * from the frame whose PC is @first on.
+ * @first:	a return address on the caller's stack (the interposed
+ *		allocator's own, read from its frame record): frames
+ *		before it (ours) are skipped; none found, nothing kept.
+ * @pcs, @max, @res: as prof_unwind_fp().
+ *
+ * Not for signal handlers: libunwind may take the loader's lock.  May
+ * allocate (the caller keeps that out of the heap profile).
+ */
+void prof_unwind_libunwind_from(uintptr_t first, uintptr_t *pcs, size_t max,
+				struct prof_unwind_result *res)
+{
+	unw_context_t uc;
+	unw_cursor_t cursor;
+	unw_word_t ip;
+	int skipped = 0;
+
+	res->n = 0;
+	res->truncated = false;
+	res->unchecked = false;
+	if (!max || unw_getcontext(&uc) || unw_init_local(&cursor, &uc) < 0)
+		return;
+	do {
+		if (unw_get_reg(&cursor, UNW_REG_IP, &ip) < 0 || !ip)
+			return;
+		if (!res->n && (uintptr_t)ip != first) {
+			if (++skipped > FROM_SKIP_MAX)
+				return;
+			continue;
+		}
+		if (res->n == max) {
+			res->truncated = true;
+			return;
+		}
+		pcs[res->n++] = (uintptr_t)ip;
+	} while (unw_step(&cursor) > 0);
+}
 #else
 bool prof_unwind_libunwind_available(void)
 {
@@ -224,6 +303,17 @@ void prof_unwind_libunwind(void *ucontext, uintptr_t *pcs, size_t max,
 			   struct prof_unwind_result *res)
 {
 	(void)ucontext;
+	(void)pcs;
+	(void)max;
+	res->n = 0;
+	res->truncated = false;
+	res->unchecked = false;
+}
+
+void prof_unwind_libunwind_from(uintptr_t first, uintptr_t *pcs, size_t max,
+				struct prof_unwind_result *res)
+{
+	(void)first;
 	(void)pcs;
 	(void)max;
 	res->n = 0;

@@ -36,9 +36,15 @@ struct prof_unwind_result {
 void prof_unwind_fp(const void *ucontext, const struct prof_stack_bounds *b,
 		    uintptr_t *pcs, size_t max, struct prof_unwind_result *res);
 
+void prof_unwind_fp_caller(uintptr_t fp, const struct prof_stack_bounds *b,
+			   uintptr_t *pcs, size_t max,
+			   struct prof_unwind_result *res);
+
 bool prof_unwind_libunwind_available(void);
 void prof_unwind_libunwind_prepare(void);
 void prof_unwind_libunwind(void *ucontext, uintptr_t *pcs, size_t max,
 			   struct prof_unwind_result *res);
+void prof_unwind_libunwind_from(uintptr_t first, uintptr_t *pcs, size_t max,
+				struct prof_unwind_result *res);
 
 #endif /* PROFRING_PROF_UNWIND_H */

@@ -8,7 +8,7 @@
 
 fails=0
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/${CHECK_PREFIX}test.XXXXXX") || exit 1
-trap 'rm -rf "$TMP"' EXIT
+trap '[ -n "$KEEP_TMP" ] || rm -rf "$TMP"' EXIT
 trap 'exit 1' HUP INT TERM
 
 # check NAME CONDITION-COMMAND...: one PASS/FAIL line.

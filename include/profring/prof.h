@@ -72,11 +72,14 @@ extern "C" {
 #define PROFRING_PROF_DEFAULT_OUTPUT "profring.pb.gz"
 #define PROFRING_PROF_DEFAULT_BUFFER_WORDS ((size_t)1 << 20) /* 8 MiB */
 #define PROFRING_PROF_MAX_BUFFER_WORDS ((size_t)1 << 27) /* 1 GiB */
+#define PROFRING_PROF_DEFAULT_HEAP_RATE ((uint64_t)512 << 10) /* 512 KiB */
+#define PROFRING_PROF_MAX_HEAP_RATE ((uint64_t)1 << 40)
 
 /*
  * The environment of an LD_PRELOAD session: the library's constructor
  * reads these, and `profring-prof record` sets them from its options.  A
- * session starts only if PROFRING_PROF_ENV_OUTPUT is set and not empty.
+ * session starts only if PROFRING_PROF_ENV_OUTPUT or PROFRING_PROF_ENV_HEAP
+ * is set and not empty.
  * An unset variable (or an empty number) means the default of the
  * matching struct profring_prof_opts field; a number that does not parse
  * is ignored, with a line on stderr.  Every name is PROFRING_PROF or
@@ -98,6 +101,10 @@ extern "C" {
 #define PROFRING_PROF_ENV_FRAMES "PROFRING_PROF_FRAMES"
 /* @buffer_words, a decimal number. */
 #define PROFRING_PROF_ENV_BUFFER_WORDS "PROFRING_PROF_BUFFER_WORDS"
+/* @heap_output: the heap profile; alone, it profiles memory only. */
+#define PROFRING_PROF_ENV_HEAP "PROFRING_PROF_HEAP"
+/* @heap_rate, a decimal number of bytes. */
+#define PROFRING_PROF_ENV_HEAP_RATE "PROFRING_PROF_HEAP_RATE"
 /*
  * Read by the launcher only: the path of libprofring-prof.so to preload
  * (else it looks beside itself, one directory up, in ../lib, then on the
@@ -132,8 +139,9 @@ enum profring_prof_unwinder {
  * struct profring_prof_opts - profiling options; all-zero means defaults.
  * @hz:		samples per CPU-second per thread; 0 means
  *		PROFRING_PROF_DEFAULT_HZ; at most PROFRING_PROF_MAX_HZ.
- * @output:	pprof file (gzip'd profile.proto); NULL means
- *		PROFRING_PROF_DEFAULT_OUTPUT.
+ * @output:	CPU pprof file (gzip'd profile.proto); NULL means
+ *		PROFRING_PROF_DEFAULT_OUTPUT, or no CPU profiling at all
+ *		when @heap_output is set.
  * @folded:	folded-stacks file ("a;b;c 42" lines); NULL means none.
  * @timer:	see enum profring_prof_timer.
  * @unwinder:	see enum profring_prof_unwinder.
@@ -145,6 +153,31 @@ enum profring_prof_unwinder {
  *		for two records of @max_frames frames, at most
  *		PROFRING_PROF_MAX_BUFFER_WORDS.  Small rings make the
  *		reader's lag visible as lost samples (for tests).
+ * @heap_output: heap pprof file; NULL means no heap profiling.
+ * @heap_rate:	mean bytes allocated between heap samples; 0 means
+ *		PROFRING_PROF_DEFAULT_HEAP_RATE, 1 samples every allocation,
+ *		at most PROFRING_PROF_MAX_HEAP_RATE.
+ *
+ * The heap profiler.  libprofring-prof.so interposes malloc, free,
+ * calloc, realloc, reallocarray, posix_memalign, aligned_alloc,
+ * memalign, valloc, pvalloc and malloc_usable_size (C++'s operator new
+ * and delete reach them), passing each call on to the next allocator.
+ * Each thread samples its allocations by bytes, as Go and tcmalloc do: an
+ * allocation of s bytes is sampled with probability 1 - exp(-s / rate).
+ * A sampled block's stack is walked through frame pointers from the
+ * allocator's caller, and the block remembered in a lock-free table, so
+ * that its free is seen; the collector counts, per stack and size, the
+ * blocks allocated and those still live, and writes them unbiased (Go's
+ * scaleHeapSample) as a pprof heap profile: alloc_objects, alloc_space,
+ * inuse_objects, inuse_space (the default), a "bytes" label with the
+ * size.  In use means not freed when the profile is written.  An
+ * unsampled allocation costs a load, a subtraction and a branch; a free,
+ * one load while nothing is tracked, else a probe of a small filter.
+ * What is lost is counted and shown: allocations the table had no room
+ * for as "[profring: heap table full]" (allocated, never in use), records
+ * the ring refused as "[profring: lost heap records]".  The allocator
+ * calls never lock and never wait on the profiler; in a forked child the
+ * heap profiler stops, unless the launcher follows children.
  */
 struct profring_prof_opts {
 	unsigned int hz;
@@ -154,6 +187,8 @@ struct profring_prof_opts {
 	enum profring_prof_unwinder unwinder;
 	unsigned int max_frames;
 	size_t buffer_words;
+	const char *heap_output;
+	uint64_t heap_rate;
 };
 
 /**
