@@ -317,10 +317,12 @@ void prof_heap_forget(void *p)
 		return;
 	saved = errno;
 	if (enter()) {
-		if (put(PROF_REC_FREE, prof_sampler_self(&b), w, 1))
+		if (put(PROF_REC_FREE, prof_sampler_self(&b), w, 1)) {
 			count(&heap.counters->heap_refused);
-		else
+			count(&heap.counters->heap_frees_refused);
+		} else {
 			count(&heap.counters->heap_frees);
+		}
 		leave();
 	}
 	errno = saved;

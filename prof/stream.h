@@ -142,6 +142,7 @@ static inline const char *prof_stream_unpack(const uint64_t *w, size_t n)
  * @heap_allocs: sampled allocations written (PROF_REC_ALLOC).
  * @heap_frees:	frees of sampled allocations written (PROF_REC_FREE).
  * @heap_refused: heap records the ring refused (counted lost there too).
+ * @heap_frees_refused: of those, FREE records.
  * @heap_untracked: sampled allocations the address table had no room
  *		for (written PROF_ALLOC_UNTRACKED).
  */
@@ -156,6 +157,7 @@ struct prof_counters {
 	_Atomic uint64_t heap_allocs;
 	_Atomic uint64_t heap_frees;
 	_Atomic uint64_t heap_refused;
+	_Atomic uint64_t heap_frees_refused;
 	_Atomic uint64_t heap_untracked;
 	_Atomic uint32_t taken_over;
 	_Atomic uint32_t signo;

@@ -28,6 +28,11 @@ scenarios() {
 		echo "--signals"
 		echo "--signals --memory 65536 --buf 4096"
 		;;
+	heap_stress)
+		echo "--threads 4 --hz 1000 --pace 100"
+		echo "--threads 8 --hz 10000"
+		echo "--threads 4 --small-ring"
+		;;
 	prof_stress)
 		echo "--churners 4"
 		echo "--churners 4 --process --libunwind"
