@@ -246,6 +246,13 @@ $(BUILD)/bench/unwind_bench: bench/unwind_bench.c $(BUILD)/obj-fp/bench/harness.
 	@mkdir -p $(dir $@)
 	$(call link,-lunwind $(BENCH_LIBS),-fno-omit-frame-pointer)
 
+# The heap profiler benchmark's workload (bench/heap_overhead.sh): a plain
+# program, built as users build theirs (frame pointers, as the issue's
+# comparison asks of every profiler).
+$(BUILD)/bench/malloc_storm: bench/work/malloc_storm.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g $(FRAMEPTR) -o $@ $< -lpthread
+
 $(BUILD)/bench/%: bench/%.c $(BUILD)/obj/bench/harness.o $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call link,$(BENCH_LIBS))
@@ -350,9 +357,10 @@ bench: $(BENCHES)
 # (bench/results/prof_overhead.md; PROF_BENCH_FLAGS="--reps 15"); then the
 # wall time the launcher adds to a process, beside perf record
 # (bench/results/launch_overhead.md).
-bench-prof: $(PROF_TOOLS)
+bench-prof: $(PROF_TOOLS) $(BUILD)/bench/malloc_storm
 	bash bench/prof_overhead.sh $(PROF_BENCH_FLAGS)
 	bash bench/launch_overhead.sh --build $(BUILD)
+	bash bench/heap_overhead.sh --build $(BUILD)
 
 # The main job: profile the bundled workload (two threads, 70% / 30% of
 # the CPU in hot_seventy / hot_thirty) and print its top functions.

@@ -4,10 +4,15 @@
  * read the profiles it writes.
  *
  *	profring-prof record [-F hz] [-o out.pb.gz] [-f out.folded]
+ *		[--heap heap.pb.gz] [--heap-rate BYTES]
  *		[--timer thread|process] [--unwind fp|libunwind]
  *		[--frames N] [--buffer-words N] [--children] [-q]
  *		-- cmd [args...]
- *	profring-prof report [-n top] [--threads] [file.pb.gz]
+ *	profring-prof report [-n top] [--threads] [-s TYPE] [file.pb.gz]
+ *
+ * --heap alone profiles memory only; -o with it profiles CPU too.
+ * report -s picks the sample type by name (alloc_space, inuse_objects,
+ * cpu, ...) or 0-based index; the default is the profile's own.
  *
  * record runs the command with libprofring-prof.so in LD_PRELOAD; the
  * library writes samples into memory shared with this process, which
@@ -35,10 +40,12 @@ static int usage(bool asked)
 {
 	fprintf(asked ? stdout : stderr,
 		"usage: profring-prof record [-F hz] [-o out.pb.gz] [-f out.folded]\n"
+		"                            [--heap heap.pb.gz] [--heap-rate BYTES]\n"
 		"                            [--timer thread|process] [--unwind fp|libunwind]\n"
 		"                            [--frames N] [--buffer-words N] [--children] [-q]\n"
 		"                            -- cmd [args...]\n"
-		"       profring-prof report [-n top] [--threads] [file.pb.gz]\n");
+		"       profring-prof report [-n top] [--threads] [-s sample-type]\n"
+		"                            [file.pb.gz]\n");
 	return asked ? 0 : 2;
 }
 
@@ -84,22 +91,57 @@ static size_t parse_top(const char *arg)
  * a bad command line, 1 for a profile that cannot be read or a report
  * that cannot be written.
  */
+/*
+ * The index of the sample type @want (a name such as inuse_space, or a
+ * 0-based index) in the profile at @path; -1 with a message in @msg.
+ */
+static int sample_index_of(const char *path, const char *want, char *msg,
+			   size_t len)
+{
+	struct prof_summary *s;
+	size_t n, i;
+
+	if (prof_summary_load(path, -1, &s, msg, len))
+		return -1;
+	n = s->nsample_types;
+	prof_summary_free(s);
+	for (i = 0; i < n; i++) {
+		bool match;
+
+		if (prof_summary_load(path, (int)i, &s, msg, len))
+			return -1;
+		match = !strcmp(s->type, want) ||
+			(!strcmp(want, "0") && i == 0) ||
+			(i && parse_top(want) == i);
+		prof_summary_free(s);
+		if (match)
+			return (int)i;
+	}
+	snprintf(msg, len, "report: -s %s: no such sample type in %s", want,
+		 path);
+	return -1;
+}
+
 static int report(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "top", required_argument, NULL, 'n' },
 		{ "threads", no_argument, NULL, 'T' },
+		{ "sample-index", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct prof_report_opts o = { .top = 20, .sample_index = -1 };
-	const char *path = PROFRING_PROF_DEFAULT_OUTPUT;
+	const char *path = PROFRING_PROF_DEFAULT_OUTPUT, *stype = NULL;
 	char msg[512];
 	int c;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":n:Th", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":n:s:Th", longopts, NULL)) != -1) {
 		switch (c) {
+		case 's':
+			stype = optarg;
+			break;
 		case 'n':
 			o.top = parse_top(optarg);
 			if (!o.top) {
@@ -147,6 +189,13 @@ static int report(int argc, char **argv)
 			"argument %s\n",
 			argv[optind]);
 		return 2;
+	}
+	if (stype) {
+		o.sample_index = sample_index_of(path, stype, msg, sizeof(msg));
+		if (o.sample_index < 0) {
+			fprintf(stderr, "profring-prof: %s\n", msg);
+			return 1;
+		}
 	}
 	if (prof_report(path, stdout, &o, msg, sizeof(msg))) {
 		fprintf(stderr, "profring-prof: %s\n", msg);

@@ -103,6 +103,8 @@ check types_in_go_order grep -q '^alloc_objects/count alloc_space/bytes inuse_ob
 check period_type grep -q '^PeriodType: space bytes$' "$TMP/l1.pb.gz.raw"
 check period_is_rate grep -q '^Period: 1$' "$TMP/l1.pb.gz.raw"
 check bytes_label grep -q 'bytes:\[8192\]' "$TMP/l1.pb.gz.raw"
+"$PROF" report -s alloc_objects -n 5 "$TMP/l1.pb.gz" >"$TMP/l1.report" 2>&1
+check report_sample_type grep -q '^ *2002 .* f_malloc$' "$TMP/l1.report"
 
 # 2. Exact at rate 1, in-process, CPU profile beside it.
 (cd "$TMP" && timeout -k 5 60 env PROFRING_PROF_HEAP="$TMP/p1.pb.gz" \
