@@ -404,11 +404,8 @@ static const char *special_name(uint32_t stack)
 static int fill_sample(struct prof_agg *a, const struct agg_entry *e,
 		       struct prof_sample *s)
 {
-	uintptr_t pcs[PROFRING_PROF_MAX_FRAMES];
 	uint32_t stack = (uint32_t)(e->key >> 32);
 	const struct agg_thread *t = &a->threads[(uint32_t)e->key - 1];
-	uintptr_t *copy;
-	size_t n;
 
 	memset(s, 0, sizeof(*s));
 	s->tid = t->tid;
@@ -418,18 +415,7 @@ static int fill_sample(struct prof_agg *a, const struct agg_entry *e,
 	s->samples = e->samples;
 	s->periods = e->periods;
 	s->special = special_name(stack);
-	if (s->special)
-		return 0;
-	n = stacktab_get(a->tab, stack, pcs, PROFRING_PROF_MAX_FRAMES);
-	if (n > PROFRING_PROF_MAX_FRAMES)
-		n = PROFRING_PROF_MAX_FRAMES;
-	copy = malloc(n * sizeof(*copy) + 1);
-	if (!copy)
-		return -ENOMEM;
-	memcpy(copy, pcs, n * sizeof(*copy));
-	s->pcs = copy;
-	s->npcs = n;
-	return 0;
+	return s->special ? 0 : prof_sample_copy_stack(a->tab, stack, s);
 }
 
 /* One symbolizer per address space: the process's own, or its reports. */
@@ -483,6 +469,22 @@ static int ensure_spaces(struct prof_agg *a)
 	return 0;
 }
 
+/* An empty profile with the aggregation's address spaces. */
+static int profile_begin(struct prof_agg *a, struct prof_profile *p)
+{
+	int err;
+
+	memset(p, 0, sizeof(*p));
+	err = ensure_spaces(a);
+	if (!err && !a->syms)
+		err = make_symbolizers(a);
+	if (err)
+		return err;
+	p->spaces = a->syms;
+	p->nspaces = a->nsyms;
+	return 0;
+}
+
 /**
  * prof_agg_set_heap_refused() - how many heap records the writers saw
  * the ring refuse (their counters): not CPU samples lost.
@@ -507,14 +509,9 @@ int prof_agg_heap_profile(struct prof_agg *a, uint64_t rate,
 	size_t n;
 	int err;
 
-	memset(p, 0, sizeof(*p));
-	err = ensure_spaces(a);
-	if (!err && !a->syms)
-		err = make_symbolizers(a);
+	err = profile_begin(a, p);
 	if (err)
 		return err;
-	p->spaces = a->syms;
-	p->nspaces = a->nsyms;
 	p->heap_rate = rate ? rate : 1;
 	v = calloc(prof_heap_agg_count(&a->heap), sizeof(*v));
 	if (!v)
@@ -555,14 +552,9 @@ int prof_agg_profile(struct prof_agg *a, struct prof_profile *p)
 	size_t i = 0, n = 0;
 	int err;
 
-	memset(p, 0, sizeof(*p));
-	err = ensure_spaces(a);
-	if (!err && !a->syms)
-		err = make_symbolizers(a);
+	err = profile_begin(a, p);
 	if (err)
 		return err;
-	p->spaces = a->syms;
-	p->nspaces = a->nsyms;
 	v = calloc(a->agg.n + 1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;

@@ -280,10 +280,6 @@ static const char *special_of(uint32_t stack)
 static int fill_site(const struct heap_site *s, struct stacktab *tab,
 		     uint64_t rate, struct prof_sample *o)
 {
-	uintptr_t pcs[PROFRING_PROF_MAX_FRAMES];
-	uintptr_t *copy;
-	size_t n;
-
 	memset(o, 0, sizeof(*o));
 	o->space = s->space;
 	o->bytes = s->size;
@@ -294,18 +290,32 @@ static int fill_site(const struct heap_site *s, struct stacktab *tab,
 			&o->heap[PROF_HEAP_INUSE_OBJECTS],
 			&o->heap[PROF_HEAP_INUSE_SPACE]);
 	o->special = special_of(s->stack);
-	if (o->special)
-		return 0;
-	n = stacktab_get(tab, s->stack, pcs, PROFRING_PROF_MAX_FRAMES);
+	o->return_addrs = true;
+	return o->special ? 0 : prof_sample_copy_stack(tab, s->stack, o);
+}
+
+/**
+ * prof_sample_copy_stack() - @s's PCs: a malloc'd copy of stack @id of
+ * @tab (for aggregate.c and the heap sites alike).
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int prof_sample_copy_stack(struct stacktab *tab, uint32_t id,
+			   struct prof_sample *s)
+{
+	uintptr_t pcs[PROFRING_PROF_MAX_FRAMES];
+	uintptr_t *copy;
+	size_t n;
+
+	n = stacktab_get(tab, id, pcs, PROFRING_PROF_MAX_FRAMES);
 	if (n > PROFRING_PROF_MAX_FRAMES)
 		n = PROFRING_PROF_MAX_FRAMES;
 	copy = malloc(n * sizeof(*copy) + 1);
 	if (!copy)
 		return -ENOMEM;
 	memcpy(copy, pcs, n * sizeof(*copy));
-	o->pcs = copy;
-	o->npcs = n;
-	o->return_addrs = true;
+	s->pcs = copy;
+	s->npcs = n;
 	return 0;
 }
 

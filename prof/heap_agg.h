@@ -66,6 +66,8 @@ int prof_heap_agg_fill(struct prof_heap_agg *h, struct stacktab *tab,
 void prof_heap_comment(char *buf, size_t len, uint64_t rate,
 		       const struct prof_heap_counts *hc, uint64_t written,
 		       uint64_t refused, uint64_t untracked);
+int prof_sample_copy_stack(struct stacktab *tab, uint32_t id,
+			   struct prof_sample *s);
 void prof_heap_scale(uint64_t count, uint64_t bytes, uint64_t rate,
 		     uint64_t *scount, uint64_t *sbytes);
 
