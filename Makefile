@@ -32,8 +32,8 @@ PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
 BINDIR ?= $(PREFIX)/bin
 INCLUDEDIR ?= $(PREFIX)/include
-VERSION := 0.1.0
-SONAME := libprofring.so.0
+VERSION := 0.2.0
+SONAME := libprofring.so.1
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CPPFLAGS += -D_GNU_SOURCE -Iinclude -I. $(DEFS)

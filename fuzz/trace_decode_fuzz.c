@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * trace_decode_fuzz.c - arbitrary bytes into the trace decoder.
+ * trace_decode_fuzz.c - arbitrary bytes into the trace decoder, and into
+ * the memory replay (tracedec_mem_check()).
  *
  * The decoder must return 0 or -EBADMSG with an offset inside the input,
  * never crash, hang, read out of bounds (ASan: the input is an exact-size
@@ -59,6 +60,22 @@ static const struct tracedec_visitor visitor = {
 	.string = on_string,
 };
 
+/* Every generation's counts add up: no more live than ever came in. */
+static int on_mem_gen(void *arg, const struct tracedec_mem_gen *g)
+{
+	(void)arg;
+	if (g->live_objects > g->exists + g->allocs ||
+	    g->unknown_frees > g->frees) {
+		fprintf(stderr,
+			"trace_decode_fuzz: mem gen %llu inconsistent\n",
+			(unsigned long long)g->gen);
+		abort();
+	}
+	return 0;
+}
+
+static const struct tracedec_mem_visitor mem_visitor = { .gen = on_mem_gen };
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -89,6 +106,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		fprintf(stderr,
 			"trace_decode_fuzz: %s at %zu: before not valid\n",
 			err.what, err.offset);
+		abort();
+	}
+	/* The memory replay takes what the decoder takes, and agrees. */
+	if (tracedec_mem_check(buf, len, &mem_visitor, NULL, NULL) !=
+	    (rc ? -EBADMSG : 0)) {
+		fprintf(stderr, "trace_decode_fuzz: mem_check disagrees\n");
 		abort();
 	}
 	free(buf);

@@ -43,6 +43,10 @@
  * CPU samples: a SIGPROF handler writes to the tracer's profbuf; advance
  * drains it into the closing generation as events with interned stacks,
  * before it flips (so it writes in that generation, like any thread).
+ *
+ * Memory events and the snapshot that starts each generation: tracemem.c,
+ * called by advance after its grace period and before the stack tables
+ * are reset.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -63,6 +67,7 @@
 #include "ring/region.h"
 #include "ring/varint.h"
 #include "tracebuf/tracebuf_format.h"
+#include "tracebuf/tracebuf_impl.h"
 
 /*
  * The smallest stack table node (stacktab.h: 24 bytes + 8 per frame, and
@@ -84,56 +89,6 @@ _Static_assert(1 + (TB_MAX_STRING + 7) / 8 <= STACKTAB_MAX_DEPTH,
 	       "string length");
 /* The least string table (a quarter) is one stacktab_new() takes. */
 _Static_assert(TRACEBUF_MIN_STACK_BYTES / 4 >= 4096, "string table size");
-
-enum tb_chunk_kind { TB_BUF, TB_META, TB_EOF };
-
-struct tb_chunk {
-	struct ring_mpscq_node node; /* first: the queue hands back nodes */
-	uint32_t kind;
-	uint32_t len; /* bytes for the reader */
-	uint8_t *data;
-	/* Buffers only. */
-	uint32_t idx;
-	uint32_t pos;
-	uint64_t gen;
-	uint64_t last; /* ticks of the last event */
-};
-
-struct tb_thread {
-	struct tb_chunk *buf[2][2]; /* [gen & 1][level] */
-	uint64_t seq[2][2]; /* next batch number */
-	uint64_t seq_gen[2][2]; /* generation seq[][] counts for */
-	_Atomic uint64_t lost[2][2]; /* [gen & 1][level] */
-};
-
-struct tracebuf {
-	ring_cacheline_aligned _Atomic uint64_t gen;
-	uint32_t buf_size;
-	struct ring_grace grace;
-	struct tb_thread *threads;
-	struct tb_chunk *chunks;
-	uint8_t *mem;
-	uint32_t nbufs;
-	_Atomic uint32_t *free_next;
-	ring_cacheline_aligned _Atomic uint64_t free_head; /* tag | idx + 1 */
-	struct ring_mpscq q;
-	ring_cacheline_aligned _Atomic uint32_t rd_sleeping;
-	_Atomic uint32_t rd_seq;
-	struct stacktab *stacks[2], *strings[2];
-	struct profbuf *cpu;
-	char *type_name[TRACEBUF_MAX_TYPE + 1];
-	char *type_spec[TRACEBUF_MAX_TYPE + 1];
-	ring_cacheline_aligned _Atomic uint64_t gen_batches[2];
-	_Atomic uint64_t batches, bytes, lost, lost_noslot;
-	_Atomic uint32_t free_count;
-	/* 1 while a tracebuf_read() runs: it owns rd_prev, header_sent, eof. */
-	_Atomic uint32_t reading;
-	/* Reader-owned. */
-	struct tb_chunk *rd_prev;
-	bool header_sent, eof;
-	struct tb_chunk eof_chunk;
-	pthread_mutex_t lock; /* advance, stop, name_type */
-};
 
 /* ---- the buffer pool ----------------------------------------------------- */
 
@@ -257,9 +212,16 @@ static struct tb_chunk *room_for(struct tracebuf_ev *ev, size_t need)
 		return c;
 	c = refill(ev);
 	if (!c)
-		atomic_fetch_add_explicit(&th->lost[ev->gen & 1][ev->level], 1,
-					  memory_order_relaxed);
+		tb_count_lost(ev);
 	return c;
+}
+
+void tb_count_lost(struct tracebuf_ev *ev)
+{
+	struct tb_thread *th = ev_thread(ev);
+
+	atomic_fetch_add_explicit(&th->lost[ev->gen & 1][ev->level], 1,
+				  memory_order_relaxed);
 }
 
 /* Event header: type byte and time delta. */
@@ -276,8 +238,21 @@ static uint8_t *put_event_head(struct tb_chunk *c, unsigned int type,
 	return p;
 }
 
+static bool mem_type(unsigned int type)
+{
+	return type >= TRACEBUF_EV_ALLOC && type <= TRACEBUF_EV_EXISTS;
+}
+
 RING_API int tracebuf_ev_emit(struct tracebuf_ev *ev, unsigned int type,
 			      const uint64_t *args, unsigned int nargs)
+{
+	if (ring_unlikely(mem_type(type)))
+		return -EINVAL; /* tracemem.c's alone */
+	return tb_emit(ev, type, args, nargs);
+}
+
+int tb_emit(struct tracebuf_ev *ev, unsigned int type, const uint64_t *args,
+	    unsigned int nargs)
 {
 	struct tb_chunk *c;
 	uint8_t *p;
@@ -301,8 +276,8 @@ RING_API int tracebuf_ev_emit_bytes(struct tracebuf_ev *ev, unsigned int type,
 	struct tb_chunk *c;
 	uint8_t *p;
 
-	if (!type || type > TRACEBUF_MAX_TYPE || len > TRACEBUF_MAX_PAYLOAD ||
-	    (len && !data))
+	if (!type || type > TRACEBUF_MAX_TYPE || mem_type(type) ||
+	    len > TRACEBUF_MAX_PAYLOAD || (len && !data))
 		return -EINVAL;
 	c = room_for(ev, 1 + 2 * RING_VARINT_MAX + len);
 	if (!c)
@@ -336,8 +311,7 @@ RING_API uint32_t tracebuf_ev_string(struct tracebuf_ev *ev, const char *s)
 	return stacktab_put(ev->t->strings[ev->gen & 1], w, 1 + (len + 7) / 8);
 }
 
-/* tracebuf_begin(); @will_emit: a refusal loses an event (count it). */
-static int begin(struct tracebuf *t, struct tracebuf_ev *ev, bool will_emit)
+int tb_begin(struct tracebuf *t, struct tracebuf_ev *ev, bool will_emit)
 {
 	struct ring_grace_section sec;
 	struct tb_thread *th;
@@ -370,7 +344,7 @@ static int begin(struct tracebuf *t, struct tracebuf_ev *ev, bool will_emit)
 
 RING_API int tracebuf_begin(struct tracebuf *t, struct tracebuf_ev *ev)
 {
-	return begin(t, ev, true);
+	return tb_begin(t, ev, true);
 }
 
 RING_API void tracebuf_end(struct tracebuf_ev *ev)
@@ -599,7 +573,7 @@ static void drain_cpu(struct tracebuf *t)
 	struct tracebuf_ev ev;
 
 	/* No slot for this thread: the samples wait in the profbuf. */
-	if (!t->cpu || begin(t, &ev, false))
+	if (!t->cpu || tb_begin(t, &ev, false))
 		return;
 	while (profbuf_read(t->cpu, PROFBUF_NONBLOCKING, &r) == 0 && r.ndata) {
 		struct profbuf_iter it;
@@ -642,6 +616,8 @@ static int close_gen(struct tracebuf *t, uint64_t next)
 	atomic_store_explicit(&t->gen, next, memory_order_release);
 	ring_perturb();
 	ring_grace_wait(&t->grace);
+	/* Before the old stack table is reset: the walk reads it. */
+	tb_mem_snapshot(t, old, next);
 
 	meta_open(&m, TB_KIND_LOST, old);
 	noslot = atomic_exchange_explicit(&t->lost_noslot, 0,
@@ -668,6 +644,13 @@ static int close_gen(struct tracebuf *t, uint64_t next)
 	meta_open(&m, TB_KIND_FREQ, old);
 	meta_u64(&m, ring_clock_hz());
 	meta_close(&m);
+	if (t->objs.slots) {
+		meta_open(&m, TB_KIND_MEMINFO, old);
+		meta_u64(&m, t->objs.min_addr);
+		meta_u64(&m, t->objs.align);
+		meta_u64(&m, t->objs.page_size);
+		meta_close(&m);
+	}
 	if (m.oom) {
 		/* Say at least that the generation ended, and how. */
 		free(m.p);
@@ -873,6 +856,8 @@ RING_API void tracebuf_stats(struct tracebuf *t, struct tracebuf_stats *s)
 	s->lost = atomic_load_explicit(&t->lost, memory_order_relaxed);
 	s->buffers_free =
 		atomic_load_explicit(&t->free_count, memory_order_relaxed);
+	s->mem_live = atomic_load_explicit(&t->objs.live, memory_order_relaxed);
+	s->mem_full = atomic_load_explicit(&t->objs.full, memory_order_relaxed);
 }
 
 /* ---- life cycle --------------------------------------------------------- */
@@ -957,6 +942,8 @@ RING_API struct tracebuf *tracebuf_new(const struct tracebuf_opts *opts)
 	rc = pool_init(t, opt_or(o.max_bytes, 16 << 20));
 	if (!rc)
 		rc = tables_init(t, &o);
+	if (!rc)
+		rc = tb_mem_init(&t->objs, &o);
 	cpu = opts && !opts->cpu_words ? 0 : opt_or(o.cpu_words, 1 << 17);
 	if (!rc && cpu && !(t->cpu = profbuf_new(2, cpu, cpu / 16)))
 		rc = -errno;
@@ -987,6 +974,7 @@ RING_API void tracebuf_free(struct tracebuf *t)
 		free(t->type_spec[i]);
 	}
 	profbuf_free(t->cpu);
+	tb_mem_destroy(&t->objs);
 	if (t->mem)
 		munmap(t->mem, (size_t)t->nbufs * t->buf_size);
 	if (t->threads)

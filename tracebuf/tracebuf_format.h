@@ -17,7 +17,9 @@
 #include <string.h>
 
 #define TB_MAGIC "PRTRACE\n"
-#define TB_VERSION 1
+#define TB_VERSION 2
+/* The oldest version the decoder reads: 1 has no memory records. */
+#define TB_VERSION_MIN 1
 #define TB_STREAM_HDR 16
 #define TB_REC_HDR 8
 #define TB_BATCH_HDR (TB_REC_HDR + 32)
@@ -46,6 +48,7 @@ enum tb_kind {
 	TB_KIND_FREQ = 'F',
 	TB_KIND_LOST = 'L',
 	TB_KIND_END = 'E',
+	TB_KIND_MEMINFO = 'M', /* version 2 */
 };
 
 #define TB_END_TABLES_LOST 1u

@@ -25,49 +25,10 @@
 #include "ring/varint.h"
 #include "testing/ktest.h"
 #include "testing/harness.h"
+#include "testing/trace_stream.h"
 #include "tracebuf/tracebuf_format.h"
 
 /* ---- collecting and decoding a stream ------------------------------------ */
-
-struct stream {
-	uint8_t *p;
-	size_t len, cap;
-	bool eof;
-};
-
-static void stream_add(struct stream *s, const uint8_t *p, size_t n)
-{
-	if (!n)
-		return;
-	if (s->len + n > s->cap) {
-		s->cap = (s->len + n) * 2 + 4096;
-		s->p = realloc(s->p, s->cap);
-	}
-	memcpy(s->p + s->len, p, n);
-	s->len += n;
-}
-
-/* Read until nothing is ready (or EOF). */
-static void read_ready(struct tracebuf *t, struct stream *s)
-{
-	struct tracebuf_chunk c;
-
-	while (!s->eof && tracebuf_read(t, PROFBUF_NONBLOCKING, &c) == 0 &&
-	       (c.len || c.eof)) {
-		stream_add(s, c.data, c.len);
-		s->eof = c.eof;
-	}
-}
-
-static void read_to_eof(struct tracebuf *t, struct stream *s)
-{
-	struct tracebuf_chunk c;
-
-	while (!s->eof && tracebuf_read(t, PROFBUF_BLOCKING, &c) == 0) {
-		stream_add(s, c.data, c.len);
-		s->eof = c.eof;
-	}
-}
 
 #define MAX_EVENTS 20000
 #define MAX_WHO 16
@@ -203,7 +164,13 @@ static int on_end(void *arg, uint64_t gen, uint64_t batches, uint64_t flags)
 }
 
 static const struct tracedec_visitor visitor = {
-	on_event, on_string, on_stack, on_type, on_freq, on_lost, on_end,
+	.event = on_event,
+	.string = on_string,
+	.stack = on_stack,
+	.type = on_type,
+	.freq = on_freq,
+	.lost = on_lost,
+	.gen_end = on_end,
 };
 
 static struct decoded *decode_all(struct stream *s)

@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 #include <profring/tracedec.h>
@@ -35,6 +36,7 @@ struct dec {
 	void *arg;
 	struct tracedec_error *err;
 	uint64_t last_end;
+	unsigned int version;
 	struct {
 		uint64_t gen, batches;
 	} open[DEC_OPEN_GENS];
@@ -92,6 +94,19 @@ static int get_bytes(struct dec *d, struct cur *c, size_t n,
 
 /* ---- records ------------------------------------------------------------ */
 
+/* Version 2: alloc and exists take (id, size, stack), free (id). */
+static bool mem_arity_ok(unsigned int type, unsigned int nargs)
+{
+	switch (type) {
+	case 3: /* TRACEBUF_EV_ALLOC */
+	case 5: /* TRACEBUF_EV_EXISTS */
+		return nargs == 3;
+	case 4: /* TRACEBUF_EV_FREE */
+		return nargs == 1;
+	}
+	return true;
+}
+
 static int batch_event(struct dec *d, struct cur *c, struct tracedec_event *ev)
 {
 	const uint8_t *at = c->p;
@@ -122,6 +137,8 @@ static int batch_event(struct dec *d, struct cur *c, struct tracedec_event *ev)
 	} else {
 		if (ev->nargs > TB_MAX_ARGS)
 			return bad(d, at, "too many event arguments");
+		if (d->version >= 2 && !mem_arity_ok(ev->type, ev->nargs))
+			return bad(d, at, "memory event with wrong arguments");
 		for (unsigned int i = 0; i < ev->nargs && !rc; i++)
 			rc = get_varint(d, c, &ev->args[i],
 					"bad event argument");
@@ -134,7 +151,9 @@ static int batch_event(struct dec *d, struct cur *c, struct tracedec_event *ev)
 static int rec_batch(struct dec *d, struct cur *c, uint64_t gen,
 		     unsigned int level)
 {
-	struct tracedec_event ev = { .gen = gen, .level = level };
+	struct tracedec_event ev = { .gen = gen,
+				     .level = level,
+				     .version = d->version };
 	int rc = 0;
 
 	if (c->left < 24)
@@ -263,6 +282,27 @@ static int rec_freq(struct dec *d, struct cur *c, uint64_t gen)
 	return d->v->freq ? d->v->freq(d->arg, gen, hz) : 0;
 }
 
+static bool pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+static int rec_meminfo(struct dec *d, struct cur *c, uint64_t gen)
+{
+	uint64_t min_addr, align, page;
+
+	if (c->left != 24)
+		return bad(d, c->p, "memory info record of the wrong size");
+	min_addr = tb_get_u64(c->p);
+	align = tb_get_u64(c->p + 8);
+	page = tb_get_u64(c->p + 16);
+	if (!pow2(align) || !pow2(page))
+		return bad(d, c->p + 8, "memory info: not a power of two");
+	return d->v->mem_info
+		       ? d->v->mem_info(d->arg, gen, min_addr, align, page)
+		       : 0;
+}
+
 /* The open-generation slot of @gen, taking a free one if needed. */
 static int open_gen(struct dec *d, uint64_t gen)
 {
@@ -336,6 +376,10 @@ static int record(struct dec *d, const uint8_t *at, uint8_t kind, uint8_t level,
 		return rec_lost(d, c, gen);
 	case TB_KIND_END:
 		return rec_end(d, c, gen, slot);
+	case TB_KIND_MEMINFO:
+		if (d->version >= 2)
+			return rec_meminfo(d, c, gen);
+		break;
 	}
 	return bad(d, at, "unknown record kind");
 }
@@ -353,7 +397,9 @@ RING_API int tracedec_decode(const uint8_t *buf, size_t len,
 
 	if (!buf || len < TB_STREAM_HDR || memcmp(buf, TB_MAGIC, 8))
 		return bad(&d, buf, "not a profring trace");
-	if (tb_get_u32(buf + 8) != TB_VERSION || tb_get_u32(buf + 12))
+	d.version = tb_get_u32(buf + 8);
+	if (d.version < TB_VERSION_MIN || d.version > TB_VERSION ||
+	    tb_get_u32(buf + 12))
 		return bad(&d, buf + 8, "unsupported trace version");
 	while (off < len && !rc) {
 		const uint8_t *at = buf + off;

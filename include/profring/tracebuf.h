@@ -11,6 +11,13 @@
  * type names, clock frequency, lost counts and an end marker, so that each
  * generation can be decoded on its own.
  *
+ * Memory: a tracer made with mem_objects > 0 also keeps a table of live
+ * objects (tracebuf_ev_mem_alloc(), tracebuf_ev_mem_free()), and starts
+ * every generation after the first with an "exists" event for each object
+ * live at its start (the snapshot; Go's traceSnapshotMemory), so that a
+ * generation's memory events also stand alone: every free in it is of an
+ * object allocated in it or in its snapshot.
+ *
  * Writing:
  *
  *	struct tracebuf_ev ev;
@@ -45,7 +52,9 @@
  *    (calling them from inside one blocks them for ever).  A thread that
  *    no longer exists is not waited for: one that died inside a pair, or,
  *    in the child of fork(), every parent thread but the one that forked.
- *    A blocking tracebuf_read() waits for data.
+ *    A blocking tracebuf_read() waits for data.  With a memory table,
+ *    tracebuf_advance() walks it (time in proportion to its slots) and
+ *    waits once more for the pairs begun during that walk.
  *  - fork(): the child may emit, advance and stop.  A read the parent
  *    was inside at the fork leaves the child's tracebuf_read() -EBUSY:
  *    read a tracer in the process that was reading it.
@@ -94,14 +103,30 @@ extern "C" {
  */
 #define TRACEBUF_MIN_STACK_BYTES 16384
 
-/* Event types 1-7 are the library's; 8 ... TRACEBUF_MAX_TYPE are yours. */
+/*
+ * Event types 1-7 are the library's; 8 ... TRACEBUF_MAX_TYPE are yours.
+ * The memory events (3-5) are written by tracebuf_ev_mem_alloc() and
+ * tracebuf_ev_mem_free() alone: tracebuf_ev_emit() refuses them, so that
+ * every stream's memory events agree with its snapshots.  An object id
+ * is (address - mem_min_addr) / mem_align; each generation's memory info
+ * record gives both, and the page size (tracebuf/FORMAT.md).
+ */
 enum tracebuf_event_type {
 	/* args: sample ticks, thread id, stack id, sample count */
 	TRACEBUF_EV_CPU_SAMPLE = 1,
 	/* args: samples lost by the CPU profile buffer */
 	TRACEBUF_EV_LOST_SAMPLES = 2,
+	/* args: object id, size in bytes, stack id (0: none) */
+	TRACEBUF_EV_ALLOC = 3,
+	/* args: object id */
+	TRACEBUF_EV_FREE = 4,
+	/* args: object id, size, stack id: live when the generation began */
+	TRACEBUF_EV_EXISTS = 5,
 	TRACEBUF_EV_USER = 8,
 };
+
+/* The most objects a tracer's memory table can be sized for. */
+#define TRACEBUF_MAX_MEM_OBJECTS ((size_t)1 << 24)
 
 struct tracebuf;
 
@@ -133,6 +158,18 @@ struct tracebuf_opts {
 	 * returns NULL).
 	 */
 	size_t cpu_words;
+	/*
+	 * Live objects the memory table is sized for (1 ...
+	 * TRACEBUF_MAX_MEM_OBJECTS; it has twice as many slots, rounded up
+	 * to a power of two, of 24 bytes each, committed as first used);
+	 * 0: no memory events (tracebuf_ev_mem_alloc() returns -EOPNOTSUPP).
+	 */
+	size_t mem_objects;
+	/* The lowest address an object may have; ids count from it. */
+	uintptr_t mem_min_addr;
+	/* A power of two every address is a multiple of (from mem_min_addr);
+	 * 0: 8. */
+	size_t mem_align;
 };
 
 /*
@@ -161,6 +198,8 @@ struct tracebuf_stats {
 	uint64_t bytes; /* stream bytes handed to the reader, header included */
 	uint64_t lost; /* events lost so far (all threads) */
 	uint64_t buffers_free;
+	uint64_t mem_live; /* objects in the memory table now */
+	uint64_t mem_full; /* allocations refused: no free slot in reach */
 };
 
 /**
@@ -217,7 +256,8 @@ void tracebuf_end(struct tracebuf_ev *ev);
  * with @nargs (0 ... TRACEBUF_MAX_ARGS) arguments, time-stamped now.
  *
  * Return: 0; -ENOSPC (no buffer: lost and counted); -EINVAL for a @type
- * or @nargs out of range, or NULL @args with @nargs > 0.
+ * or @nargs out of range, a memory event type (3-5), or NULL @args with
+ * @nargs > 0.
  */
 int tracebuf_ev_emit(struct tracebuf_ev *ev, unsigned int type,
 		     const uint64_t *args, unsigned int nargs);
@@ -241,6 +281,48 @@ uint32_t tracebuf_ev_string(struct tracebuf_ev *ev, const char *s);
 /* Intern a stack: its id, 0 for an empty stack or on loss. */
 uint32_t tracebuf_ev_stack(struct tracebuf_ev *ev, const uintptr_t *pcs,
 			   size_t n);
+
+/**
+ * tracebuf_ev_mem_alloc() - the object at @addr, of @size bytes, was
+ * allocated at the stack of @n PCs (innermost first; @n 0: none).  Call it
+ * before anyone else can have the object (before the allocator returns
+ * it), so that its free comes after.  Records it in the tracer's memory
+ * table and emits an allocation event; every later generation starts
+ * with an "exists" event for it, until tracebuf_ev_mem_free().  An
+ * object still in the table at @addr (its free was never seen) is freed
+ * first, with its event.  Async-signal-safe, lock-free: the table is
+ * open addressing with atomic slots; a probe looks at no more than 64.
+ *
+ * Return: 0; -ENOSPC: lost and counted (no buffer, or no free slot in
+ * reach of @addr: also counted in tracebuf_stats()'s mem_full), and the
+ * object is not in the table; -EOPNOTSUPP if the tracer has no memory
+ * table (mem_objects 0); -EINVAL for an @addr below mem_min_addr, not
+ * a multiple of mem_align from it, or below 2, or NULL @pcs with @n > 0.
+ */
+int tracebuf_ev_mem_alloc(struct tracebuf_ev *ev, uintptr_t addr, size_t size,
+			  const uintptr_t *pcs, size_t n);
+
+/**
+ * tracebuf_ev_mem_free() - the object at @addr is about to be freed (call
+ * it before the allocator may hand @addr out again).  Removes it from the
+ * memory table and emits a free event (preceded by its "exists" event if
+ * this generation's snapshot had not reached it yet).  Freeing one
+ * address from two threads at once is a double free of the caller's.
+ * Async-signal-safe, lock-free.
+ *
+ * Return: 0; -ENOENT if no object at @addr is in the table (nothing is
+ * emitted: a free of an object the tracer never took); -ENOSPC (the
+ * object left the table but its event was lost, and counted);
+ * -EOPNOTSUPP, -EINVAL as tracebuf_ev_mem_alloc().
+ */
+int tracebuf_ev_mem_free(struct tracebuf_ev *ev, uintptr_t addr);
+
+/* tracebuf_begin() + tracebuf_ev_mem_alloc() + tracebuf_end(). */
+int tracebuf_mem_alloc(struct tracebuf *t, uintptr_t addr, size_t size,
+		       const uintptr_t *pcs, size_t n);
+
+/* tracebuf_begin() + tracebuf_ev_mem_free() + tracebuf_end(). */
+int tracebuf_mem_free(struct tracebuf *t, uintptr_t addr);
 
 /*
  * tracebuf_begin() + tracebuf_ev_emit() + tracebuf_end().  Return: the

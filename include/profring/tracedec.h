@@ -11,7 +11,11 @@
  * every generation - and stops at the first violation with its offset.  It
  * allocates nothing and its stack use is bounded, whatever the input.
  * Resolving ids (a stack id of an event to its PCs) is left to the
- * visitor: the tables of a generation come after its events.
+ * visitor: the tables of a generation come after its events.  It reads
+ * format versions 1 and 2 (2 adds memory events and records).  That a
+ * free is of an object the generation knows (allocated in it, or in its
+ * snapshot) takes a table per generation: tracedec_mem_check() below
+ * checks it, and allocates.
  *
  * This header stands alone: a decoder needs nothing of the writer's
  * <profring/tracebuf.h>.  The limits below are the stream format's; every
@@ -42,6 +46,12 @@ struct tracedec_event {
 	uint64_t args[TRACEDEC_MAX_ARGS];
 	const uint8_t *bytes; /* payload events: nargs == 0 */
 	size_t nbytes;
+	/*
+	 * The stream's format version (1 or 2).  Types 3-5 are memory
+	 * events (<profring/tracebuf.h>) only from version 2 on; the
+	 * decoder has checked their argument counts then.
+	 */
+	unsigned int version;
 };
 
 /*
@@ -65,6 +75,12 @@ struct tracedec_visitor {
 		    uint64_t count);
 	int (*gen_end)(void *arg, uint64_t gen, uint64_t batches,
 		       uint64_t flags);
+	/*
+	 * A generation's memory info (version 2): object id = (address -
+	 * @min_addr) / @align; @align and @page_size are powers of two.
+	 */
+	int (*mem_info)(void *arg, uint64_t gen, uint64_t min_addr,
+			uint64_t align, uint64_t page_size);
 };
 
 struct tracedec_error {
@@ -89,6 +105,54 @@ struct tracedec_error {
 int tracedec_decode(const uint8_t *buf, size_t len,
 		    const struct tracedec_visitor *v, void *arg,
 		    struct tracedec_error *err);
+
+/* What tracedec_mem_check() found in one generation. */
+struct tracedec_mem_gen {
+	uint64_t gen;
+	uint64_t exists, allocs, frees; /* events */
+	uint64_t live_objects, live_bytes; /* at the generation's end */
+	/* Frees of an id neither allocated in it nor in its snapshot. */
+	uint64_t unknown_frees;
+	uint64_t first_unknown_id; /* the first such id (valid if any) */
+	/* Allocations of an id already live (its free missing). */
+	uint64_t double_allocs;
+	/*
+	 * The snapshot is the live set of the generation before: objects
+	 * live at that one's end but not in this snapshot, and the other
+	 * way round (both 0 in a stream without losses).
+	 */
+	uint64_t snapshot_missing, snapshot_extra;
+	uint64_t lost; /* events the generation's lost records count */
+};
+
+/*
+ * Callbacks of tracedec_mem_check(), each may be NULL; a nonzero return
+ * stops the walk with it.  @gen: for each generation that has memory
+ * events or a memory info record, in order.  @change: a step of the live
+ * heap (an object entering or leaving the live set), per generation and
+ * then per id, not in time order: @ticks is the event's time, or, for a
+ * snapshot's object, the earliest time of the generation's memory events.
+ */
+struct tracedec_mem_visitor {
+	int (*gen)(void *arg, const struct tracedec_mem_gen *g);
+	int (*change)(void *arg, uint64_t gen, uint64_t ticks, int64_t bytes,
+		      int64_t objects);
+};
+
+/**
+ * tracedec_mem_check() - replay the memory events of a stream (version 2;
+ * a version 1 stream has none) generation by generation.  Within a
+ * generation, a snapshot's exists events count as at its start, then
+ * allocations and frees in time order (ties in stream order).
+ * Allocates memory in proportion to the stream's memory events; not
+ * signal-safe.
+ *
+ * Return: 0; -EBADMSG (the stream does not decode: @err says where);
+ * -ENOMEM; or the first nonzero value a callback returned.
+ */
+int tracedec_mem_check(const uint8_t *buf, size_t len,
+		       const struct tracedec_mem_visitor *v, void *arg,
+		       struct tracedec_error *err);
 
 #ifdef __cplusplus
 }

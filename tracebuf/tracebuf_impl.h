@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tracebuf/tracebuf_impl.h - the tracer's state, shared by tracebuf.c (the
+ * protocol: buffers, generations, the reader) and tracemem.c (memory
+ * events and the live-object table).  Not installed.
+ */
+#ifndef PROFRING_TRACEBUF_IMPL_H
+#define PROFRING_TRACEBUF_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <profring/tracebuf.h>
+
+#include "ring/compiler.h"
+#include "ring/grace.h"
+#include "ring/mpscq.h"
+#include "tracebuf/tracemem.h"
+
+enum tb_chunk_kind { TB_BUF, TB_META, TB_EOF };
+
+struct tb_chunk {
+	struct ring_mpscq_node node; /* first: the queue hands back nodes */
+	uint32_t kind;
+	uint32_t len; /* bytes for the reader */
+	uint8_t *data;
+	/* Buffers only. */
+	uint32_t idx;
+	uint32_t pos;
+	uint64_t gen;
+	uint64_t last; /* ticks of the last event */
+};
+
+struct tb_thread {
+	struct tb_chunk *buf[2][2]; /* [gen & 1][level] */
+	uint64_t seq[2][2]; /* next batch number */
+	uint64_t seq_gen[2][2]; /* generation seq[][] counts for */
+	_Atomic uint64_t lost[2][2]; /* [gen & 1][level] */
+};
+
+struct tracebuf {
+	ring_cacheline_aligned _Atomic uint64_t gen;
+	uint32_t buf_size;
+	struct ring_grace grace;
+	struct tb_thread *threads;
+	struct tb_chunk *chunks;
+	uint8_t *mem;
+	uint32_t nbufs;
+	_Atomic uint32_t *free_next;
+	ring_cacheline_aligned _Atomic uint64_t free_head; /* tag | idx + 1 */
+	struct ring_mpscq q;
+	ring_cacheline_aligned _Atomic uint32_t rd_sleeping;
+	_Atomic uint32_t rd_seq;
+	struct stacktab *stacks[2], *strings[2];
+	struct profbuf *cpu;
+	char *type_name[TRACEBUF_MAX_TYPE + 1];
+	char *type_spec[TRACEBUF_MAX_TYPE + 1];
+	ring_cacheline_aligned _Atomic uint64_t gen_batches[2];
+	_Atomic uint64_t batches, bytes, lost, lost_noslot;
+	_Atomic uint32_t free_count;
+	/* 1 while a tracebuf_read() runs: it owns rd_prev, header_sent, eof. */
+	_Atomic uint32_t reading;
+	/* Reader-owned. */
+	struct tb_chunk *rd_prev;
+	bool header_sent, eof;
+	struct tb_chunk eof_chunk;
+	struct tb_mem objs; /* memory events: tracemem.c */
+	pthread_mutex_t lock; /* advance, stop, name_type */
+};
+
+/* tracebuf_begin(); @will_emit: a refusal loses an event (count it). */
+int tb_begin(struct tracebuf *t, struct tracebuf_ev *ev, bool will_emit);
+
+/* tracebuf_ev_emit() for every type, the memory events' too. */
+int tb_emit(struct tracebuf_ev *ev, unsigned int type, const uint64_t *args,
+	    unsigned int nargs);
+
+/* Count one event of @ev's thread and level lost. */
+void tb_count_lost(struct tracebuf_ev *ev);
+
+#endif /* PROFRING_TRACEBUF_IMPL_H */
