@@ -62,15 +62,16 @@ PPROF_LIBS := -lz -ldl
 # prof/: the profiler.  libunwind is used when its header is there.
 HAVE_LIBUNWIND := $(shell printf '\043include <libunwind.h>\n' | \
 	$(CC) -E -x c - >/dev/null 2>&1 && echo yes)
-# record.c is the launcher's (tools/profring-prof), not the library's;
+# record.c and trace_out.c are the launcher's (tools/profring-prof), not
+# the library's;
 # malloc_hook.c (the interposed malloc family) goes into
 # libprofring-prof.so alone, and not under the sanitizers, which own malloc.
-PROF_OBJS := $(call objs,$(filter-out prof/record.c prof/malloc_hook.c,$(call srcs,prof)))
+PROF_OBJS := $(call objs,$(filter-out prof/record.c prof/trace_out.c prof/malloc_hook.c,$(call srcs,prof)))
 MALLOC_HOOK_OBJS := $(if $(SAN),,$(call objs,prof/malloc_hook.c))
 PROF_LIBS := $(PPROF_LIBS) -lrt -lm $(if $(HAVE_LIBUNWIND),-lunwind)
 # What the launcher links: it reads, aggregates and writes; it never samples.
-RECORD_OBJS := $(call objs,prof/record.c prof/aggregate.c prof/heap_agg.c prof/shm.c \
-	prof/options.c prof/unwind.c)
+RECORD_OBJS := $(call objs,prof/record.c prof/trace_out.c prof/aggregate.c \
+	prof/heap_agg.c prof/shm.c prof/options.c prof/unwind.c)
 PROF_SO := $(BUILD)/libprofring-prof.so
 
 TESTS := $(patsubst %.c,$(BUILD)/test/%,$(wildcard ring/*_test.c \
@@ -81,7 +82,9 @@ BENCHES := $(call bins,$(filter-out bench/harness.c,$(wildcard bench/*.c)),bench
 ifneq ($(HAVE_LIBUNWIND),yes)
 BENCHES := $(filter-out $(BUILD)/bench/unwind_bench,$(BENCHES))
 endif
-TOOLS := $(call bins,$(filter-out tools/prof_demo.c tools/trace_report.c,$(wildcard tools/*.c)),tools)
+TOOLS := $(call bins,$(filter-out tools/prof_demo.c tools/trace_report.c tools/trace_mem.c,$(wildcard tools/*.c)),tools)
+# profring-trace's reports, shared with their fuzzer.
+TRACE_REPORT_OBJS := $(call objs,tools/trace_report.c tools/trace_mem.c)
 DEMOS := $(BUILD)/tools/prof_demo $(BUILD)/tools/prof_demo_nofp
 FUZZ_SRCS := $(wildcard fuzz/*_fuzz.c)
 FUZZERS := $(call bins,$(FUZZ_SRCS),fuzz)
@@ -147,9 +150,10 @@ $(BUILD)/tools/profring-prof: tools/profring-prof.c $(RECORD_OBJS) $(PPROF_A) $(
 	@mkdir -p $(dir $@)
 	$(call link,$(PROF_LIBS))
 
-# profring-trace: main and file reading; its reports in trace_report.c
+# profring-trace: main and file reading; its reports in trace_report.c and
+# trace_mem.c
 # (shared with their fuzzer).
-$(BUILD)/tools/profring-trace: tools/profring-trace.c $(BUILD)/obj/tools/trace_report.o $(LIB_A)
+$(BUILD)/tools/profring-trace: tools/profring-trace.c $(TRACE_REPORT_OBJS) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call link,)
 
@@ -272,7 +276,7 @@ $(BUILD)/fuzz/agg_fuzz: fuzz/agg_fuzz.c $(BUILD)/obj/prof/aggregate.o $(BUILD)/o
 	@mkdir -p $(dir $@)
 	$(call link,-fsanitize=fuzzer $(PPROF_LIBS))
 
-$(BUILD)/fuzz/trace_tool_fuzz: fuzz/trace_tool_fuzz.c $(BUILD)/obj/tools/trace_report.o $(LIB_A)
+$(BUILD)/fuzz/trace_tool_fuzz: fuzz/trace_tool_fuzz.c $(TRACE_REPORT_OBJS) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call link,-fsanitize=fuzzer)
 

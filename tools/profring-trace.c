@@ -6,8 +6,10 @@
  *	profring-trace [--max-size SIZE] summary FILE
  *	profring-trace [--max-size SIZE] json FILE
  *
- * dump: every record and event as text; summary: counts; json: Chrome
- * trace-event JSON (for the Perfetto UI).
+ * dump: every record and event as text; summary: counts, and for a trace
+ * with memory events the live objects and bytes of each generation and
+ * the top allocation stacks; json: Chrome trace-event JSON (for the
+ * Perfetto UI), with the live heap as a counter track.
  *
  * The whole file (a file or a pipe) is read into memory, at most SIZE
  * bytes of it (default 1 GiB; a larger one is refused, and so is one
@@ -16,7 +18,9 @@
  * prints.  A stream that does not decode, or that ends inside a
  * generation (its tables missing), is an error: the message and its byte
  * offset go to stderr and the exit status is 1, as for a file that cannot
- * be read (with what the OS said) or is too large.  Usage errors exit 2.
+ * be read (with what the OS said) or is too large, and for a summary
+ * whose memory events contradict themselves with no loss to explain it
+ * (printed, and the contradiction said on stderr).  Usage errors exit 2.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -40,7 +44,8 @@ static int usage(void)
 	fprintf(stderr,
 		"usage: profring-trace [--max-size SIZE] dump|summary|json FILE\n"
 		"  dump      every record and event as text\n"
-		"  summary   counts: generations, events, losses, threads\n"
+		"  summary   counts: generations, events, losses, threads;\n"
+		"            live heap per generation, top allocation stacks\n"
 		"  json      Chrome trace-event JSON (for the Perfetto UI)\n"
 		"  --max-size SIZE  refuse a FILE of more than SIZE bytes\n"
 		"            (suffix K, M or G; default 1G).  The whole FILE\n"

@@ -39,19 +39,48 @@ run_ok summary "$TOOL" summary "$TMP/demo.trace"
 run_ok dump "$TOOL" dump "$TMP/demo.trace"
 run_ok json "$TOOL" json "$TMP/demo.trace"
 
+# Every event the threads wrote is in the file, and so is one exists
+# event per object live at the start of each generation but the first.
 accepted=$(sed -n 's/^trace_demo: accepted \([0-9]*\) .*/\1/p' "$TMP/demo.out")
 events=$(sed -n 's/^events \([0-9]*\)$/\1/p' "$TMP/summary.out")
-echo "  accepted ${accepted:-?}, summary events ${events:-?}"
+exists=$(sed -n 's/^type 5 "exists" events \([0-9]*\)$/\1/p' "$TMP/summary.out")
+echo "  accepted ${accepted:-?}, exists ${exists:-?}, summary events ${events:-?}"
 counts_match() {
-	[ -n "$accepted" ] && [ "$accepted" -gt 0 ] && [ "$accepted" = "$events" ]
+	[ -n "$accepted" ] && [ "$accepted" -gt 0 ] && [ -n "$exists" ] &&
+		[ $((accepted + exists)) = "$events" ]
 }
 check event_count counts_match
+
+# Memory: the allocations and frees the threads made, and what they still
+# held at the stop, are the summary's (its last generation's live set).
+mem_line=$(sed -n 's/^trace_demo: memory //p' "$TMP/demo.out")
+mem_summary() {
+	awk '/^memory gen / { a += $7; f += $9; lo = $11; lb = $13 }
+	     END { printf "allocs %d frees %d live_objects %d live_bytes %d", a, f, lo, lb }' \
+		"$TMP/summary.out"
+}
+echo "  demo: $mem_line; summary: $(mem_summary)"
+mem_match() {
+	[ -n "$mem_line" ] && [ "$mem_line" = "$(mem_summary)" ]
+}
+check memory_exact mem_match
+check memory_consistent sh -c "! grep -q 'unknown_frees\|double_allocs\|snapshot_' '$TMP/summary.out'"
+check memory_top_stacks grep -q '^memory top allocation stacks by bytes' "$TMP/summary.out"
 
 check json_parses python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
 assert len(d["traceEvents"]) > 0
 ' "$TMP/json.out"
+# The live heap is a counter track, ending at the live bytes of the stop.
+live_bytes=$(echo "$mem_line" | sed -n 's/.*live_bytes \([0-9]*\)$/\1/p')
+check json_live_heap python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+c = sorted((e["ts"], e["args"]["bytes"]) for e in d["traceEvents"]
+           if e.get("ph") == "C" and e["name"] == "live heap")
+assert len(c) > 10 and c[-1][1] == int(sys.argv[2]), c[-3:]
+' "$TMP/json.out" "$live_bytes"
 
 # Half the file: cut inside a record (an error of the decoder) or, by
 # chance, at a record boundary (a generation without its end: the tool's).
@@ -72,6 +101,8 @@ check usage [ $? -eq 2 ]
 #   gens N	N generations, each an end record alone
 #   bare N	N generations with events and no strings, stacks or F
 #   ctrl N	an event of a type whose name holds control characters
+#   unknownfree N  version 2: a free of an id never allocated
+#   v1mem N	version 1 with a type 3 event of two arguments
 mktrace() {
 	python3 - "$@" <<'EOF'
 import struct, sys
@@ -108,6 +139,16 @@ elif kind == 'bare':
         s += batch(g, 7, bytes([9 << 3 | 3, 5, 1, 3, 4]))
         s += rec('T', g, varint(9) + varint(1) + b'q' + varint(3) + b'usk')
         s += end(g, 1)
+elif kind == 'unknownfree':
+    # version 2: an alloc of id 5 and a free of id 9 nobody allocated
+    s[8:12] = struct.pack('<I', 2)
+    s += batch(1, 7, bytes([3 << 3 | 3, 1, 5, 100, 0, 4 << 3 | 1, 1, 9]))
+    s += rec('M', 1, struct.pack('<QQQ', 0x10000, 16, 4096))
+    s += end(1, 1)
+elif kind == 'v1mem':
+    # version 1: type 3 meant nothing yet (two arguments)
+    s += batch(1, 7, bytes([3 << 3 | 2, 1, 5, 100]))
+    s += end(1, 1)
 elif kind == 'ctrl':
     name = b'\x1b[31mred\nline\x07\\'
     s += batch(1, 7, bytes([8 << 3 | 1, 5, 42]))
@@ -182,6 +223,23 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 assert d["traceEvents"][0]["name"] == "\x1b[31mred\nline\x07\\"
 ' "$TMP/ctrl_json.out"
+
+# A free of an id the generation never saw: reported (exit 1, the
+# summary printed all the same), not a crash.  A version 1 stream's
+# type 3 is no memory event.
+mktrace unknownfree 1 "$TMP/unknownfree.trace"
+bounded unknownfree "$TOOL" summary "$TMP/unknownfree.trace"
+check unknown_free_reported failed_with 'generation 1: memory events contradict'
+check unknown_free_line grep -q \
+	'^memory gen 1 exists 0 allocs 1 frees 1 live_objects 1 live_bytes 100 unknown_frees 1 (first id 9 at 0x10090)$' \
+	"$TMP/unknownfree.out"
+mktrace v1mem 1 "$TMP/v1mem.trace"
+bounded v1mem "$TOOL" summary "$TMP/v1mem.trace"
+v1_no_memory() {
+	[ $rc -eq 0 ] && grep -q '^type 3 "type 3" events 1$' "$TMP/v1mem.out" &&
+		! grep -q '^memory' "$TMP/v1mem.out"
+}
+check version1_read v1_no_memory
 
 # Files that are not traces: what the OS said; /dev/zero at once.
 bounded directory "$TOOL" summary "$TMP"

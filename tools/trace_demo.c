@@ -4,20 +4,27 @@
  *
  *	trace_demo OUTFILE
  *
- * Starts a tracer with three named event types, runs four threads for
- * about 0.3 s each emitting events (requests with a string and a stack,
- * plain ticks, one byte payload per thread) while a reader thread writes
- * the stream to OUTFILE and the main thread advances the generation a few
- * times; then stops the tracer.  Prints one line to stdout:
+ * Starts a tracer with three named event types and a memory table, runs
+ * four threads for about 0.3 s each emitting events (requests with a
+ * string and a stack, plain ticks, one byte payload per thread, and the
+ * allocations and frees of real malloc() blocks, 64 at most per thread)
+ * while a reader thread writes the stream to OUTFILE and the main thread
+ * advances the generation a few times; then stops the tracer.  Prints two
+ * lines to stdout:
  *
  *	trace_demo: accepted N lost M; thread TID accepted N lost M; ...
+ *	trace_demo: memory allocs N frees N live_objects N live_bytes N
  *
- * where "accepted" counts the events the tracer took (they must all be in
- * the file) and "lost" those it refused (counted in the stream instead).
+ * where "accepted" counts the events the threads wrote (they must all be
+ * in the file, beside the snapshots' exists events) and "lost" those the
+ * tracer refused (counted in the stream instead); the memory line says
+ * which allocations and frees were accepted, and what the threads still
+ * held when the tracer stopped.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +37,7 @@
 #define NTHREADS 4
 #define RUN_NS 300000000ull
 #define NADVANCES 5
+#define NBLOCKS 64 /* malloc() blocks a worker holds at most */
 
 enum demo_type {
 	EV_REQUEST = TRACEBUF_EV_USER, /* id, path string, stack */
@@ -43,6 +51,9 @@ struct worker {
 	unsigned int index;
 	long tid;
 	uint64_t accepted, lost;
+	uint64_t allocs, frees;
+	void *block[NBLOCKS];
+	size_t size[NBLOCKS]; /* 0: its allocation was not accepted */
 };
 
 struct reader {
@@ -114,6 +125,37 @@ static void emit_blob(struct worker *w)
 	tracebuf_end(&ev);
 }
 
+/* Allocate block @j if it is free, else free it; the tracer sees both. */
+static void alloc_or_free(struct worker *w, uint64_t i, unsigned int j)
+{
+	uintptr_t pcs[2] = { 0x404000 + w->index * 0x100,
+			     0x405000 + (j % 3) * 0x10 };
+	int rc;
+
+	if (!w->block[j]) {
+		size_t size = 16 + (i * 37 + j) % 4000;
+
+		w->block[j] = malloc(size);
+		if (!w->block[j])
+			return;
+		rc = tracebuf_mem_alloc(w->t, (uintptr_t)w->block[j], size, pcs,
+					2);
+		count(w, rc);
+		w->allocs += rc == 0;
+		w->size[j] = rc == 0 ? size : 0;
+		return;
+	}
+	/* -ENOENT: its allocation was lost; no event, no loss. */
+	rc = tracebuf_mem_free(w->t, (uintptr_t)w->block[j]);
+	if (rc != -ENOENT) {
+		count(w, rc);
+		w->frees += rc == 0;
+	}
+	free(w->block[j]);
+	w->block[j] = NULL;
+	w->size[j] = 0;
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -124,6 +166,8 @@ static void *worker_main(void *arg)
 	for (uint64_t i = 0; now_ns() < end; i++) {
 		if (i % 3 == 0) {
 			emit_request(w, i);
+		} else if (i % 3 == 1 && i % 2) {
+			alloc_or_free(w, i, (unsigned int)(i * 7 % NBLOCKS));
 		} else {
 			uint64_t arg0 = i;
 
@@ -185,6 +229,26 @@ static void print_summary(const struct worker *w)
 		       (unsigned long long)w[i].accepted,
 		       (unsigned long long)w[i].lost);
 	printf("\n");
+}
+
+/* The memory line (see the top); then the blocks go back. */
+static void print_memory(struct worker *w)
+{
+	uint64_t allocs = 0, frees = 0, live = 0, bytes = 0;
+
+	for (int i = 0; i < NTHREADS; i++) {
+		allocs += w[i].allocs;
+		frees += w[i].frees;
+		for (int j = 0; j < NBLOCKS; j++) {
+			live += w[i].size[j] != 0;
+			bytes += w[i].size[j];
+			free(w[i].block[j]);
+		}
+	}
+	printf("trace_demo: memory allocs %llu frees %llu live_objects %llu "
+	       "live_bytes %llu\n",
+	       (unsigned long long)allocs, (unsigned long long)frees,
+	       (unsigned long long)live, (unsigned long long)bytes);
 }
 
 static int name_types(struct tracebuf *t)
@@ -259,7 +323,11 @@ int main(int argc, char **argv)
 			strerror(errno));
 		return 1;
 	}
-	r.t = tracebuf_new(NULL);
+	r.t = tracebuf_new(&(struct tracebuf_opts){
+		.cpu_words = 1 << 17,
+		.mem_objects = NTHREADS * NBLOCKS,
+		.mem_align = _Alignof(max_align_t), /* what malloc() gives */
+	});
 	if (!r.t) {
 		fprintf(stderr, "trace_demo: tracebuf_new: %s\n",
 			strerror(errno));
@@ -267,6 +335,7 @@ int main(int argc, char **argv)
 	}
 	if (run(&r, w) == 0) {
 		print_summary(w);
+		print_memory(w);
 		rc = 0;
 	}
 	tracebuf_free(r.t);

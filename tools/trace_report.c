@@ -31,87 +31,7 @@
 #include <profring/tracedec.h>
 
 #include "tools/trace_report.h"
-
-#define NLEVELS 2
-#define JSON_MAX_SAFE_INT (1ull << 53)
-
-struct str_ent {
-	uint64_t id;
-	const char *s; /* in the stream */
-	size_t len;
-};
-
-struct stack_ent {
-	uint64_t id;
-	size_t off; /* of its PCs in trace.pcs */
-	size_t n;
-};
-
-struct type_ent {
-	unsigned int type;
-	const char *name; /* in the stream */
-	const char *spec;
-	size_t name_len, spec_len;
-};
-
-/* What the first pass learns about one generation. */
-struct gen_info {
-	uint64_t gen; /* first: the index's key */
-	uint64_t hz; /* 0: no F record */
-	uint64_t min_ticks, max_ticks;
-	uint64_t events, batches, flags;
-	bool ended;
-	struct str_ent *strs;
-	size_t nstrs, cap_strs;
-	struct stack_ent *stacks;
-	size_t nstacks, cap_stacks;
-	struct type_ent *types; /* the types it names, each once */
-	size_t ntypes;
-};
-
-struct thread_info {
-	uint64_t tid; /* first: the index's key */
-	uint64_t events[NLEVELS];
-	uint64_t lost[NLEVELS];
-};
-
-/*
- * An index over an array of entries whose first member is their uint64_t
- * key: open addressing with linear probing; a slot holds an entry's
- * position + 1 (0: empty).  At most half the slots are used.
- */
-struct index {
-	size_t *slots;
-	size_t cap; /* 0, or a power of two from 64 */
-	size_t n;
-};
-
-struct trace {
-	const char *path;
-	const uint8_t *buf;
-	size_t len;
-	uint64_t seed; /* of the indexes' hash */
-	struct gen_info *gens; /* in the order the stream names them */
-	size_t ngens, cap_gens, gen_hint;
-	struct index gen_index;
-	struct thread_info *threads; /* in the order the stream names them */
-	size_t nthreads, cap_threads, thread_hint;
-	struct index thread_index;
-	uint64_t *pcs; /* every stack's PCs */
-	size_t npcs, cap_pcs;
-	uint64_t type_events[TRACEDEC_MAX_TYPE + 1];
-	uint64_t events, payload_events, lost, batches, strings, stacks;
-	uint64_t table_failures;
-	uint64_t fallback_hz; /* for a generation without an F record */
-	bool hz_guessed;
-	uint64_t base_ns, end_ns; /* first and last event */
-	/* printing state (second pass) */
-	FILE *out, *err;
-	uint64_t printed;
-	uint64_t last_gen, last_tid, last_seq;
-	unsigned int last_level;
-	bool in_batch;
-};
+#include "tools/trace_report_impl.h"
 
 /* Names of the library's own event types, for streams that leave them out. */
 static const struct {
@@ -119,7 +39,19 @@ static const struct {
 } builtin_types[TRACEBUF_EV_USER] = {
 	[TRACEBUF_EV_CPU_SAMPLE] = { "cpu sample", "tuku" },
 	[TRACEBUF_EV_LOST_SAMPLES] = { "lost samples", "u" },
+	/* Version 2 on (see builtin()); 'o': an object id. */
+	[TRACEBUF_EV_ALLOC] = { "alloc", "ouk" },
+	[TRACEBUF_EV_FREE] = { "free", "o" },
+	[TRACEBUF_EV_EXISTS] = { "exists", "ouk" },
 };
+
+/* The built-in name and spec of @type in @g, if it has them. */
+static bool builtin(const struct gen_info *g, unsigned int type)
+{
+	if (type >= TRACEBUF_EV_USER || !builtin_types[type].name)
+		return false;
+	return type < TRACEBUF_EV_ALLOC || (g && g->version >= 2);
+}
 
 /* ---- memory ------------------------------------------------------------- */
 
@@ -261,7 +193,7 @@ static void *grow(void *arr, size_t *cap, size_t need, size_t size)
 /* ---- lookups ------------------------------------------------------------ */
 
 /* The generation @gen, or NULL; @add creates it (NULL when out of memory). */
-static struct gen_info *gen_get(struct trace *t, uint64_t gen, bool add)
+struct gen_info *gen_get(struct trace *t, uint64_t gen, bool add)
 {
 	struct gen_info *g;
 	size_t i;
@@ -278,6 +210,7 @@ static struct gen_info *gen_get(struct trace *t, uint64_t gen, bool add)
 		t->gens = g;
 		i = t->ngens;
 		t->gens[i] = (struct gen_info){ .gen = gen,
+						.version = t->version,
 						.min_ticks = UINT64_MAX };
 		if (index_add(&t->gen_index, t->seed, t->gens, sizeof(*g), i))
 			return NULL;
@@ -337,7 +270,7 @@ static const struct str_ent *find_string(const struct gen_info *g, uint64_t id)
 	return bsearch(&key, g->strs, g->nstrs, sizeof(key), cmp_str);
 }
 
-static const struct stack_ent *find_stack(const struct gen_info *g, uint64_t id)
+const struct stack_ent *find_stack(const struct gen_info *g, uint64_t id)
 {
 	struct stack_ent key = { .id = id };
 
@@ -365,7 +298,7 @@ static const char *type_name(const struct gen_info *g, unsigned int type,
 		*len = e->name_len;
 		return e->name;
 	}
-	if (type < TRACEBUF_EV_USER && builtin_types[type].name) {
+	if (builtin(g, type)) {
 		*len = strlen(builtin_types[type].name);
 		return builtin_types[type].name;
 	}
@@ -383,7 +316,7 @@ static char type_arg(const struct gen_info *g, unsigned int type,
 	if (e) {
 		spec = e->spec;
 		len = e->spec_len;
-	} else if (type < TRACEBUF_EV_USER && builtin_types[type].spec) {
+	} else if (builtin(g, type)) {
 		spec = builtin_types[type].spec;
 		len = strlen(spec);
 	}
@@ -391,8 +324,7 @@ static char type_arg(const struct gen_info *g, unsigned int type,
 }
 
 /* Ticks of @g's clock to nanoseconds. */
-static uint64_t to_ns(const struct trace *t, const struct gen_info *g,
-		      uint64_t ticks)
+uint64_t to_ns(const struct trace *t, const struct gen_info *g, uint64_t ticks)
 {
 	uint64_t hz = g && g->hz ? g->hz : t->fallback_hz;
 	unsigned __int128 ns = (unsigned __int128)ticks * 1000000000u / hz;
@@ -537,7 +469,22 @@ static int collect_end(void *arg, uint64_t gen, uint64_t batches,
 	return 0;
 }
 
+static int collect_mem_info(void *arg, uint64_t gen, uint64_t min_addr,
+			    uint64_t align, uint64_t page_size)
+{
+	struct gen_info *g = gen_get(arg, gen, true);
+
+	(void)page_size;
+	if (!g)
+		return -ENOMEM;
+	g->has_mem_info = true;
+	g->min_addr = min_addr;
+	g->align = align;
+	return 0;
+}
+
 static const struct tracedec_visitor collect_visitor = {
+	.mem_info = collect_mem_info,
 	.event = collect_event,
 	.string = collect_string,
 	.stack = collect_stack,
@@ -671,7 +618,7 @@ static void put_type(FILE *out, const struct gen_info *g, unsigned int type,
 /* ---- errors ------------------------------------------------------------- */
 
 /* One line on t->err: "profring-trace: NAME: " and @what. */
-static void complain(const struct trace *t, const char *what)
+void complain(const struct trace *t, const char *what)
 {
 	fputs("profring-trace: ", t->err);
 	put_text(t->err, t->path, strlen(t->path));
@@ -756,6 +703,9 @@ static void dump_arg(struct trace *t, const struct gen_info *g, char kind,
 		fprintf(t->out, "%s#%" PRIu64 "(%s)",
 			kind == 's' ? "string" : "stack", v,
 			v ? "missing" : "lost");
+	} else if (kind == 'o' && g && g->has_mem_info) {
+		fprintf(t->out, "%" PRIu64 "@0x%" PRIx64, v,
+			g->min_addr + v * g->align);
 	} else {
 		fprintf(t->out, "%" PRIu64, v);
 	}
@@ -863,7 +813,21 @@ static int dump_end(void *arg, uint64_t gen, uint64_t batches, uint64_t flags)
 	return 0;
 }
 
+static int dump_mem_info(void *arg, uint64_t gen, uint64_t min_addr,
+			 uint64_t align, uint64_t page_size)
+{
+	struct trace *t = arg;
+
+	t->in_batch = false;
+	fprintf(t->out,
+		"meminfo gen=%" PRIu64 " min_addr=0x%" PRIx64 " align=%" PRIu64
+		" page_size=%" PRIu64 "\n",
+		gen, min_addr, align, page_size);
+	return 0;
+}
+
 static const struct tracedec_visitor dump_visitor = {
+	.mem_info = dump_mem_info,
 	.event = dump_event,
 	.string = dump_string,
 	.stack = dump_stack,
@@ -900,6 +864,8 @@ static void summary_type(struct trace *t, unsigned int type)
 			break;
 		}
 	}
+	if (!g && t->ngens)
+		g = &t->gens[0]; /* a built-in name, by the stream's version */
 	fprintf(t->out, "type %u ", type);
 	put_type(t->out, g, type, true);
 	fprintf(t->out, " events %" PRIu64 "\n", t->type_events[type]);
@@ -947,7 +913,7 @@ static int cmd_summary(struct trace *t)
 			summary_type(t, i);
 	fprintf(t->out, "threads %zu\n", t->nthreads);
 	summary_threads(t);
-	return 0;
+	return trace_mem_summary(t);
 }
 
 /* ---- json --------------------------------------------------------------- */
@@ -1027,6 +993,8 @@ static int cmd_json(struct trace *t)
 	fputs("{\"traceEvents\":[", t->out);
 	if (decode(t, &json_visitor))
 		return -1;
+	if (trace_mem_json(t))
+		return -1;
 	json_threads(t);
 	fputs("\n],\"displayTimeUnit\":\"ns\"}\n", t->out);
 	return 0;
@@ -1045,6 +1013,10 @@ int trace_report(enum trace_report_cmd cmd, const char *name,
 			   .err = err };
 	int rc = -1;
 
+	if (len >= 12) /* else decode() says what is wrong */
+		t.version = (unsigned int)buf[8] | (unsigned int)buf[9] << 8 |
+			    (unsigned int)buf[10] << 16 |
+			    (unsigned int)buf[11] << 24;
 	if (decode(&t, &collect_visitor) || check_ended(&t))
 		goto out;
 	finish_collect(&t);

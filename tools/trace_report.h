@@ -17,7 +17,7 @@
 
 enum trace_report_cmd {
 	TRACE_REPORT_DUMP, /* every record and event as text */
-	TRACE_REPORT_SUMMARY, /* counts: generations, events, losses */
+	TRACE_REPORT_SUMMARY, /* counts: generations, events, losses, memory */
 	TRACE_REPORT_JSON, /* Chrome trace-event JSON (Perfetto UI) */
 };
 
@@ -37,7 +37,15 @@ enum trace_report_cmd {
  * gets printable ASCII and newlines only, and the json report is valid
  * JSON whatever the stream holds.  Time and memory are linear in @len.
  *
- * Return: 0, or -1 with the message on @err.
+ * The summary of a stream with memory events (version 2) adds, per
+ * generation, its exists, allocation and free events and its live objects
+ * and bytes at the end, and the top allocation stacks; the json report
+ * adds a "live heap" counter track.
+ *
+ * Return: 0; 1 when the summary was printed but the stream's memory
+ * events contradict themselves where no loss explains it (a free of an
+ * unknown id, a double allocation, a snapshot that is not the live set
+ * before it: the message on @err); or -1 with the message on @err.
  */
 int trace_report(enum trace_report_cmd cmd, const char *name,
 		 const uint8_t *buf, size_t len, FILE *out, FILE *err);

@@ -319,6 +319,34 @@ RING_API int tracebuf_mem_free(struct tracebuf *t, uintptr_t addr)
 	return rc;
 }
 
+RING_API long tracebuf_mem_free_all(struct tracebuf *t)
+{
+	struct tracebuf_ev ev;
+	struct tb_mem *m;
+	long n = 0;
+	int rc;
+
+	if (!t)
+		return -EINVAL;
+	m = &t->objs;
+	if (!m->slots)
+		return -EOPNOTSUPP;
+	rc = tracebuf_begin(t, &ev);
+	if (rc)
+		return rc;
+	for (uint64_t i = 0; i <= m->mask; i++) {
+		struct tb_obj *o = &m->slots[i];
+		/* Acquire: pairs with the release stores of keys. */
+		uint64_t key =
+			atomic_load_explicit(&o->key, memory_order_acquire);
+
+		if (key > OBJ_TOMB && obj_kill(&ev, o, key) != -ENOENT)
+			n++;
+	}
+	tracebuf_end(&ev);
+	return n;
+}
+
 /* ---- the snapshot (advance thread) --------------------------------------- */
 
 /* restack(), remembered per old id for this walk (on OOM: not). */

@@ -323,6 +323,41 @@ static void table_full_and_missed_free(void)
 	tracebuf_free(t);
 }
 
+/* tracebuf_mem_free_all(): every live object freed, with its event. */
+static void free_all(void)
+{
+	struct tracebuf *t = mem_tracer(64, 1 << 20);
+	struct stream s = { 0 };
+	struct tracedec_error err;
+	static struct gens gs;
+	struct tracebuf_stats st;
+
+	memset(&gs, 0, sizeof(gs));
+	KT_REQUIRE(t && tracebuf_start(t) == 0);
+	for (uintptr_t i = 0; i < 10; i++)
+		KT_CHECK_EQ(tracebuf_mem_alloc(t, MIN_ADDR + i * ALIGN, 10,
+					       NULL, 0),
+			    0);
+	KT_CHECK_EQ(tracebuf_mem_free(t, MIN_ADDR), 0);
+	KT_CHECK_EQ(tracebuf_advance(t), 0);
+	KT_CHECK_EQ(tracebuf_mem_free_all(t), 9);
+	KT_CHECK_EQ(tracebuf_mem_free_all(t), 0);
+	tracebuf_stats(t, &st);
+	KT_CHECK_EQ(st.mem_live, 0);
+	KT_CHECK_EQ(tracebuf_stop(t), 0);
+	read_to_eof(t, &s);
+	KT_REQUIRE(tracedec_mem_check(s.p, s.len, &gens_visitor, &gs, &err) ==
+		   0);
+	KT_REQUIRE(gs.n == 2);
+	KT_CHECK_EQ(gs.g[1].exists, 9);
+	KT_CHECK_EQ(gs.g[1].frees, 9);
+	KT_CHECK_EQ(gs.g[1].live_objects, 0);
+	KT_CHECK_EQ(gs.g[1].unknown_frees, 0);
+	free(s.p);
+	tracebuf_free(t);
+	KT_CHECK_EQ(tracebuf_mem_free_all(NULL), -EINVAL);
+}
+
 /* ---- the snapshot's race ---------------------------------------------------- */
 
 #define RACE_THREADS 3
@@ -596,6 +631,7 @@ int main(void)
 	KT_RUN(roundtrip);
 	KT_RUN(errors);
 	KT_RUN(table_full_and_missed_free);
+	KT_RUN(free_all);
 	KT_RUN(snapshot_race);
 	KT_RUN(decoder_versions);
 	KT_RUN(unknown_free_reported);

@@ -179,21 +179,14 @@ static int replay_id(struct mcheck *c, const struct tracedec_mem_visitor *v,
 
 		switch (e[i].kind) {
 		case MK_EXISTS:
-			g->exists++;
-			if (live) { /* twice in one snapshot */
-				g->double_allocs++;
-				db = -(int64_t)size;
-				dobj = -1;
-			}
-			live = true;
-			size = e[i].size;
-			db += (int64_t)size;
-			dobj += 1;
-			at = start;
-			break;
 		case MK_ALLOC:
-			g->allocs++;
-			if (live) {
+			if (e[i].kind == MK_EXISTS) {
+				g->exists++;
+				at = start;
+			} else {
+				g->allocs++;
+			}
+			if (live) { /* twice in a snapshot, or a free missed */
 				g->double_allocs++;
 				db = -(int64_t)size;
 				dobj = -1;
@@ -309,8 +302,11 @@ static int replay(struct mcheck *c, const struct tracedec_mem_visitor *v,
 	size_t i = 0;
 	int rc = 0;
 
-	qsort(c->ev, c->nev, sizeof(*c->ev), cmp_mev);
-	qsort(c->gens, c->ngens, sizeof(*c->gens), cmp_gen);
+	/* (qsort() wants a valid array, even of none.) */
+	if (c->nev > 1)
+		qsort(c->ev, c->nev, sizeof(*c->ev), cmp_mev);
+	if (c->ngens > 1)
+		qsort(c->gens, c->ngens, sizeof(*c->gens), cmp_gen);
 	for (size_t gi = 0; gi < c->ngens && !rc; gi++) {
 		const struct mgen *mg = &c->gens[gi];
 		size_t k = i;

@@ -317,6 +317,18 @@ int tracebuf_ev_mem_alloc(struct tracebuf_ev *ev, uintptr_t addr, size_t size,
  */
 int tracebuf_ev_mem_free(struct tracebuf_ev *ev, uintptr_t addr);
 
+/**
+ * tracebuf_mem_free_all() - free every object in the memory table, each
+ * with its free event (say, the process whose addresses they were has
+ * exec'd).  Objects allocated meanwhile by other threads may or may not
+ * be freed.  Lock-free; time in proportion to the table's slots.
+ *
+ * Return: the objects freed (their events lost are counted as usual);
+ * -EOPNOTSUPP without a memory table; -ESHUTDOWN, -ENOSPC, -EINVAL as
+ * tracebuf_begin().
+ */
+long tracebuf_mem_free_all(struct tracebuf *t);
+
 /* tracebuf_begin() + tracebuf_ev_mem_alloc() + tracebuf_end(). */
 int tracebuf_mem_alloc(struct tracebuf *t, uintptr_t addr, size_t size,
 		       const uintptr_t *pcs, size_t n);

@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tools/trace_report_impl.h - what trace_report.c learns of a stream in
+ * its first pass, shared with the memory reports (trace_mem.c).  Internal
+ * to the tools.
+ */
+#ifndef PROFRING_TOOLS_TRACE_REPORT_IMPL_H
+#define PROFRING_TOOLS_TRACE_REPORT_IMPL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <profring/tracedec.h>
+
+#define NLEVELS 2
+#define JSON_MAX_SAFE_INT (1ull << 53)
+
+struct str_ent {
+	uint64_t id;
+	const char *s; /* in the stream */
+	size_t len;
+};
+
+struct stack_ent {
+	uint64_t id;
+	size_t off; /* of its PCs in trace.pcs */
+	size_t n;
+	uint64_t alloc_count, alloc_bytes; /* trace_mem.c's top stacks */
+};
+
+struct type_ent {
+	unsigned int type;
+	const char *name; /* in the stream */
+	const char *spec;
+	size_t name_len, spec_len;
+};
+
+/* What the first pass learns about one generation. */
+struct gen_info {
+	uint64_t gen; /* first: the index's key */
+	uint64_t hz; /* 0: no F record */
+	unsigned int version; /* the stream's: types 3-5 mean memory from 2 */
+	bool has_mem_info; /* an M record: */
+	uint64_t min_addr, align;
+	uint64_t min_ticks, max_ticks;
+	uint64_t events, batches, flags;
+	bool ended;
+	struct str_ent *strs;
+	size_t nstrs, cap_strs;
+	struct stack_ent *stacks;
+	size_t nstacks, cap_stacks;
+	struct type_ent *types; /* the types it names, each once */
+	size_t ntypes;
+};
+
+struct thread_info {
+	uint64_t tid; /* first: the index's key */
+	uint64_t events[NLEVELS];
+	uint64_t lost[NLEVELS];
+};
+
+/*
+ * An index over an array of entries whose first member is their uint64_t
+ * key: open addressing with linear probing; a slot holds an entry's
+ * position + 1 (0: empty).  At most half the slots are used.
+ */
+struct index {
+	size_t *slots;
+	size_t cap; /* 0, or a power of two from 64 */
+	size_t n;
+};
+
+struct trace {
+	const char *path;
+	const uint8_t *buf;
+	size_t len;
+	unsigned int version; /* of the stream's header */
+	uint64_t seed; /* of the indexes' hash */
+	struct gen_info *gens; /* in the order the stream names them */
+	size_t ngens, cap_gens, gen_hint;
+	struct index gen_index;
+	struct thread_info *threads; /* in the order the stream names them */
+	size_t nthreads, cap_threads, thread_hint;
+	struct index thread_index;
+	uint64_t *pcs; /* every stack's PCs */
+	size_t npcs, cap_pcs;
+	uint64_t type_events[TRACEDEC_MAX_TYPE + 1];
+	uint64_t events, payload_events, lost, batches, strings, stacks;
+	uint64_t table_failures;
+	uint64_t fallback_hz; /* for a generation without an F record */
+	bool hz_guessed;
+	uint64_t base_ns, end_ns; /* first and last event */
+	/* printing state (second pass) */
+	FILE *out, *err;
+	uint64_t printed;
+	uint64_t last_gen, last_tid, last_seq;
+	unsigned int last_level;
+	bool in_batch;
+};
+
+/* The generation @gen, or NULL; @add creates it (NULL when out of memory). */
+struct gen_info *gen_get(struct trace *t, uint64_t gen, bool add);
+
+/* Stack @id of @g (its PCs at t->pcs + off), or NULL. */
+const struct stack_ent *find_stack(const struct gen_info *g, uint64_t id);
+
+/* Ticks of @g's clock to nanoseconds. */
+uint64_t to_ns(const struct trace *t, const struct gen_info *g, uint64_t ticks);
+
+/* The failure's one line on t->err: "profring-trace: NAME: @what". */
+void complain(const struct trace *t, const char *what);
+
+/*
+ * The memory reports (trace_mem.c), after the first pass: the summary's
+ * memory lines (Return: 0, or 1 when the stream contradicts itself
+ * where no loss explains it: said on t->err too; -1 on failure), and the
+ * json report's live-heap counter events (0 or -1).
+ */
+int trace_mem_summary(struct trace *t);
+int trace_mem_json(struct trace *t);
+
+#endif /* PROFRING_TOOLS_TRACE_REPORT_IMPL_H */
