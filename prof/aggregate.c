@@ -11,6 +11,8 @@
  *   - a HELLO starts a new address space for its pid (a new image, whose
  *     MAP records follow, or a fork child, which starts with a copy of its
  *     parent's mappings); a MAP adds a mapping to its pid's current space.
+ *     A new image of a pid that had one is an exec: the old image's
+ *     sampled heap blocks are no longer in use;
  * A thread is (address space, tid): the same tid in an image after exec is
  * another thread of the profile, with the new image's code.
  *
@@ -196,6 +198,13 @@ static int take_hello(struct prof_agg *a, const struct profbuf_record *rec,
 	if (rec->nstk < 2 || a->in_process)
 		return -EBADMSG;
 	a->n.images++;
+	/* An exec: the blocks of the image it replaces are gone. */
+	if (!(rec->stk[1] & PROF_HELLO_FORKED)) {
+		e = keyed_table_find(&a->pid_space, (uint64_t)(uint32_t)pid,
+				     NULL, NULL);
+		if (e)
+			prof_heap_agg_image_gone(&a->heap, e->index);
+	}
 	/* A new image (start, exec) or a fork child: a new space either way. */
 	err = space_new(a, pid, &space);
 	if (err)

@@ -195,6 +195,23 @@ static int take_alloc(struct prof_heap_agg *h, struct stacktab *tab,
 }
 
 /**
+ * prof_heap_agg_image_gone() - the image of address space @space was
+ * replaced by exec: its blocks are no longer in use (the kernel took its
+ * memory back), though their frees will never come.
+ */
+void prof_heap_agg_image_gone(struct prof_heap_agg *h, uint32_t space)
+{
+	struct heap_live *l;
+	size_t i = 0;
+
+	while ((l = keyed_table_next(&h->live, &i)))
+		if (l->live && l->space == space) {
+			retire(h, l);
+			h->n.exec_gone++;
+		}
+}
+
+/**
  * prof_heap_agg_init() - an empty heap aggregation.
  */
 void prof_heap_agg_init(struct prof_heap_agg *h)
@@ -373,7 +390,7 @@ void prof_heap_comment(char *buf, size_t len, uint64_t rate,
 		 " bytes; records written %" PRIu64 ", refused %" PRIu64
 		 "; allocations read %" PRIu64 " (untracked %" PRIu64
 		 "/%" PRIu64 "), frees matched %" PRIu64 ", unknown %" PRIu64
-		 ", replaced %" PRIu64,
+		 ", replaced %" PRIu64 ", gone by exec %" PRIu64,
 		 rate, written, refused, hc->allocs, hc->untracked, untracked,
-		 hc->frees, hc->unknown_frees, hc->replaced);
+		 hc->frees, hc->unknown_frees, hc->replaced, hc->exec_gone);
 }

@@ -43,9 +43,11 @@
  * @replaced:	allocations at an address still known live (its free was
  *		lost): the old block is counted freed.
  * @untracked:	allocations counted without in-use (table full).
+ * @exec_gone:	blocks live when their image was replaced by exec: no
+ *		longer in use.
  */
 struct prof_heap_counts {
-	uint64_t allocs, frees, unknown_frees, replaced, untracked;
+	uint64_t allocs, frees, unknown_frees, replaced, untracked, exec_gone;
 };
 
 struct prof_heap_agg {
@@ -59,6 +61,7 @@ void prof_heap_agg_free(struct prof_heap_agg *h);
 int prof_heap_agg_take(struct prof_heap_agg *h, struct stacktab *tab,
 		       const struct profbuf_record *rec, uint32_t space,
 		       bool is_free);
+void prof_heap_agg_image_gone(struct prof_heap_agg *h, uint32_t space);
 size_t prof_heap_agg_count(const struct prof_heap_agg *h);
 int prof_heap_agg_fill(struct prof_heap_agg *h, struct stacktab *tab,
 		       uint64_t rate, uint64_t lost, struct prof_sample *out,

@@ -247,7 +247,8 @@ void prof_record_args_free(struct prof_record_args *a)
 	free(a->output);
 	free(a->folded);
 	free(a->heap);
-	a->output = a->folded = a->heap = NULL;
+	free(a->trace);
+	a->output = a->folded = a->heap = a->trace = NULL;
 }
 
 /* Two outputs that would overwrite each other (devices may be shared). */
@@ -289,12 +290,13 @@ int prof_record_parse(int argc, char **argv, struct prof_record_args *a,
 		{ "buffer-words", required_argument, NULL, 'b' },
 		{ "heap", required_argument, NULL, 'H' },
 		{ "heap-rate", required_argument, NULL, 'r' },
+		{ "trace", required_argument, NULL, 'T' },
 		{ "children", no_argument, NULL, 'c' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *out = NULL, *folded = NULL, *heap = NULL;
+	const char *out = NULL, *folded = NULL, *heap = NULL, *trace = NULL;
 	int c;
 
 	memset(a, 0, sizeof(*a));
@@ -322,6 +324,9 @@ int prof_record_parse(int argc, char **argv, struct prof_record_args *a,
 			break;
 		case 'H':
 			heap = optarg;
+			break;
+		case 'T':
+			trace = optarg;
 			break;
 		case 'c':
 			a->children = true;
@@ -364,9 +369,13 @@ int prof_record_parse(int argc, char **argv, struct prof_record_args *a,
 		goto fail;
 	if (heap && prof_output_check(heap, "--heap", &a->heap, err, len))
 		goto fail;
+	if (trace && prof_output_check(trace, "--trace", &a->trace, err, len))
+		goto fail;
 	if (same_file(a->folded, a->output) || same_file(a->heap, a->output) ||
-	    same_file(a->heap, a->folded)) {
-		fail(err, len, "-o, -f and --heap must name different files");
+	    same_file(a->heap, a->folded) || same_file(a->trace, a->output) ||
+	    same_file(a->trace, a->folded) || same_file(a->trace, a->heap)) {
+		fail(err, len,
+		     "-o, -f, --heap and --trace must name different files");
 		goto fail;
 	}
 	a->opts.output = a->output;

@@ -22,6 +22,8 @@
  *		writable; malloc'd.
  * @folded:	the same, or NULL.
  * @heap:	--heap: the heap profile's path, the same, or NULL.
+ * @trace:	--trace: the trace's path (prof/trace_out.h), the same, or
+ *		NULL.
  * @children:	--children: forked descendants are profiled too.
  * @quiet:	-q: no summary line (errors and warnings still).
  * @cmd_index:	argv index of the command.
@@ -31,6 +33,7 @@ struct prof_record_args {
 	char *output;
 	char *folded;
 	char *heap;
+	char *trace;
 	bool children;
 	bool quiet;
 	int cmd_index;

@@ -36,6 +36,7 @@
 #include "prof/record.h"
 #include "prof/heap_agg.h"
 #include "prof/aggregate.h"
+#include "prof/trace_out.h"
 #include "prof/shm.h"
 
 #include "pprof/demangle.h"
@@ -73,6 +74,7 @@ static const int forwarded[] = { SIGTERM, SIGHUP,  SIGINT,
 struct reader {
 	struct profbuf *buf;
 	struct prof_agg *agg;
+	struct prof_trace *trace; /* --trace, or NULL */
 	pthread_t thread;
 	_Atomic bool closed; /* the ring was closed: drain, then stop */
 	bool stalled; /* gave up waiting for an unfinished record */
@@ -97,6 +99,8 @@ static void *reader_main(void *arg)
 			err = prof_agg_take(rd->agg, &r);
 			if (err && !rd->error)
 				rd->error = err;
+			if (rd->trace)
+				prof_trace_take(rd->trace, &r);
 			continue;
 		}
 		if (err && err != -ETIMEDOUT) {
@@ -527,6 +531,34 @@ static int pass_on(int status)
 	return 128 + sig;
 }
 
+/* --trace: the last generation, the file closed, a line about it. */
+static int close_trace(const struct prof_record_args *a, struct reader *rd)
+{
+	struct prof_trace_counts c;
+	int err = prof_trace_close(rd->trace, &c);
+
+	rd->trace = NULL;
+	if (err) {
+		fprintf(stderr, "profring-prof: cannot write %s: %s\n",
+			a->trace, strerror(-err));
+		return err;
+	}
+	if (c.lost)
+		fprintf(stderr,
+			"profring-prof: warning: %" PRIu64
+			" events lost from %s (counted in it)\n",
+			c.lost, a->trace);
+	if (!a->quiet)
+		fprintf(stderr,
+			"profring-prof: wrote %s: %" PRIu64 " bytes, %" PRIu64
+			" generations%s\n",
+			a->trace, c.bytes, c.generations,
+			c.not_traced ? "; heap records of forked children "
+				       "not traced"
+				     : "");
+	return 0;
+}
+
 static int finish(const struct prof_record_args *a, struct reader *rd,
 		  struct prof_shm_map *m, struct outcome *o)
 {
@@ -547,6 +579,11 @@ static int finish(const struct prof_record_args *a, struct reader *rd,
 			"it %s\n",
 			prog_name, LIB_NAME, end);
 		return 125;
+	}
+	if (rd->trace) {
+		err = close_trace(a, rd);
+		if (err)
+			return 125;
 	}
 	if (a->heap) {
 		err = write_heap(a, rd, o, m->hdr->heap_rate);
@@ -624,6 +661,14 @@ int prof_record_run(const struct prof_record_args *args, char **argv)
 		return 125;
 	}
 	rd.buf = m.buf;
+	if (a->trace) {
+		err = prof_trace_open(&rd.trace, a->trace, sp.heap_rate);
+		if (err) {
+			fprintf(stderr, "profring-prof: cannot write %s: %s\n",
+				a->trace, strerror(-err));
+			goto out;
+		}
+	}
 	rd.agg = prof_agg_new(false, 0, &err);
 	if (!rd.agg || child_env_make(&ce, m.fd)) {
 		fprintf(stderr, "profring-prof: cannot set up: %s\n",
@@ -658,6 +703,11 @@ unmask:
 	sigaction(SIGCHLD, &chld, NULL);
 	sigprocmask(SIG_SETMASK, &old, NULL);
 out:
+	if (rd.trace) { /* not run: an empty trace */
+		struct prof_trace_counts c;
+
+		prof_trace_close(rd.trace, &c);
+	}
 	child_env_free(&ce);
 	prof_agg_free(rd.agg);
 	prof_shm_unmap(&m);

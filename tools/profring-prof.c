@@ -4,13 +4,16 @@
  * read the profiles it writes.
  *
  *	profring-prof record [-F hz] [-o out.pb.gz] [-f out.folded]
- *		[--heap heap.pb.gz] [--heap-rate BYTES]
+ *		[--heap heap.pb.gz] [--heap-rate BYTES] [--trace out.trace]
  *		[--timer thread|process] [--unwind fp|libunwind]
  *		[--frames N] [--buffer-words N] [--children] [-q]
  *		-- cmd [args...]
  *	profring-prof report [-n top] [--threads] [-s TYPE] [file.pb.gz]
  *
  * --heap alone profiles memory only; -o with it profiles CPU too.
+ * --trace also writes what was collected as a profring trace (CPU samples
+ * and, with --heap, the sampled allocations and frees: prof/trace_out.c),
+ * for profring-trace.
  * report -s picks the sample type by name (alloc_space, inuse_objects,
  * cpu, ...) or 0-based index; the default is the profile's own.
  *
@@ -41,6 +44,7 @@ static int usage(bool asked)
 	fprintf(asked ? stdout : stderr,
 		"usage: profring-prof record [-F hz] [-o out.pb.gz] [-f out.folded]\n"
 		"                            [--heap heap.pb.gz] [--heap-rate BYTES]\n"
+		"                            [--trace out.trace]\n"
 		"                            [--timer thread|process] [--unwind fp|libunwind]\n"
 		"                            [--frames N] [--buffer-words N] [--children] [-q]\n"
 		"                            -- cmd [args...]\n"

@@ -30,6 +30,7 @@ fi
 PROF=$(cd "$BUILD/tools" && pwd)/profring-prof
 LIB=$(cd "$BUILD" && pwd)/libprofring-prof.so
 W=$(cd "$BUILD/e2e" && pwd)/heapwork
+TRACE=$(cd "$BUILD/tools" && pwd)/profring-trace
 CXX=$(cd "$BUILD/e2e" && pwd)/cxx
 CHECK_PREFIX=heap_
 . "$(dirname "$0")/../../testing/testlib.sh"
@@ -185,7 +186,34 @@ check cxx_same_output test $st = 0 -a "$(cat "$TMP/c.out")" = "$(cat "$TMP/c.pla
 	-top c.pb.gz) >"$TMP/c.top" 2>&1
 check cxx_names_allocators grep -q 'work(int)' "$TMP/c.top"
 
-# 5. Bad input.
+# 5. The trace (--trace): at rate 1 its memory events are the heap
+# profile's, generation by generation.  A shell that execs the program
+# first: its own objects are freed at the exec; the program's work runs
+# twice, 1.5 s apart, so its first half's objects reach the next
+# generations through their snapshots.  What is live at the end of the
+# last generation is exactly what the heap profile has in use.
+timeout -k 5 60 "$PROF" record --heap "$TMP/tr.pb.gz" --heap-rate 1 \
+	--trace "$TMP/tr.trace" -- sh -c "exec '$W' twice" \
+	>"$TMP/tr.out" 2>"$TMP/tr.err"
+check trace_run test $? = 0 -a "$(cat "$TMP/tr.out")" = "heapwork twice done"
+timeout 60 "$TRACE" summary "$TMP/tr.trace" >"$TMP/trs.out" 2>"$TMP/trs.err"
+check trace_consistent test $? = 0 -a ! -s "$TMP/trs.err"
+raw tr.pb.gz
+# inuse_objects of every sample, summed (the raw dump's second column).
+inuse() {
+	awk '/^Samples:/ { on = 1; next } on && /^ *[0-9]+ / { n += $3 }
+	     END { print n + 0 }' "$TMP/tr.pb.gz.raw"
+}
+trace_live() {
+	awk '/^memory gen / { n = $11 } END { print n + 0 }' "$TMP/trs.out"
+}
+echo "  trace: $(grep -c '^memory gen' "$TMP/trs.out") generations, $(trace_live) live at the end; heap profile: $(inuse) in use"
+check trace_generations test "$(grep -c '^memory gen' "$TMP/trs.out")" -ge 2
+check trace_snapshot_carried awk '/^memory gen / && $5 > 1000 { ok = 1 }
+	END { exit !ok }' "$TMP/trs.out"
+check trace_live_is_inuse test "$(trace_live)" = "$(inuse)" -a "$(inuse)" -gt 0
+
+# 6. Bad input.
 "$PROF" record --heap "$TMP/x.pb.gz" --heap-rate 0 -- true >/dev/null \
 	2>"$TMP/b1.err"
 check bad_rate_usage test $? = 2 -a "$(wc -l <"$TMP/b1.err")" = 1

@@ -17,6 +17,8 @@
  *   heapwork errno      free() keeps errno (exit 4 if not)
  *   heapwork fork       a child allocates too; both print; the parent
  *                       exits with the child's status
+ *   heapwork twice      the work of both threads, then 1.5 s asleep, then
+ *                       all of it again (a trace's generations straddle it)
  */
 #include <errno.h>
 #include <pthread.h>
@@ -154,9 +156,32 @@ static int forks(void)
 	return WEXITSTATUS(status);
 }
 
-int main(int argc, char **argv)
+static int two_threads(void)
 {
 	pthread_t t;
+
+	if (pthread_create(&t, NULL, main_work, NULL))
+		return 2;
+	main_work(NULL);
+	pthread_join(t, NULL);
+	return 0;
+}
+
+static int twice(void)
+{
+	int rc = two_threads();
+
+	usleep(1500000);
+	if (!rc)
+		rc = two_threads();
+	if (!rc)
+		printf("heapwork twice done\n");
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	int rc;
 
 	if (argc > 2 && !strcmp(argv[1], "threads"))
 		return many_threads(atol(argv[2]));
@@ -164,12 +189,12 @@ int main(int argc, char **argv)
 		return keeps_errno();
 	if (argc > 1 && !strcmp(argv[1], "fork"))
 		return forks();
+	if (argc > 1 && !strcmp(argv[1], "twice"))
+		return twice();
 	if (argc > 1)
 		scale = atol(argv[1]) > 0 ? atol(argv[1]) : 1;
-	if (pthread_create(&t, NULL, main_work, NULL))
-		return 2;
-	main_work(NULL);
-	pthread_join(t, NULL);
-	printf("heapwork done\n");
-	return 0;
+	rc = two_threads();
+	if (!rc)
+		printf("heapwork done\n");
+	return rc;
 }

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: MIT
+/*
+ * prof/trace_out.c - `record --trace FILE` (trace_out.h).
+ *
+ * The launcher's reader thread hands each read of the profiler's ring to
+ * prof_trace_take() after the aggregation has it, and the records become
+ * events of a tracer (tracebuf.h) in that thread:
+ *   - a CPU sample: a "cpu sample" event (the time it was taken, the
+ *     sampled thread, its stack, its periods), from every process;
+ *   - an overflow record: a "lost samples" event with its count;
+ *   - a sampled allocation and its free (the heap profiler's, with
+ *     --heap): alloc and free events through the tracer's memory table,
+ *     so that every generation starts with the snapshot of the sampled
+ *     objects still live.  Only those of the process started, whose
+ *     addresses are the table's: its forked children's are counted as
+ *     not traced, and at an exec its objects are freed (the image that
+ *     had them is gone).  An allocation the heap profiler could not track
+ *     (its free will never be seen) is not traced either.
+ * A writer thread moves the stream to the file and advances the
+ * generation every second; at the end prof_trace_close() stops the
+ * tracer (the last generation ends) and waits for the writer to reach
+ * EOF.
+ *
+ * Times: a CPU sample's first argument is its time in the program
+ * (ring_clock_ticks(), the tracer's clock too); every event's own time
+ * is when the launcher read it, up to the reader's period (0.1 s) later.
+ * Memory events sit in the reader thread's batches, not the allocating
+ * thread's: the ring's records say which thread, the format's memory
+ * events do not.
+ */
+#include "prof/trace_out.h"
+#include "prof/stream.h"
+
+#include <profring/tracebuf.h>
+
+#include "ring/clock.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define GENERATION_NS 1000000000u
+#define WRITER_IDLE_NS 10000000
+/* Live sampled objects the memory table holds, as the heap table does. */
+#define MEM_OBJECTS_SMALL_RATE ((size_t)1 << 21)
+#define MEM_OBJECTS ((size_t)1 << 16)
+#define SMALL_RATE (64 << 10)
+
+struct prof_trace {
+	struct tracebuf *t;
+	int fd;
+	pthread_t writer;
+	int error; /* the writer's first -errno */
+	uint64_t bytes, generations;
+	/* The reader thread's. */
+	pid_t pid; /* whose memory is traced: the first HELLO's */
+	uint64_t not_traced;
+};
+
+/* ---- the writer thread ---------------------------------------------------- */
+
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -errno;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static void *writer_main(void *arg)
+{
+	static const struct timespec idle = { 0, WRITER_IDLE_NS };
+	struct prof_trace *pt = arg;
+	uint64_t last = ring_clock_mono_ns();
+	struct tracebuf_chunk c;
+
+	for (;;) {
+		uint64_t now = ring_clock_mono_ns();
+
+		if (now - last >= GENERATION_NS) {
+			/* -ESHUTDOWN once stopped: EOF follows. */
+			if (tracebuf_advance(pt->t) != -ESHUTDOWN)
+				pt->generations++;
+			last = now;
+		}
+		if (tracebuf_read(pt->t, PROFBUF_NONBLOCKING, &c))
+			break; /* -EBUSY: we are the only reader */
+		if (c.len) {
+			int err = write_all(pt->fd, c.data, c.len);
+
+			if (err && !pt->error)
+				pt->error = err;
+			pt->bytes += c.len;
+			continue;
+		}
+		if (c.eof)
+			break;
+		nanosleep(&idle, NULL);
+	}
+	return NULL;
+}
+
+/* ---- records to events ------------------------------------------------------ */
+
+static void take_sample(struct prof_trace *pt, const struct profbuf_record *rec)
+{
+	struct tracebuf_ev ev;
+	uint64_t args[4];
+
+	if (tracebuf_begin(pt->t, &ev))
+		return; /* counted by the tracer */
+	args[0] = (uint64_t)rec->time;
+	args[1] = rec->hdr[PROF_HDR_TID];
+	args[2] = tracebuf_ev_stack(&ev, rec->stk, rec->nstk);
+	args[3] = rec->hdr[PROF_HDR_KIND_PERIODS] & PROF_PERIODS_MASK;
+	tracebuf_ev_emit(&ev, TRACEBUF_EV_CPU_SAMPLE, args, 4);
+	tracebuf_end(&ev);
+}
+
+static void take_hello(struct prof_trace *pt, const struct profbuf_record *rec,
+		       pid_t pid)
+{
+	if (!pt->pid) {
+		pt->pid = pid; /* the program started */
+		return;
+	}
+	/* An exec: the objects of the image before are gone. */
+	if (pid == pt->pid && rec->nstk >= 2 &&
+	    !(rec->stk[1] & PROF_HELLO_FORKED))
+		tracebuf_mem_free_all(pt->t);
+}
+
+static void take_heap(struct prof_trace *pt, const struct profbuf_record *rec,
+		      pid_t pid, bool is_free)
+{
+	if (pid != pt->pid || !pt->pid || !rec->nstk ||
+	    (!is_free && (rec->nstk < PROF_ALLOC_WORDS ||
+			  rec->stk[PROF_ALLOC_FLAGS] & PROF_ALLOC_UNTRACKED))) {
+		pt->not_traced++;
+		return;
+	}
+	if (is_free) {
+		/* -ENOENT: its allocation was not traced. */
+		tracebuf_mem_free(pt->t, rec->stk[PROF_ALLOC_ADDR]);
+		return;
+	}
+	tracebuf_mem_alloc(
+		pt->t, rec->stk[PROF_ALLOC_ADDR], rec->stk[PROF_ALLOC_SIZE],
+		rec->stk + PROF_ALLOC_WORDS, rec->nstk - PROF_ALLOC_WORDS);
+}
+
+static void take_record(struct prof_trace *pt, const struct profbuf_record *rec)
+{
+	pid_t pid = (pid_t)rec->hdr[PROF_HDR_PID];
+
+	if (profbuf_record_is_overflow(rec)) {
+		uint64_t n = profbuf_record_overflow_count(rec);
+
+		tracebuf_emit(pt->t, TRACEBUF_EV_LOST_SAMPLES, &n, 1);
+		return;
+	}
+	switch (prof_hdr_kind(rec->hdr[PROF_HDR_KIND_PERIODS])) {
+	case PROF_REC_SAMPLE:
+		take_sample(pt, rec);
+		break;
+	case PROF_REC_HELLO:
+		take_hello(pt, rec, pid);
+		break;
+	case PROF_REC_ALLOC:
+		take_heap(pt, rec, pid, false);
+		break;
+	case PROF_REC_FREE:
+		take_heap(pt, rec, pid, true);
+		break;
+	case PROF_REC_MAP:
+		break; /* symbols are the profiles' business */
+	}
+}
+
+void prof_trace_take(struct prof_trace *pt, const struct profbuf_read *r)
+{
+	struct profbuf_record rec;
+	struct profbuf_iter it;
+
+	profbuf_iter_init(&it, r, PROF_HDR_WORDS);
+	while (profbuf_iter_next(&it, &rec))
+		take_record(pt, &rec);
+}
+
+/* ---- life cycle ------------------------------------------------------------- */
+
+int prof_trace_open(struct prof_trace **out, const char *path,
+		    uint64_t heap_rate)
+{
+	struct tracebuf_opts o = {
+		.max_bytes = 64 << 20,
+		.mem_objects = heap_rate && heap_rate < SMALL_RATE
+				       ? MEM_OBJECTS_SMALL_RATE
+				       : MEM_OBJECTS,
+		.mem_align = 8,
+	};
+	struct prof_trace *pt = calloc(1, sizeof(*pt));
+	int err = -ENOMEM;
+
+	if (!pt)
+		return err;
+	pt->fd = -1;
+	pt->t = tracebuf_new(&o);
+	if (!pt->t)
+		goto fail;
+	pt->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	if (pt->fd < 0) {
+		err = -errno;
+		goto fail;
+	}
+	err = tracebuf_start(pt->t);
+	pt->generations = 1;
+	if (!err)
+		err = -pthread_create(&pt->writer, NULL, writer_main, pt);
+	if (err)
+		goto fail;
+	*out = pt;
+	return 0;
+fail:
+	if (pt->fd >= 0)
+		close(pt->fd);
+	if (pt->t) {
+		tracebuf_stop(pt->t);
+		tracebuf_free(pt->t);
+	}
+	free(pt);
+	return err;
+}
+
+int prof_trace_close(struct prof_trace *pt, struct prof_trace_counts *c)
+{
+	struct tracebuf_stats st;
+	int err;
+
+	tracebuf_stop(pt->t);
+	pthread_join(pt->writer, NULL);
+	tracebuf_stats(pt->t, &st);
+	err = pt->error;
+	if (close(pt->fd) && !err)
+		err = -errno;
+	memset(c, 0, sizeof(*c));
+	c->bytes = pt->bytes;
+	c->generations = pt->generations;
+	c->lost = st.lost;
+	c->not_traced = pt->not_traced;
+	tracebuf_free(pt->t);
+	free(pt);
+	return err;
+}
