@@ -5,16 +5,20 @@
  * info record), every error, a full table, an allocation whose free was
  * missed, threads allocating and freeing while generations advance (the
  * snapshot's race: every generation checked by tracedec_mem_check(), the
- * last one's live set against the threads' own), and the decoder on
+ * last one's live set against the threads' own; again with SIGPROF
+ * handlers allocating and freeing inside the threads' events, errno
+ * kept), tracebuf_mem_free_all(), and the decoder on
  * version 1 streams and on bad memory records.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <profring/tracebuf.h>
@@ -368,7 +372,7 @@ struct racer {
 	struct tracebuf *t;
 	pthread_t th;
 	unsigned int index;
-	uint64_t allocs, frees, lost, live, live_bytes;
+	uint64_t allocs, frees, lost, live, live_bytes, errno_changed;
 	uint32_t size[RACE_SLOTS]; /* 0: not live */
 };
 
@@ -395,14 +399,18 @@ static void *racer_main(void *arg)
 			uint32_t size = 1 + (uint32_t)(rng >> 40) % 1000;
 
 			pcs[1] = 0x500000 + size % 7;
+			errno = 4321;
 			rc = tracebuf_mem_alloc(r->t, racer_addr(r, i), size,
 						pcs, 2);
+			r->errno_changed += errno != 4321;
 			if (!rc) {
 				r->size[i] = size;
 				r->allocs++;
 			}
 		} else {
+			errno = 4321;
 			rc = tracebuf_mem_free(r->t, racer_addr(r, i));
+			r->errno_changed += errno != 4321;
 			r->size[i] = 0;
 			r->frees += rc == 0;
 		}
@@ -444,7 +452,73 @@ static const struct tracedec_visitor helped_visitor = {
  * threads did.  Some frees must have beaten a walk (an EXISTS written by
  * a thread other than the advancing one), or the race was not run.
  */
-static void snapshot_race(void)
+/*
+ * SIGPROF handlers (with signals): each allocates a new object of its own
+ * address range in whatever event its thread was writing, frees three
+ * in four of them at once, and leaves the fourth live.
+ */
+#define HANDLER_BASE (MIN_ADDR + ((uintptr_t)1 << 32))
+
+static struct tracebuf *handler_tracer;
+static _Atomic uint64_t handler_next, handler_live, handler_bytes, handler_lost;
+
+static void on_sigprof(int sig)
+{
+	uint64_t k = atomic_fetch_add(&handler_next, 1);
+	uintptr_t addr = HANDLER_BASE + k * ALIGN;
+	int saved = errno, rc;
+
+	(void)sig;
+	rc = tracebuf_mem_alloc(handler_tracer, addr, 24, NULL, 0);
+	if (rc) {
+		atomic_fetch_add(&handler_lost, 1);
+	} else if (k % 4 == 3) {
+		atomic_fetch_add(&handler_live, 1);
+		atomic_fetch_add(&handler_bytes, 24);
+	} else if (tracebuf_mem_free(handler_tracer, addr)) {
+		atomic_fetch_add(&handler_lost, 1);
+	}
+	errno = saved;
+}
+
+/* Memory events written by signal handlers nested in another event. */
+static int count_nested(void *arg, const struct tracedec_event *ev)
+{
+	uint64_t *n = arg;
+
+	*n += ev->level == 1 && ev->type >= 3 && ev->type <= 5;
+	return 0;
+}
+
+static const struct tracedec_visitor nested_visitor = {
+	.event = count_nested,
+};
+
+static void start_handlers(struct tracebuf *t)
+{
+	struct sigaction sa = { .sa_handler = on_sigprof,
+				.sa_flags = SA_RESTART };
+	struct itimerval it = { { 0, 200 }, { 0, 200 } };
+
+	handler_tracer = t;
+	atomic_store(&handler_next, 0);
+	atomic_store(&handler_live, 0);
+	atomic_store(&handler_bytes, 0);
+	atomic_store(&handler_lost, 0);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGPROF, &sa, NULL);
+	setitimer(ITIMER_PROF, &it, NULL);
+}
+
+static void stop_handlers(void)
+{
+	struct itimerval off = { { 0, 0 }, { 0, 0 } };
+
+	setitimer(ITIMER_PROF, &off, NULL);
+	signal(SIGPROF, SIG_IGN);
+}
+
+static void run_race(bool signals)
 {
 	struct tracebuf *t = mem_tracer(RACE_THREADS * RACE_SLOTS, 64 << 20);
 	static struct racer r[RACE_THREADS];
@@ -452,11 +526,14 @@ static void snapshot_race(void)
 	struct stream s = { 0 };
 	struct tracedec_error err;
 	uint64_t allocs = 0, frees = 0, lost = 0, live = 0, bytes = 0;
-	uint64_t g_allocs = 0, g_frees = 0, bad = 0;
+	uint64_t g_allocs = 0, g_frees = 0, bad = 0, errno_changed = 0;
+	uint64_t nested = 0;
 	size_t advances = 0;
 	struct helped helped = { .advancer = (uint64_t)syscall(SYS_gettid) };
 
 	KT_REQUIRE(t && tracebuf_start(t) == 0);
+	if (signals)
+		start_handlers(t);
 	memset(r, 0, sizeof(r));
 	memset(&gs, 0, sizeof(gs));
 	atomic_store(&race_running, RACE_THREADS);
@@ -482,6 +559,13 @@ static void snapshot_race(void)
 		lost += r[i].lost;
 		live += r[i].live;
 		bytes += r[i].live_bytes;
+		errno_changed += r[i].errno_changed;
+	}
+	if (signals) {
+		stop_handlers();
+		live += atomic_load(&handler_live);
+		bytes += atomic_load(&handler_bytes);
+		lost += atomic_load(&handler_lost);
 	}
 	KT_CHECK_EQ(tracebuf_stop(t), 0);
 	read_to_eof(t, &s);
@@ -506,15 +590,47 @@ static void snapshot_race(void)
 	       (unsigned long long)lost, (unsigned long long)live,
 	       (unsigned long long)helped.count);
 	KT_CHECK(helped.count > 0);
+	KT_CHECK_EQ(errno_changed, 0);
+	if (signals) {
+		KT_REQUIRE(tracedec_decode(s.p, s.len, &nested_visitor, &nested,
+					   &err) == 0);
+		printf("  %llu handler allocations, %llu memory events nested "
+		       "in another\n",
+		       (unsigned long long)atomic_load(&handler_next),
+		       (unsigned long long)nested);
+		KT_CHECK(atomic_load(&handler_next) > 0);
+		/* TSan delivers signals at its own safe points. */
+		if (!getenv("TSAN_OPTIONS"))
+			KT_CHECK(nested > 0);
+	}
 	KT_CHECK_EQ(lost, 0);
 	KT_CHECK_EQ(bad, 0);
-	KT_CHECK_EQ(g_allocs, allocs);
-	KT_CHECK_EQ(g_frees, frees);
+	if (!signals) {
+		KT_CHECK_EQ(g_allocs, allocs);
+		KT_CHECK_EQ(g_frees, frees);
+	} else {
+		uint64_t h = atomic_load(&handler_next);
+
+		/* Each handler: one allocation, and three in four a free. */
+		KT_CHECK_EQ(g_allocs, allocs + h);
+		KT_CHECK_EQ(g_frees, frees + h - h / 4);
+	}
 	KT_CHECK_EQ(gs.g[gs.n - 1].live_objects, live);
 	KT_CHECK_EQ(gs.g[gs.n - 1].live_bytes, bytes);
 	KT_CHECK_EQ(allocs + frees, RACE_THREADS * RACE_OPS);
 	free(s.p);
 	tracebuf_free(t);
+}
+
+static void snapshot_race(void)
+{
+	run_race(false);
+}
+
+/* The same with SIGPROF handlers allocating and freeing in between. */
+static void snapshot_race_signals(void)
+{
+	run_race(true);
 }
 
 /* ---- the decoder ------------------------------------------------------------ */
@@ -633,6 +749,7 @@ int main(void)
 	KT_RUN(table_full_and_missed_free);
 	KT_RUN(free_all);
 	KT_RUN(snapshot_race);
+	KT_RUN(snapshot_race_signals);
 	KT_RUN(decoder_versions);
 	KT_RUN(unknown_free_reported);
 	return ktest_exit();
