@@ -648,7 +648,8 @@ static size_t make_stream(uint8_t *buf, uint32_t version, const uint8_t *events,
 	memset(buf + off + 16, 0, 24);
 	memcpy(buf + off + 40, events, n);
 	off += 40 + n;
-	memcpy(buf + off, extra, nextra);
+	if (nextra)
+		memcpy(buf + off, extra, nextra);
 	off += nextra;
 	tb_put_rec_hdr(buf + off, TB_KIND_END, 0, 24);
 	tb_put_u64(buf + off + 8, 1);
