@@ -68,10 +68,10 @@ HAVE_LIBUNWIND := $(shell printf '\043include <libunwind.h>\n' | \
 # libprofring-prof.so alone, and not under the sanitizers, which own malloc.
 PROF_OBJS := $(call objs,$(filter-out prof/record.c prof/trace_out.c prof/malloc_hook.c,$(call srcs,prof)))
 MALLOC_HOOK_OBJS := $(if $(SAN),,$(call objs,prof/malloc_hook.c))
-PROF_LIBS := $(PPROF_LIBS) -lrt -lm $(if $(HAVE_LIBUNWIND),-lunwind)
+PROF_LIBS := $(PPROF_LIBS) -lrt -lm $(if $(HAVE_LIBUNWIND),-lunwind) -lmicrohttpd
 # What the launcher links: it reads, aggregates and writes; it never samples.
 RECORD_OBJS := $(call objs,prof/record.c prof/trace_out.c prof/aggregate.c \
-	prof/heap_agg.c prof/shm.c prof/options.c prof/unwind.c)
+	prof/heap_agg.c prof/shm.c prof/options.c prof/http_addr.c prof/unwind.c)
 PROF_SO := $(BUILD)/libprofring-prof.so
 
 TESTS := $(patsubst %.c,$(BUILD)/test/%,$(wildcard ring/*_test.c \
@@ -175,7 +175,7 @@ $(BUILD)/tools/prof_demo_nofp: tools/prof_demo.c
 # without sanitizers (they run under LD_PRELOAD), one of them static.
 E2E_PROGS := $(BUILD)/e2e/hostile $(BUILD)/e2e/hostile_static \
 	$(BUILD)/e2e/libdlloop.so $(BUILD)/e2e/runpath $(BUILD)/e2e/plug/libplug.so \
-	$(BUILD)/e2e/cxx $(BUILD)/e2e/heapwork
+	$(BUILD)/e2e/cxx $(BUILD)/e2e/heapwork $(BUILD)/e2e/httpwork
 E2E_CFLAGS := -D_GNU_SOURCE -std=c11 -O2 -g $(FRAMEPTR)
 
 $(BUILD)/e2e/hostile: prof/e2e/hostile.c
@@ -183,6 +183,10 @@ $(BUILD)/e2e/hostile: prof/e2e/hostile.c
 	$(CC) $(E2E_CFLAGS) -o $@ $< -lpthread -ldl
 
 $(BUILD)/e2e/heapwork: prof/e2e/heapwork.c
+	@mkdir -p $(dir $@)
+	$(CC) $(E2E_CFLAGS) -o $@ $< -lpthread
+
+$(BUILD)/e2e/httpwork: prof/e2e/httpwork.c
 	@mkdir -p $(dir $@)
 	$(CC) $(E2E_CFLAGS) -o $@ $< -lpthread
 
@@ -365,6 +369,7 @@ bench-prof: $(PROF_TOOLS) $(BUILD)/bench/malloc_storm
 	bash bench/prof_overhead.sh $(PROF_BENCH_FLAGS)
 	bash bench/launch_overhead.sh --build $(BUILD)
 	bash bench/heap_overhead.sh --build $(BUILD)
+	bash bench/http_overhead.sh --build $(BUILD)
 
 # The main job: profile the bundled workload (two threads, 70% / 30% of
 # the CPU in hot_seventy / hot_thirty) and print its top functions.

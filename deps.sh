@@ -6,7 +6,7 @@
 # The one list of them: .ci/run and `make deps` run this script.
 set -e
 PACKAGES="build-essential make gcc clang libclang-rt-14-dev pkg-config
-	liburcu-dev libck-dev zlib1g-dev libunwind-dev
+	liburcu-dev libck-dev zlib1g-dev libunwind-dev libmicrohttpd-dev
 	gawk python3 gnuplot-nox golang-go google-perftools heaptrack"
 
 if [ "$(id -u)" -eq 0 ]; then

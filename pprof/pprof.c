@@ -379,11 +379,11 @@ static void builder_free(struct builder *b)
 	free(b->spaces);
 }
 
-static int check_profile(const struct prof_profile *p, const char *path)
+static int check_profile(const struct prof_profile *p)
 {
 	size_t nspaces;
 
-	if (!p || !path || (p->nsamples && !p->samples) ||
+	if (!p || (p->nsamples && !p->samples) ||
 	    (p->ncomments && !p->comments) || (p->nspaces && !p->spaces))
 		return -EINVAL;
 	nspaces = p->nspaces ? p->nspaces : 1;
@@ -405,7 +405,7 @@ struct enc {
 	struct builder b;
 	struct proto_buf out, msg, sub;
 	uint32_t samples_s, count_s, cpu_s, ns_s;
-	uint32_t space_s, bytes_s, inuse_space_s; /* heap profiles */
+	uint32_t space_s, bytes_s, inuse_space_s, alloc_space_s; /* heap */
 	uint32_t tid_s; /* interned at first use: every string is used */
 	uint32_t thread_s;
 	uint32_t pid_s;
@@ -585,15 +585,17 @@ static int put_comments(struct enc *e, const struct prof_profile *p)
 static void put_heap_header(struct enc *e)
 {
 	uint32_t objects = str_intern(&e->b, "alloc_objects");
-	uint32_t space = str_intern(&e->b, "alloc_space");
-	uint32_t inuse_objects = str_intern(&e->b, "inuse_objects");
+	uint32_t inuse_objects;
+
+	e->alloc_space_s = str_intern(&e->b, "alloc_space");
+	inuse_objects = str_intern(&e->b, "inuse_objects");
 
 	e->inuse_space_s = str_intern(&e->b, "inuse_space");
 	e->count_s = str_intern(&e->b, "count");
 	e->bytes_s = str_intern(&e->b, "bytes");
 	e->space_s = str_intern(&e->b, "space");
 	put_value_type(e, PF_SAMPLE_TYPE, objects, e->count_s);
-	put_value_type(e, PF_SAMPLE_TYPE, space, e->bytes_s);
+	put_value_type(e, PF_SAMPLE_TYPE, e->alloc_space_s, e->bytes_s);
 	put_value_type(e, PF_SAMPLE_TYPE, inuse_objects, e->count_s);
 	put_value_type(e, PF_SAMPLE_TYPE, e->inuse_space_s, e->bytes_s);
 }
@@ -633,7 +635,9 @@ static int encode(struct enc *e, const struct prof_profile *p)
 	if (put_comments(e, p))
 		return -ENOMEM;
 	proto_put_int64(&e->out, PF_DEFAULT_SAMPLE_TYPE,
-			p->heap_rate ? e->inuse_space_s : e->cpu_s);
+			!p->heap_rate		? e->cpu_s
+			: p->heap_alloc_default ? e->alloc_space_s
+						: e->inuse_space_s);
 	for (size_t i = 0; i < e->b.nstrs; i++)
 		proto_put_string(&e->out, PF_STRING_TABLE, e->b.strs[i]);
 	if (e->b.err)
@@ -677,14 +681,14 @@ static int gzip_buf(const uint8_t *in, size_t n, struct proto_buf *out)
 	return rc == Z_STREAM_END ? 0 : -EIO;
 }
 
-int prof_pprof_write(const struct prof_profile *p, struct prof_symbolizer *s,
-		     const char *path)
+int prof_pprof_encode(const struct prof_profile *p, struct prof_symbolizer *s,
+		      uint8_t **out, size_t *len)
 {
 	struct proto_buf gz = { 0 };
 	struct enc e;
 	int err;
 
-	err = check_profile(p, path);
+	err = check_profile(p);
 	if (err)
 		return err;
 	memset(&e, 0, sizeof(e));
@@ -697,13 +701,32 @@ int prof_pprof_write(const struct prof_profile *p, struct prof_symbolizer *s,
 	err = gzip_buf(e.out.data, e.out.len, &gz);
 	if (err)
 		goto out;
-	err = prof_outfile_write(path, gz.data, gz.len);
+	*out = gz.data;
+	*len = gz.len;
+	gz.data = NULL;
 out:
 	proto_buf_free(&gz);
 	proto_buf_free(&e.out);
 	proto_buf_free(&e.msg);
 	proto_buf_free(&e.sub);
 	builder_free(&e.b);
+	return err;
+}
+
+int prof_pprof_write(const struct prof_profile *p, struct prof_symbolizer *s,
+		     const char *path)
+{
+	uint8_t *gz;
+	size_t len;
+	int err;
+
+	if (!path)
+		return -EINVAL;
+	err = prof_pprof_encode(p, s, &gz, &len);
+	if (err)
+		return err;
+	err = prof_outfile_write(path, gz, len);
+	free(gz);
 	return err;
 }
 
@@ -824,7 +847,7 @@ int prof_folded_write(const struct prof_profile *p, struct prof_symbolizer *s,
 	size_t n = 0;
 	int err;
 
-	err = check_profile(p, path);
+	err = path ? check_profile(p) : -EINVAL;
 	if (err)
 		return err;
 	err = builder_init(&b, p, s);

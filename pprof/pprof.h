@@ -43,6 +43,15 @@ int prof_pprof_write(const struct prof_profile *p, struct prof_symbolizer *s,
 		     const char *path);
 
 /**
+ * prof_pprof_encode() - the same gzip'd profile.proto, in memory.
+ * @out, @len:	receive the bytes (malloc'd: the caller frees them).
+ *
+ * Return: 0, or -errno as prof_pprof_write() (-EINVAL, -ENOMEM).
+ */
+int prof_pprof_encode(const struct prof_profile *p, struct prof_symbolizer *s,
+		      uint8_t **out, size_t *len);
+
+/**
  * prof_folded_write() - write @p as folded stacks.
  * @p:    the profile.
  * @s:    symbolizer, or NULL.

@@ -84,6 +84,9 @@ struct prof_symbolizer;
  *			sampled every @heap_rate bytes on average: the
  *			samples' @heap values are written, @period_ns is
  *			unused.
+ * @heap_alloc_default:	a heap profile whose default sample type is
+ *			alloc_space (Go's /debug/pprof/allocs), not
+ *			inuse_space.
  */
 struct prof_profile {
 	const struct prof_sample *samples;
@@ -96,6 +99,7 @@ struct prof_profile {
 	struct prof_symbolizer *const *spaces;
 	size_t nspaces;
 	uint64_t heap_rate;
+	bool heap_alloc_default;
 };
 
 #endif /* PROFRING_PROF_PROFILE_H */

@@ -505,13 +505,16 @@ void prof_agg_set_heap_refused(struct prof_agg *a, uint64_t n)
 
 /**
  * prof_agg_heap_profile() - the heap profile of the records taken.
- * @a:		the aggregation; no record may be taken afterwards.
+ * @a:		the aggregation; no record may be taken afterwards, unless
+ *		prof_agg_forget_symbols() is called before the next profile.
  * @rate:	the sampling rate (bytes).
+ * @base:	NULL, or a delta's start (prof_agg_heap_base()).
  * @p:		as prof_agg_profile(): free with prof_agg_profile_free().
  *
  * Return: 0 or -errno.
  */
 int prof_agg_heap_profile(struct prof_agg *a, uint64_t rate,
+			  const struct prof_heap_base *base,
 			  struct prof_profile *p)
 {
 	struct prof_sample *v;
@@ -526,8 +529,8 @@ int prof_agg_heap_profile(struct prof_agg *a, uint64_t rate,
 	if (!v)
 		return -ENOMEM;
 	p->samples = v;
-	err = prof_heap_agg_fill(&a->heap, a->tab, rate, a->heap_refused, v,
-				 &n);
+	err = prof_heap_agg_fill(&a->heap, a->tab, rate, a->heap_refused, base,
+				 v, &n);
 	for (size_t i = 0; i < n && !a->in_process; i++)
 		if (!v[i].special)
 			v[i].pid = (uint32_t)a->spaces[v[i].space].pid;
@@ -535,6 +538,32 @@ int prof_agg_heap_profile(struct prof_agg *a, uint64_t rate,
 	if (err)
 		prof_agg_profile_free(p);
 	return err;
+}
+
+/**
+ * prof_agg_heap_base() - the start of a delta heap profile: every site's
+ * allocations so far.  Free with prof_heap_base_free().
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int prof_agg_heap_base(const struct prof_agg *a, struct prof_heap_base *b)
+{
+	return prof_heap_agg_base(&a->heap, b);
+}
+
+/**
+ * prof_agg_forget_symbols() - drop the symbolizers the last profile made,
+ * so that the next profile reads the process's mappings again (a profile
+ * taken while the program runs: it may have loaded code since).  The
+ * profiles made before must have been freed.
+ */
+void prof_agg_forget_symbols(struct prof_agg *a)
+{
+	for (size_t i = 0; i < a->nsyms; i++)
+		prof_symbolizer_free(a->syms[i]);
+	free(a->syms);
+	a->syms = NULL;
+	a->nsyms = 0;
 }
 
 /**
@@ -664,9 +693,7 @@ void prof_agg_free(struct prof_agg *a)
 {
 	if (!a)
 		return;
-	for (size_t i = 0; i < a->nsyms; i++)
-		prof_symbolizer_free(a->syms[i]);
-	free(a->syms);
+	prof_agg_forget_symbols(a);
 	for (size_t i = 0; i < a->nspaces; i++) {
 		for (size_t j = 0; j < a->spaces[i].nmaps; j++)
 			free((void *)a->spaces[i].maps[j].path);

@@ -56,7 +56,11 @@ void prof_agg_counts(const struct prof_agg *a, struct prof_agg_counts *c);
 int prof_agg_profile(struct prof_agg *a, struct prof_profile *p);
 void prof_agg_profile_free(struct prof_profile *p);
 void prof_agg_set_heap_refused(struct prof_agg *a, uint64_t n);
+struct prof_heap_base;
+int prof_agg_heap_base(const struct prof_agg *a, struct prof_heap_base *b);
+void prof_agg_forget_symbols(struct prof_agg *a);
 int prof_agg_heap_profile(struct prof_agg *a, uint64_t rate,
+			  const struct prof_heap_base *base,
 			  struct prof_profile *p);
 struct prof_heap_counts;
 void prof_agg_heap_counts(const struct prof_agg *a, struct prof_heap_counts *c);

@@ -14,9 +14,12 @@
  * the end the names of live threads are read again and exited threads get
  * the name they exited with (prof_sampler_exited_names()).
  *
- * The aggregation is the collector thread's alone until it is joined;
- * prof_collector_profile() reads it after the join, which orders
- * everything (pthread_join synchronizes with the thread's end).
+ * The aggregation is the collector thread's until it is joined, but for
+ * prof_collector_with_agg(), which looks at it meanwhile (the HTTP
+ * server's heap profiles): both hold agg_lock, the collector only while
+ * it takes one read.  prof_collector_profile() reads it after the join,
+ * which orders everything (pthread_join synchronizes with the thread's
+ * end).
  */
 #include "prof/collector.h"
 #include "prof/heap.h"
@@ -46,6 +49,7 @@
 struct prof_collector {
 	struct profbuf *buf;
 	struct prof_agg *agg;
+	pthread_mutex_t agg_lock; /* the collector's takes, with_agg() */
 	pthread_t thread;
 	sem_t started;
 	pid_t tid;
@@ -145,8 +149,11 @@ static void drain(struct prof_collector *c, bool rescan)
 		/* On a timeout the next read takes what is below the mark. */
 		if (err == -ETIMEDOUT)
 			continue;
-		if (!err)
+		if (!err) {
+			pthread_mutex_lock(&c->agg_lock);
 			err = prof_agg_take(c->agg, &r);
+			pthread_mutex_unlock(&c->agg_lock);
+		}
 		if (err) {
 			/* Keep draining so that writers are not left to
 			 * overflow, but remember the first error. */
@@ -190,6 +197,7 @@ struct prof_collector *prof_collector_start(struct profbuf *buf, int *err)
 		return NULL;
 	}
 	c->buf = buf;
+	pthread_mutex_init(&c->agg_lock, NULL);
 	c->agg = prof_agg_new(
 		true,
 		atomic_load_explicit(&test_table_bytes, memory_order_relaxed),
@@ -304,6 +312,24 @@ void prof_collector_add_stats(const struct prof_collector *c,
 }
 
 /**
+ * prof_collector_with_agg() - call @fn with the aggregation of a running
+ * collector, between two of its reads (it waits meanwhile: the ring
+ * fills).  Not from a signal handler.
+ *
+ * Return: what @fn returned.
+ */
+int prof_collector_with_agg(struct prof_collector *c,
+			    int (*fn)(struct prof_agg *a, void *arg), void *arg)
+{
+	int rc;
+
+	pthread_mutex_lock(&c->agg_lock);
+	rc = fn(c->agg, arg);
+	pthread_mutex_unlock(&c->agg_lock);
+	return rc;
+}
+
+/**
  * prof_collector_agg() - the aggregation of a joined collector (for the
  * heap profile and its counts); valid until prof_collector_free().
  */
@@ -322,5 +348,6 @@ void prof_collector_free(struct prof_collector *c)
 		return;
 	sem_destroy(&c->started);
 	prof_agg_free(c->agg);
+	pthread_mutex_destroy(&c->agg_lock);
 	free(c);
 }

@@ -28,6 +28,9 @@ int prof_collector_profile(struct prof_collector *c, struct prof_profile *p);
 void prof_collector_profile_free(struct prof_profile *p);
 void prof_collector_add_stats(const struct prof_collector *c,
 			      struct profring_prof_stats *st);
+int prof_collector_with_agg(struct prof_collector *c,
+			    int (*fn)(struct prof_agg *a, void *arg),
+			    void *arg);
 struct prof_agg *prof_collector_agg(struct prof_collector *c);
 void prof_collector_free(struct prof_collector *c);
 void prof_collector_set_test_stall(unsigned int us);

@@ -294,13 +294,13 @@ static const char *special_of(uint32_t stack)
 	return NULL;
 }
 
-static int fill_site(const struct heap_site *s, struct stacktab *tab,
-		     uint64_t rate, struct prof_sample *o)
+static int fill_site(const struct heap_site *s, uint64_t allocs,
+		     struct stacktab *tab, uint64_t rate, struct prof_sample *o)
 {
 	memset(o, 0, sizeof(*o));
 	o->space = s->space;
 	o->bytes = s->size;
-	prof_heap_scale(s->allocs, s->allocs * s->size, rate,
+	prof_heap_scale(allocs, allocs * s->size, rate,
 			&o->heap[PROF_HEAP_ALLOC_OBJECTS],
 			&o->heap[PROF_HEAP_ALLOC_SPACE]);
 	prof_heap_scale(s->inuse, s->inuse * s->size, rate,
@@ -342,6 +342,9 @@ int prof_sample_copy_stack(struct stacktab *tab, uint32_t id,
  * @rate:	the sampling rate, for the scaling.
  * @lost:	heap records the ring refused: an entry counting them as
  *		objects (their sizes are not known).
+ * @base:	NULL; or the counts of an earlier prof_heap_agg_base():
+ *		the allocations are those made since (sites with none are
+ *		left out), the in-use values those of now.
  * @out:	room for prof_heap_agg_count() entries; pcs are malloc'd.
  * @n:		receives the number written (even on failure: free them).
  *
@@ -349,8 +352,9 @@ int prof_sample_copy_stack(struct stacktab *tab, uint32_t id,
  * Return: 0 or -ENOMEM.
  */
 int prof_heap_agg_fill(struct prof_heap_agg *h, struct stacktab *tab,
-		       uint64_t rate, uint64_t lost, struct prof_sample *out,
-		       size_t *n)
+		       uint64_t rate, uint64_t lost,
+		       const struct prof_heap_base *base,
+		       struct prof_sample *out, size_t *n)
 {
 	const struct heap_site *s;
 	size_t i = 0;
@@ -358,7 +362,18 @@ int prof_heap_agg_fill(struct prof_heap_agg *h, struct stacktab *tab,
 
 	*n = 0;
 	while ((s = keyed_table_next(&h->sites, &i))) {
-		err = fill_site(s, tab, rate, &out[*n]);
+		uint64_t allocs = s->allocs;
+
+		if (base) {
+			struct site_id id = { s->space, s->stack, s->size };
+			const struct heap_site *b = keyed_table_find(
+				&base->sites, s->key, site_eq, &id);
+
+			allocs -= b ? b->allocs : 0;
+			if (!allocs)
+				continue; /* nothing new there */
+		}
+		err = fill_site(s, allocs, tab, rate, &out[*n]);
 		if (err)
 			return err;
 		(*n)++;
@@ -370,6 +385,35 @@ int prof_heap_agg_fill(struct prof_heap_agg *h, struct stacktab *tab,
 		(*n)++;
 	}
 	return 0;
+}
+
+/**
+ * prof_heap_agg_base() - remember every site's allocations so far, for a
+ * delta (prof_heap_agg_fill() with @base).
+ *
+ * Return: 0 or -ENOMEM (free @b all the same).
+ */
+int prof_heap_agg_base(const struct prof_heap_agg *h, struct prof_heap_base *b)
+{
+	const struct heap_site *s;
+	size_t i = 0;
+
+	keyed_table_init(&b->sites, sizeof(struct heap_site));
+	while ((s = keyed_table_next(&h->sites, &i))) {
+		struct site_id id = { s->space, s->stack, s->size };
+		struct heap_site *c =
+			keyed_table_insert(&b->sites, s->key, site_eq, &id);
+
+		if (!c)
+			return -ENOMEM;
+		*c = *s;
+	}
+	return 0;
+}
+
+void prof_heap_base_free(struct prof_heap_base *b)
+{
+	keyed_table_free(&b->sites);
 }
 
 /**

@@ -63,9 +63,17 @@ int prof_heap_agg_take(struct prof_heap_agg *h, struct stacktab *tab,
 		       bool is_free);
 void prof_heap_agg_image_gone(struct prof_heap_agg *h, uint32_t space);
 size_t prof_heap_agg_count(const struct prof_heap_agg *h);
+/* Sites' counts at one moment (prof_heap_agg_base()). */
+struct prof_heap_base {
+	struct keyed_table sites; /* struct heap_site */
+};
+
 int prof_heap_agg_fill(struct prof_heap_agg *h, struct stacktab *tab,
-		       uint64_t rate, uint64_t lost, struct prof_sample *out,
-		       size_t *n);
+		       uint64_t rate, uint64_t lost,
+		       const struct prof_heap_base *base,
+		       struct prof_sample *out, size_t *n);
+int prof_heap_agg_base(const struct prof_heap_agg *h, struct prof_heap_base *b);
+void prof_heap_base_free(struct prof_heap_base *b);
 void prof_heap_comment(char *buf, size_t len, uint64_t rate,
 		       const struct prof_heap_counts *hc, uint64_t written,
 		       uint64_t refused, uint64_t untracked);

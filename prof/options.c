@@ -10,6 +10,7 @@
  * tools do.
  */
 #include "prof/options.h"
+#include "prof/http_addr.h"
 #include "prof/stream.h"
 #include "prof/unwind.h"
 
@@ -429,6 +430,15 @@ int prof_opts_from_env(struct profring_prof_opts *o, char *err, size_t len)
 
 		if (v &&
 		    set_opt(o, vars[i].kind, vars[i].env, "=", v, err, len))
+			return -1;
+	}
+	o->http = getenv(PROFRING_PROF_ENV_HTTP);
+	if (o->http && !*o->http)
+		o->http = NULL;
+	if (o->http) {
+		struct prof_http_addr a;
+
+		if (prof_http_addr_parse(o->http, &a, err, len))
 			return -1;
 	}
 	return check_together(o, PROFRING_PROF_ENV_BUFFER_WORDS, err, len);

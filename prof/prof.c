@@ -23,7 +23,9 @@
 #include "prof/collector.h"
 #include "prof/heap.h"
 #include "prof/heap_agg.h"
+#include "prof/http.h"
 #include "prof/options.h"
+#include "prof/serve.h"
 #include "prof/shm.h"
 #include "prof/unwind.h"
 #include "pprof/pprof.h"
@@ -50,7 +52,11 @@ static struct {
 	pid_t owner;
 	char *output; /* NULL: no CPU profiling (heap only) */
 	char *folded;
-	char *heap_output; /* NULL: no heap profiling */
+	char *heap_output; /* NULL: no heap profile written */
+	bool heap_on; /* heap sampling: heap_output, or served over HTTP */
+	bool http; /* this session started the HTTP server */
+	bool http_failed; /* the last start failed there (http.c said why) */
+	bool cpu_window; /* serve.c holds the sampler (an HTTP request) */
 	uint64_t heap_rate;
 	unsigned int hz;
 	enum profring_prof_unwinder unwinder;
@@ -109,7 +115,8 @@ static int session_setup(const struct profring_prof_opts *o)
 
 	session.hz = o->hz ? o->hz : PROFRING_PROF_DEFAULT_HZ;
 	session.unwinder = o->unwinder;
-	if (o->output || !o->heap_output) {
+	/* CPU to a file by default, unless memory or HTTP is all it asks. */
+	if (o->output || (!o->heap_output && !o->http)) {
 		session.output = strdup(
 			o->output ? o->output : PROFRING_PROF_DEFAULT_OUTPUT);
 		if (!session.output)
@@ -117,6 +124,7 @@ static int session_setup(const struct profring_prof_opts *o)
 	}
 	session.folded = o->folded ? strdup(o->folded) : NULL;
 	session.heap_output = o->heap_output ? strdup(o->heap_output) : NULL;
+	session.heap_on = o->heap_output || (o->http && o->heap_rate);
 	session.heap_rate =
 		o->heap_rate ? o->heap_rate : PROFRING_PROF_DEFAULT_HEAP_RATE;
 	if ((o->folded && !session.folded) ||
@@ -156,7 +164,7 @@ static int start_heap(unsigned int max_frames)
 		.libunwind = session.unwinder == PROFRING_PROF_UNWIND_LIBUNWIND,
 	};
 
-	return session.heap_output ? prof_heap_start(&h) : 0;
+	return session.heap_on ? prof_heap_start(&h) : 0;
 }
 
 /**
@@ -179,6 +187,9 @@ RING_API int profring_prof_start(const struct profring_prof_opts *opts)
 	pthread_mutex_lock(&session.lock);
 	err = -EBUSY;
 	if (session.running && session.owner == getpid())
+		goto out;
+	/* An HTTP request's CPU profile holds the sampler. */
+	if (session.cpu_window && (o->output || (!o->heap_output && !o->http)))
 		goto out;
 	if (session.running) /* inherited by fork: its threads are gone */
 		session_release();
@@ -206,6 +217,19 @@ RING_API int profring_prof_start(const struct profring_prof_opts *opts)
 		if (session.output)
 			prof_sampler_stop();
 		goto fail;
+	}
+	session.http_failed = false;
+	if (o->http) {
+		err = prof_http_start(o->http);
+		session.http_failed = err != 0;
+		if (err) {
+			if (session.heap_on)
+				prof_heap_stop();
+			if (session.output)
+				prof_sampler_stop();
+			goto fail;
+		}
+		session.http = true;
 	}
 	session.owner = getpid();
 	session.running = true;
@@ -252,7 +276,7 @@ static int write_heap(void)
 	struct prof_profile p;
 	int err;
 
-	err = prof_agg_heap_profile(agg, session.heap_rate, &p);
+	err = prof_agg_heap_profile(agg, session.heap_rate, NULL, &p);
 	if (err)
 		return err;
 	prof_agg_heap_counts(agg, &hc);
@@ -366,13 +390,24 @@ RING_API int profring_prof_stop(void)
 {
 	struct profring_prof_stats st;
 	int err, werr;
+	bool http;
 
+	/*
+	 * The server first, unlocked: its requests take the lock, and its
+	 * stop waits for them.
+	 */
+	pthread_mutex_lock(&session.lock);
+	http = session.running && session.owner == getpid() && session.http;
+	pthread_mutex_unlock(&session.lock);
+	if (http)
+		prof_http_stop();
 	pthread_mutex_lock(&session.lock);
 	err = -ESHUTDOWN;
 	if (!session.running || session.owner != getpid())
 		goto out;
 	session.running = false;
-	if (session.heap_output)
+	session.http = false;
+	if (session.heap_on)
 		prof_heap_stop(); /* no allocation touches the ring after this */
 	/* no handler touches the ring after this */
 	err = session.output ? prof_sampler_stop() : 0;
@@ -422,6 +457,78 @@ RING_API int profring_prof_get_stats(struct profring_prof_stats *st)
 	return 0;
 }
 
+/* ---- for the HTTP server's profiles (serve.c) ---- */
+
+/**
+ * prof_session_claim_cpu() - take the sampler for an HTTP request's CPU
+ * profile, if no session profiles the CPU and no other request has it.
+ *
+ * Return: 0 (release it with prof_session_release_cpu()) or -EBUSY.
+ */
+int prof_session_claim_cpu(void)
+{
+	int err = -EBUSY;
+
+	pthread_mutex_lock(&session.lock);
+	if (!session.cpu_window &&
+	    !(session.running && session.owner == getpid() && session.output)) {
+		session.cpu_window = true;
+		err = 0;
+	}
+	pthread_mutex_unlock(&session.lock);
+	return err;
+}
+
+void prof_session_release_cpu(void)
+{
+	pthread_mutex_lock(&session.lock);
+	session.cpu_window = false;
+	pthread_mutex_unlock(&session.lock);
+}
+
+struct heap_call {
+	int (*fn)(const struct prof_heap_view *v, void *arg);
+	void *arg;
+	struct prof_heap_view v;
+};
+
+static int heap_call(struct prof_agg *a, void *arg)
+{
+	struct heap_call *c = arg;
+
+	c->v.agg = a;
+	/* Relaxed: counts for a report, read while writers run. */
+	prof_agg_set_heap_refused(
+		a, atomic_load_explicit(&session.counters.heap_refused,
+					memory_order_relaxed));
+	return c->fn(&c->v, c->arg);
+}
+
+/**
+ * prof_session_heap() - call @fn with the running session's heap
+ * aggregation (the collector waits meanwhile), its rate and the writers'
+ * counts.
+ *
+ * Return: what @fn returned; -ENOENT if no session samples the heap.
+ */
+int prof_session_heap(int (*fn)(const struct prof_heap_view *v, void *arg),
+		      void *arg)
+{
+	struct heap_call c = { .fn = fn, .arg = arg };
+	int err = -ENOENT;
+
+	pthread_mutex_lock(&session.lock);
+	if (session.running && session.owner == getpid() && session.heap_on) {
+		c.v.rate = session.heap_rate;
+		c.v.start_realtime_ns = session.start_realtime_ns;
+		c.v.start_mono_ns = session.start_mono_ns;
+		c.v.counters = &session.counters;
+		err = prof_collector_with_agg(session.collector, heap_call, &c);
+	}
+	pthread_mutex_unlock(&session.lock);
+	return err;
+}
+
 /* ---- LD_PRELOAD: PROFRING_PROF=file and friends (PROFRING_PROF_ENV_*) ---- */
 
 /*
@@ -448,8 +555,10 @@ static void preload_unset_env(void)
 static void session_after_fork_in_child(void)
 {
 	pthread_mutex_init(&session.lock, NULL);
-	if (session.running && session.heap_output)
+	if (session.running && session.heap_on)
 		prof_heap_after_fork_child(false, NULL);
+	session.http = false; /* its threads stayed in the parent */
+	session.cpu_window = false;
 }
 
 static bool env_set(const char *name)
@@ -475,7 +584,8 @@ __attribute__((constructor)) static void prof_library_init(void)
 	if (prof_agent_init())
 		return;
 	if (!env_set(PROFRING_PROF_ENV_OUTPUT) &&
-	    !env_set(PROFRING_PROF_ENV_HEAP))
+	    !env_set(PROFRING_PROF_ENV_HEAP) &&
+	    !env_set(PROFRING_PROF_ENV_HTTP))
 		return;
 	if (prof_opts_from_env(&o, msg, sizeof(msg))) {
 		fprintf(stderr, "profring-prof: %s; not profiling\n", msg);
@@ -484,10 +594,15 @@ __attribute__((constructor)) static void prof_library_init(void)
 	}
 	session.verbose = true;
 	err = profring_prof_start(&o); /* copies the strings */
+	/* No server (http.c said why): what else was asked goes on. */
+	if (err && session.http_failed && (o.output || o.heap_output)) {
+		o.http = NULL;
+		err = profring_prof_start(&o);
+	}
 	preload_unset_env();
-	if (err)
+	if (err && !session.http_failed)
 		fprintf(stderr, "profring-prof: cannot start: %s\n",
-			strerror(-err));
+			strerrordesc_np(-err));
 }
 
 /* At exit: write the profile of a session still running. */

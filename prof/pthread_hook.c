@@ -2,7 +2,10 @@
 /*
  * prof/pthread_hook.c - the interposed pthread_create(): every thread
  * started through it runs prof_sampler_thread_enter() (sampler.c: stack
- * bounds, our signal unblocked, its timer armed) before its own function.
+ * bounds, our signal unblocked, its timer armed) before its own function;
+ * a thread started by one whose allocations the heap profiler ignores
+ * (the HTTP server's, and the threads that library starts) is ignored
+ * too.
  *
  * The next pthread_create is found once: a sanitizer runtime linked into
  * the same executable has its interceptor called (our strong definition
@@ -26,6 +29,7 @@
 struct thread_start {
 	void *(*fn)(void *);
 	void *arg;
+	bool heap_ignored; /* created by a thread of the profiler's own */
 };
 
 static void *thread_trampoline(void *p)
@@ -33,6 +37,9 @@ static void *thread_trampoline(void *p)
 	struct thread_start st = *(struct thread_start *)p;
 
 	free(p);
+	/* The profiler's threads' threads (the HTTP server's) are its own. */
+	if (st.heap_ignored)
+		prof_heap_ignore_thread();
 	prof_sampler_thread_enter();
 	return st.fn(st.arg);
 }
@@ -106,6 +113,7 @@ int prof_real_pthread_create(pthread_t *t, const pthread_attr_t *attr,
 RING_API int pthread_create(pthread_t *t, const pthread_attr_t *attr,
 			    void *(*fn)(void *), void *arg)
 {
+	bool ignored = prof_heap_self.ignore != 0;
 	struct thread_start *st;
 	int rc;
 
@@ -116,6 +124,7 @@ RING_API int pthread_create(pthread_t *t, const pthread_attr_t *attr,
 		return prof_real_pthread_create(t, attr, fn, arg);
 	st->fn = fn;
 	st->arg = arg;
+	st->heap_ignored = ignored;
 	rc = prof_real_pthread_create(t, attr, thread_trampoline, st);
 	if (rc)
 		free(st);

@@ -422,7 +422,7 @@ static int write_heap(const struct prof_record_args *a, struct reader *rd,
 	struct prof_profile p;
 	int err;
 
-	err = prof_agg_heap_profile(rd->agg, rate, &p);
+	err = prof_agg_heap_profile(rd->agg, rate, NULL, &p);
 	if (err)
 		return err;
 	prof_demangle_allow_load();

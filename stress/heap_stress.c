@@ -275,7 +275,7 @@ int main(int argc, char **argv)
 			  n.unknown_frees, n.replaced);
 	if (rd(&ctr.heap_untracked))
 		violation("address table full", rd(&ctr.heap_untracked), 0);
-	if (!prof_agg_heap_profile(prof_collector_agg(col), 1, &p)) {
+	if (!prof_agg_heap_profile(prof_collector_agg(col), 1, NULL, &p)) {
 		for (size_t i = 0; i < p.nsamples; i++)
 			inuse += p.samples[i].heap[PROF_HEAP_INUSE_OBJECTS];
 		prof_agg_profile_free(&p);

@@ -78,8 +78,8 @@ extern "C" {
 /*
  * The environment of an LD_PRELOAD session: the library's constructor
  * reads these, and `profring-prof record` sets them from its options.  A
- * session starts only if PROFRING_PROF_ENV_OUTPUT or PROFRING_PROF_ENV_HEAP
- * is set and not empty.
+ * session starts only if PROFRING_PROF_ENV_OUTPUT, PROFRING_PROF_ENV_HEAP or
+ * PROFRING_PROF_ENV_HTTP is set and not empty.
  * An unset variable (or an empty number) means the default of the
  * matching struct profring_prof_opts field; a number that does not parse
  * is ignored, with a line on stderr.  Every name is PROFRING_PROF or
@@ -103,8 +103,10 @@ extern "C" {
 #define PROFRING_PROF_ENV_BUFFER_WORDS "PROFRING_PROF_BUFFER_WORDS"
 /* @heap_output: the heap profile; alone, it profiles memory only. */
 #define PROFRING_PROF_ENV_HEAP "PROFRING_PROF_HEAP"
-/* @heap_rate, a decimal number of bytes. */
+/* @heap_rate, a decimal number of bytes; with @http, heap sampling on. */
 #define PROFRING_PROF_ENV_HEAP_RATE "PROFRING_PROF_HEAP_RATE"
+/* @http: serve /debug/pprof/ at ADDR:PORT (see @http below). */
+#define PROFRING_PROF_ENV_HTTP "PROFRING_PROF_HTTP"
 /*
  * Read by the launcher only: the path of libprofring-prof.so to preload
  * (else it looks beside itself, one directory up, in ../lib, then on the
@@ -157,6 +159,25 @@ enum profring_prof_unwinder {
  * @heap_rate:	mean bytes allocated between heap samples; 0 means
  *		PROFRING_PROF_DEFAULT_HEAP_RATE, 1 samples every allocation,
  *		at most PROFRING_PROF_MAX_HEAP_RATE.
+ * @http:	NULL, or "ADDR:PORT" ("[IPV6]:PORT"; "PORT" or ":PORT":
+ *		127.0.0.1; port 0: any free one, said on stderr): serve Go's
+ *		net/http/pprof endpoints there while the session runs.
+ *		Without @output and @heap_output nothing is profiled until a
+ *		request asks: /debug/pprof/profile?seconds=N samples the CPU
+ *		for N seconds (1 to 3600, default 30; one at a time, and not
+ *		while @output's CPU profile runs: 409); /debug/pprof/heap
+ *		and /debug/pprof/allocs (?seconds=N: the allocations of the
+ *		next N seconds) serve the heap profile when heap sampling is
+ *		on (@heap_output, or a nonzero @heap_rate), else 404.  Also
+ *		/debug/pprof/ (an index), /debug/pprof/cmdline and
+ *		/debug/pprof/symbol (GET, POST).  Bodies are gzip'd
+ *		profile.proto, symbolized.  The server is libmicrohttpd's,
+ *		on threads of its own, never in a signal handler; while no
+ *		request is served it sleeps in poll() and costs nothing.
+ *		Bounded: 16 connections at once, 16 KiB of request per
+ *		connection, 10 s of silence closes one.  A non-loopback
+ *		address gets a warning on stderr: profiles show code and
+ *		data addresses to whoever connects.
  *
  * The heap profiler.  libprofring-prof.so interposes malloc, free,
  * calloc, realloc, reallocarray, posix_memalign, aligned_alloc,
@@ -189,6 +210,7 @@ struct profring_prof_opts {
 	size_t buffer_words;
 	const char *heap_output;
 	uint64_t heap_rate;
+	const char *http;
 };
 
 /**
@@ -231,17 +253,21 @@ struct profring_prof_stats {
  * Installs the sampling handler, starts the reader thread and arms every
  * thread's timer.  Not async-signal-safe.
  *
- * Return: 0; -EBUSY if a session is running; -EINVAL for bad options;
- * -ENOTSUP for an unwinder not built in; or the -errno of what failed (no
- * state is left behind).
+ * Return: 0; -EBUSY if a session is running, or a CPU profile is being
+ * taken for an HTTP request and @opts asks for one too; -EINVAL for bad
+ * options (an @http address that does not parse); -EADDRINUSE and the
+ * like when the @http server cannot listen; -ENOTSUP for an unwinder not
+ * built in; or the -errno of what failed (no state is left behind).
  */
 int profring_prof_start(const struct profring_prof_opts *opts);
 
 /**
  * profring_prof_stop() - stop profiling and write the profile.
  *
- * Disarms the timers, waits for handlers in flight, drains the ring, writes
- * the pprof file (and the folded file if asked).  The sampling handler stays
+ * Stops the @http server first (a CPU profile it is taking ends at once,
+ * its request answered 503), disarms the timers, waits for handlers in
+ * flight, drains the ring, writes the pprof file (and the folded file if
+ * asked).  The sampling handler stays
  * installed, doing nothing, so that a signal still pending cannot kill the
  * process.
  *

@@ -1,0 +1,506 @@
+// SPDX-License-Identifier: MIT
+/*
+ * prof/http.c - Go's net/http/pprof endpoints in any program under
+ * libprofring-prof.so (http.h; what is served: <profring/prof.h>, the
+ * @http option).
+ *
+ * The HTTP is GNU libmicrohttpd's (a well-kept parser: request lines,
+ * headers, chunked bodies, limits, timeouts), in its thread-per-connection
+ * mode: one listening thread polls, each connection gets a thread of its
+ * own, so a CPU profile that sleeps for its window ties up only its own
+ * connection.  We open the listening socket ourselves (so that a bind
+ * error is reported exactly, and port 0 can be told) and hand it over.
+ * Bounds: CONN_LIMIT connections at once (more are refused by the
+ * library), CONN_MEMORY bytes for a request's line and headers (a longer
+ * one gets 414 or 431 from the library), CONN_TIMEOUT seconds of silence
+ * close a connection, POST bodies at most BODY_MAX bytes (413), one CPU
+ * profile at a time (prof.c's claim: 409) and one heap delta per kind.
+ * Nothing here runs in a signal handler; the program's threads never
+ * wait on it.
+ *
+ * The threads of the library are started with the heap profiler ignoring
+ * this thread, so they (and the connection threads they start) ignore
+ * their allocations too (pthread_hook.c): the server's memory is not the
+ * program's.  They are sampled by a CPU profile like any thread: what a
+ * request costs shows in the profile, as in Go.
+ */
+#include "prof/http.h"
+#include "prof/heap.h"
+#include "prof/http_addr.h"
+#include "prof/serve.h"
+#include "pprof/symbolize.h"
+
+#include <profring/prof.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define PREFIX "/debug/pprof"
+#define CONN_LIMIT 16u
+#define CONN_TIMEOUT 10u
+#define CONN_MEMORY ((size_t)16 << 10)
+#define BODY_MAX ((size_t)64 << 10)
+#define MAX_SECONDS 3600u
+#define DEFAULT_SECONDS 30u
+#define SYMBOLS_MAX 4096 /* addresses in one /symbol POST */
+
+static struct {
+	struct MHD_Daemon *d;
+	_Atomic bool quit;
+	_Atomic bool heap_delta_busy, allocs_delta_busy;
+	struct prof_symbolizer *sym; /* /symbol's, made on first use */
+	pthread_mutex_t sym_lock;
+} http = { .sym_lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* One request's state: a POST body, bounded. */
+struct req {
+	char *body;
+	size_t len;
+	bool too_big;
+};
+
+/* ---- responses --------------------------------------------------------- */
+
+static enum MHD_Result reply(struct MHD_Connection *conn, unsigned int status,
+			     const char *type, void *data, size_t len,
+			     enum MHD_ResponseMemoryMode mode)
+{
+	struct MHD_Response *r =
+		MHD_create_response_from_buffer(len, data, mode);
+	enum MHD_Result rc;
+
+	if (!r) {
+		if (mode == MHD_RESPMEM_MUST_FREE)
+			free(data);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW,
+					"GET, HEAD, POST");
+	rc = MHD_queue_response(conn, status, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
+static enum MHD_Result text(struct MHD_Connection *conn, unsigned int status,
+			    const char *msg)
+{
+	return reply(conn, status, "text/plain; charset=utf-8", (void *)msg,
+		     strlen(msg), MHD_RESPMEM_PERSISTENT);
+}
+
+static enum MHD_Result blob(struct MHD_Connection *conn, struct prof_blob *b)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(
+		b->len, b->data, MHD_RESPMEM_MUST_FREE);
+	enum MHD_Result rc;
+
+	if (!r) {
+		free(b->data);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				"application/octet-stream");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_DISPOSITION,
+				"attachment; filename=\"profile\"");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	rc = MHD_queue_response(conn, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
+/* What a profile call's error becomes. */
+static enum MHD_Result failed(struct MHD_Connection *conn, int err)
+{
+	switch (err) {
+	case -EBUSY:
+		return text(conn, MHD_HTTP_CONFLICT,
+			    "a profile of this kind is being taken already "
+			    "(one at a time, and none while the session "
+			    "writes a CPU profile of its own)\n");
+	case -ENOENT:
+		return text(
+			conn, MHD_HTTP_NOT_FOUND,
+			"heap profiling is off: set PROFRING_PROF_HEAP_RATE "
+			"(or PROFRING_PROF_HEAP) to enable it\n");
+	case -ECANCELED:
+		return text(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
+			    "the profiler is stopping\n");
+	}
+	return text(conn, MHD_HTTP_INTERNAL_SERVER_ERROR,
+		    "the profile could not be made\n");
+}
+
+/* ---- parameters ---------------------------------------------------------- */
+
+/*
+ * ?seconds=N: digits only, 1 to MAX_SECONDS; absent: @dflt.  -1 if bad.
+ */
+static long seconds_arg(struct MHD_Connection *conn, long dflt)
+{
+	const char *v = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND,
+						    "seconds");
+	long n = 0;
+
+	if (!v)
+		return dflt;
+	if (!*v)
+		return -1;
+	for (; *v; v++) {
+		if (*v < '0' || *v > '9')
+			return -1;
+		n = n * 10 + (*v - '0');
+		if (n > (long)MAX_SECONDS)
+			return -1;
+	}
+	return n ? n : -1;
+}
+
+/* ?debug=N other than 0 asks for Go's text formats: not ours. */
+static bool debug_asked(struct MHD_Connection *conn)
+{
+	const char *v = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND,
+						    "debug");
+
+	return v && strcmp(v, "0");
+}
+
+static enum MHD_Result bad_seconds(struct MHD_Connection *conn)
+{
+	return text(conn, MHD_HTTP_BAD_REQUEST,
+		    "seconds: want a whole number from 1 to 3600\n");
+}
+
+/* ---- endpoints ------------------------------------------------------------ */
+
+static enum MHD_Result index_page(struct MHD_Connection *conn)
+{
+	static const char page[] =
+		"<html><head><title>/debug/pprof/</title></head><body>\n"
+		"/debug/pprof/ (profring-prof)<br>\n<br>\n"
+		"<a href=\"allocs\">allocs</a>: sampled allocations "
+		"(?seconds=N: those of the next N seconds)<br>\n"
+		"<a href=\"cmdline\">cmdline</a>: the command line<br>\n"
+		"<a href=\"heap\">heap</a>: sampled live objects<br>\n"
+		"<a href=\"profile?seconds=30\">profile</a>: CPU profile "
+		"(?seconds=N, default 30)<br>\n"
+		"<a href=\"symbol\">symbol</a>: address to function name "
+		"(POST addresses joined by +)<br>\n"
+		"</body></html>\n";
+
+	return reply(conn, MHD_HTTP_OK, "text/html; charset=utf-8",
+		     (void *)page, sizeof(page) - 1, MHD_RESPMEM_PERSISTENT);
+}
+
+static enum MHD_Result cpu_profile(struct MHD_Connection *conn)
+{
+	struct prof_blob b = { 0 };
+	long s = seconds_arg(conn, DEFAULT_SECONDS);
+	int err;
+
+	if (s < 0)
+		return bad_seconds(conn);
+	if (debug_asked(conn))
+		return text(conn, MHD_HTTP_BAD_REQUEST,
+			    "debug: only the binary profile (debug=0)\n");
+	err = prof_serve_cpu((unsigned int)s, PROFRING_PROF_DEFAULT_HZ,
+			     &http.quit, &b);
+	return err ? failed(conn, err) : blob(conn, &b);
+}
+
+static enum MHD_Result heap_profile(struct MHD_Connection *conn, bool allocs)
+{
+	_Atomic bool *busy =
+		allocs ? &http.allocs_delta_busy : &http.heap_delta_busy;
+	struct prof_blob b = { 0 };
+	long s = seconds_arg(conn, 0);
+	int err;
+
+	if (s < 0)
+		return bad_seconds(conn);
+	if (debug_asked(conn))
+		return text(conn, MHD_HTTP_BAD_REQUEST,
+			    "debug: only the binary profile (debug=0)\n");
+	/* Acquire/release: nothing is published with it; a mutual flag. */
+	if (s && atomic_exchange_explicit(busy, true, memory_order_acquire))
+		return failed(conn, -EBUSY);
+	err = prof_serve_heap(allocs, (unsigned int)s, &http.quit, &b);
+	if (s)
+		atomic_store_explicit(busy, false, memory_order_release);
+	return err ? failed(conn, err) : blob(conn, &b);
+}
+
+/* Go's: the arguments joined by NUL bytes. */
+static enum MHD_Result cmdline(struct MHD_Connection *conn)
+{
+	char *buf = malloc(BODY_MAX);
+	ssize_t n = -1;
+	int fd;
+
+	if (!buf)
+		return failed(conn, -ENOMEM);
+	fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, BODY_MAX);
+		close(fd);
+	}
+	if (n < 0) {
+		free(buf);
+		return failed(conn, -EIO);
+	}
+	if (n && !buf[n - 1])
+		n--; /* the last argument's NUL */
+	return reply(conn, MHD_HTTP_OK, "text/plain; charset=utf-8", buf,
+		     (size_t)n, MHD_RESPMEM_MUST_FREE);
+}
+
+/* Append "0x%lx NAME\n" for @pc, if it is known. */
+static void symbol_line(struct prof_symbolizer *s, uint64_t pc, FILE *out)
+{
+	const char *name = prof_symbolize(s, (uintptr_t)pc, NULL);
+
+	if (name)
+		fprintf(out, "%#llx %s\n", (unsigned long long)pc, name);
+}
+
+/*
+ * gperftools' remote symbolization: GET says there are symbols; POST
+ * "0xA+0xB+..." gets "0xA name" lines for the addresses it knows.
+ */
+static enum MHD_Result symbol(struct MHD_Connection *conn, struct req *r,
+			      bool post)
+{
+	char *out = NULL, *p, *end;
+	size_t len = 0;
+	FILE *f;
+	int n = 0;
+
+	if (!post)
+		return text(conn, MHD_HTTP_OK, "num_symbols: 1\n");
+	if (r->too_big)
+		return text(conn, MHD_HTTP_CONTENT_TOO_LARGE,
+			    "at most 64 KiB of addresses\n");
+	f = open_memstream(&out, &len);
+	if (!f)
+		return failed(conn, -ENOMEM);
+	pthread_mutex_lock(&http.sym_lock);
+	if (!http.sym)
+		http.sym = prof_symbolizer_new();
+	for (p = r->body; p && *p && http.sym && n < SYMBOLS_MAX; n++) {
+		unsigned long long pc = strtoull(p, &end, 16);
+
+		if (end == p)
+			break;
+		symbol_line(http.sym, pc, f);
+		p = *end == '+' ? end + 1 : end;
+	}
+	pthread_mutex_unlock(&http.sym_lock);
+	if (fclose(f)) {
+		free(out);
+		return failed(conn, -ENOMEM);
+	}
+	return reply(conn, MHD_HTTP_OK, "text/plain; charset=utf-8", out, len,
+		     MHD_RESPMEM_MUST_FREE);
+}
+
+static enum MHD_Result route(struct MHD_Connection *conn, const char *url,
+			     const char *method, struct req *r)
+{
+	bool get = !strcmp(method, MHD_HTTP_METHOD_GET) ||
+		   !strcmp(method, MHD_HTTP_METHOD_HEAD);
+	bool post = !strcmp(method, MHD_HTTP_METHOD_POST);
+	const char *name;
+
+	if (strncmp(url, PREFIX, sizeof(PREFIX) - 1) ||
+	    (url[sizeof(PREFIX) - 1] && url[sizeof(PREFIX) - 1] != '/'))
+		return text(conn, MHD_HTTP_NOT_FOUND,
+			    "not found: see /debug/pprof/\n");
+	name = url + sizeof(PREFIX) - 1;
+	name += *name == '/';
+	if (!strcmp(name, "symbol") && (get || post))
+		return symbol(conn, r, post);
+	if (!get)
+		return text(conn, MHD_HTTP_METHOD_NOT_ALLOWED,
+			    "method not allowed\n");
+	if (!*name)
+		return index_page(conn);
+	if (!strcmp(name, "profile"))
+		return cpu_profile(conn);
+	if (!strcmp(name, "heap"))
+		return heap_profile(conn, false);
+	if (!strcmp(name, "allocs"))
+		return heap_profile(conn, true);
+	if (!strcmp(name, "cmdline"))
+		return cmdline(conn);
+	return text(conn, MHD_HTTP_NOT_FOUND,
+		    "no such profile here: see /debug/pprof/\n");
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
+				  const char *url, const char *method,
+				  const char *version, const char *upload,
+				  size_t *upload_len, void **state)
+{
+	struct req *r = *state;
+
+	(void)cls;
+	(void)version;
+	if (!r) { /* the headers: the body (if any) comes next */
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			return MHD_NO;
+		*state = r;
+		return MHD_YES;
+	}
+	if (*upload_len) {
+		size_t n = *upload_len;
+
+		if (!r->too_big && r->len + n < BODY_MAX) {
+			char *b = realloc(r->body, r->len + n + 1);
+
+			if (!b)
+				return MHD_NO;
+			memcpy(b + r->len, upload, n);
+			r->body = b;
+			r->len += n;
+			r->body[r->len] = 0;
+		} else {
+			r->too_big = true;
+		}
+		*upload_len = 0;
+		return MHD_YES;
+	}
+	return route(conn, url, method, r);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **state,
+			 enum MHD_RequestTerminationCode why)
+{
+	struct req *r = *state;
+
+	(void)cls;
+	(void)conn;
+	(void)why;
+	if (r) {
+		free(r->body);
+		free(r);
+		*state = NULL;
+	}
+}
+
+/* ---- life cycle -------------------------------------------------------------- */
+
+/* The listening socket, or -errno. */
+static int listen_on(const struct prof_http_addr *a)
+{
+	int one = 1;
+	int fd = socket(a->ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (const struct sockaddr *)&a->ss, a->len) ||
+	    listen(fd, 64)) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* The port the kernel gave (port 0 asks for any). */
+static unsigned int bound_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len))
+		return 0;
+	if (ss.ss_family == AF_INET6)
+		return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+	return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+}
+
+static void announce(const struct prof_http_addr *a, unsigned int port)
+{
+	char host[64];
+	char *colon;
+
+	snprintf(host, sizeof(host), "%s", a->text);
+	colon = strrchr(host, ':');
+	if (colon)
+		*colon = 0;
+	fprintf(stderr, "profring-prof: serving http://%s:%u/debug/pprof/\n",
+		host, port);
+}
+
+int prof_http_start(const char *spec)
+{
+	struct prof_http_addr a;
+	char msg[256];
+	int fd;
+
+	if (http.d)
+		return -EALREADY;
+	if (prof_http_addr_parse(spec, &a, msg, sizeof(msg))) {
+		fprintf(stderr, "profring-prof: %s; not serving\n", msg);
+		return -EINVAL;
+	}
+	if (!a.loopback)
+		fprintf(stderr,
+			"profring-prof: warning: %s is not a loopback address: "
+			"anyone who can reach it can read this program's "
+			"profiles (its code and data addresses)\n",
+			a.text);
+	fd = listen_on(&a);
+	if (fd < 0) {
+		fprintf(stderr, "profring-prof: cannot listen on %s: %s\n",
+			a.text, strerrordesc_np(-fd));
+		return fd;
+	}
+	atomic_store_explicit(&http.quit, false, memory_order_relaxed);
+	prof_heap_ignore_begin(); /* its threads inherit it */
+	http.d = MHD_start_daemon(
+		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION,
+		0, NULL, NULL, on_request, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
+		MHD_OPTION_CONNECTION_LIMIT, CONN_LIMIT,
+		MHD_OPTION_CONNECTION_TIMEOUT, CONN_TIMEOUT,
+		MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONN_MEMORY,
+		MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+		MHD_OPTION_END);
+	prof_heap_ignore_end();
+	if (!http.d) {
+		close(fd);
+		fprintf(stderr,
+			"profring-prof: cannot start the HTTP server\n");
+		return -ENOMEM;
+	}
+	announce(&a, bound_port(fd));
+	return 0;
+}
+
+void prof_http_stop(void)
+{
+	if (!http.d)
+		return;
+	/* Relaxed: polled by the requests; the stop below waits for them. */
+	atomic_store_explicit(&http.quit, true, memory_order_relaxed);
+	MHD_stop_daemon(http.d); /* closes the listening socket too */
+	http.d = NULL;
+	pthread_mutex_lock(&http.sym_lock);
+	prof_symbolizer_free(http.sym);
+	http.sym = NULL;
+	pthread_mutex_unlock(&http.sym_lock);
+}
