@@ -215,7 +215,7 @@ static enum MHD_Result cpu_profile(struct MHD_Connection *conn)
 		return text(conn, MHD_HTTP_BAD_REQUEST,
 			    "debug: only the binary profile (debug=0)\n");
 	err = prof_serve_cpu((unsigned int)s, PROFRING_PROF_DEFAULT_HZ,
-			     &http.quit, &b);
+			     &http.quit, false, &b);
 	return err ? failed(conn, err) : blob(conn, &b);
 }
 

@@ -68,7 +68,9 @@ enum opt_kind {
 	OPT_BUFFER,
 	OPT_TIMER,
 	OPT_UNWIND,
-	OPT_HEAP_RATE
+	OPT_HEAP_RATE,
+	OPT_PERIOD,
+	OPT_KEEP
 };
 
 /* Set one option from its text; @name is how the user named it. */
@@ -113,6 +115,22 @@ static int set_opt(struct profring_prof_opts *o, enum opt_kind k,
 				(unsigned long long)
 					PROFRING_PROF_MAX_HEAP_RATE);
 		o->heap_rate = n;
+		return 0;
+	case OPT_PERIOD:
+		if (!number(v, 1, PROFRING_PROF_MAX_PERIOD, &n))
+			return fail(
+				err, len,
+				"%s%s%s: want a period from 1 to %u seconds",
+				name, eq, v, PROFRING_PROF_MAX_PERIOD);
+		o->period = (unsigned int)n;
+		return 0;
+	case OPT_KEEP:
+		if (!number(v, 1, PROFRING_PROF_MAX_KEEP, &n))
+			return fail(
+				err, len,
+				"%s%s%s: want a number of files from 1 to %u",
+				name, eq, v, PROFRING_PROF_MAX_KEEP);
+		o->keep = (unsigned int)n;
 		return 0;
 	case OPT_TIMER:
 		if (!strcmp(v, "thread"))
@@ -388,6 +406,58 @@ fail:
 	return -1;
 }
 
+static int pattern_check(const char *pattern, const char *what, char *err,
+			 size_t len)
+{
+	bool varies = false;
+
+	for (const char *p = pattern; *p; p++) {
+		if (*p != '%')
+			continue;
+		p++;
+		if (*p == 't' || *p == 'n')
+			varies = true;
+		else if (*p != 'p' && *p != '%') {
+			snprintf(err, len,
+				 "%s=%.200s: %%%c: a pattern knows %%p, %%t, "
+				 "%%n and %%%%",
+				 what, pattern, *p ? *p : ' ');
+			return -1;
+		}
+	}
+	if (!varies) {
+		snprintf(err, len,
+			 "%s=%.200s: with PROFRING_PROF_PERIOD the name needs "
+			 "%%t or %%n, or every window writes the same file",
+			 what, pattern);
+		return -1;
+	}
+	return 0;
+}
+
+/**
+ * prof_periodic_names_check() - with @o->period, @o->output and
+ * @o->heap_output (at least one) are patterns that vary (periodic.h).
+ *
+ * Return: 0, or -1 with a one-line message.
+ */
+int prof_periodic_names_check(const struct profring_prof_opts *o, char *err,
+			      size_t len)
+{
+	if (!o->output && !o->heap_output)
+		return fail(err, len,
+			    "%s needs %s or %s: the files to write each period",
+			    PROFRING_PROF_ENV_PERIOD, PROFRING_PROF_ENV_OUTPUT,
+			    PROFRING_PROF_ENV_HEAP);
+	if (o->output &&
+	    pattern_check(o->output, PROFRING_PROF_ENV_OUTPUT, err, len))
+		return -1;
+	if (o->heap_output &&
+	    pattern_check(o->heap_output, PROFRING_PROF_ENV_HEAP, err, len))
+		return -1;
+	return 0;
+}
+
 /**
  * prof_opts_from_env() - the in-process mode's variables, strictly.
  * @o: filled in; output/folded point into the environment.
@@ -406,6 +476,8 @@ int prof_opts_from_env(struct profring_prof_opts *o, char *err, size_t len)
 		{ PROFRING_PROF_ENV_TIMER, OPT_TIMER },
 		{ PROFRING_PROF_ENV_UNWIND, OPT_UNWIND },
 		{ PROFRING_PROF_ENV_HEAP_RATE, OPT_HEAP_RATE },
+		{ PROFRING_PROF_ENV_PERIOD, OPT_PERIOD },
+		{ PROFRING_PROF_ENV_KEEP, OPT_KEEP },
 	};
 	char *abs;
 
@@ -432,6 +504,8 @@ int prof_opts_from_env(struct profring_prof_opts *o, char *err, size_t len)
 		    set_opt(o, vars[i].kind, vars[i].env, "=", v, err, len))
 			return -1;
 	}
+	if (o->period && prof_periodic_names_check(o, err, len))
+		return -1;
 	o->http = getenv(PROFRING_PROF_ENV_HTTP);
 	if (o->http && !*o->http)
 		o->http = NULL;

@@ -42,6 +42,8 @@ struct prof_record_args {
 int prof_record_parse(int argc, char **argv, struct prof_record_args *a,
 		      char *err, size_t errlen);
 void prof_record_args_free(struct prof_record_args *a);
+int prof_periodic_names_check(const struct profring_prof_opts *o, char *err,
+			      size_t len);
 int prof_opts_from_env(struct profring_prof_opts *o, char *err, size_t errlen);
 int prof_output_check(const char *path, const char *what, char **abs, char *err,
 		      size_t errlen);

@@ -25,6 +25,7 @@
 #include "prof/heap_agg.h"
 #include "prof/http.h"
 #include "prof/options.h"
+#include "prof/periodic.h"
 #include "prof/serve.h"
 #include "prof/shm.h"
 #include "prof/unwind.h"
@@ -57,6 +58,8 @@ static struct {
 	bool http; /* this session started the HTTP server */
 	bool http_failed; /* the last start failed there (http.c said why) */
 	bool cpu_window; /* serve.c holds the sampler (an HTTP request) */
+	bool periodic; /* periodic.c writes the profiles, window by window */
+	char *period_cpu, *period_heap; /* their patterns */
 	uint64_t heap_rate;
 	unsigned int hz;
 	enum profring_prof_unwinder unwinder;
@@ -71,6 +74,7 @@ static struct {
 
 static int check_opts(const struct profring_prof_opts *o)
 {
+	char msg[256];
 	size_t frames =
 		o->max_frames ? o->max_frames : PROFRING_PROF_DEFAULT_FRAMES;
 
@@ -87,6 +91,10 @@ static int check_opts(const struct profring_prof_opts *o)
 	if (o->unwinder == PROFRING_PROF_UNWIND_LIBUNWIND &&
 	    !prof_unwind_libunwind_available())
 		return -ENOTSUP;
+	if (o->period > PROFRING_PROF_MAX_PERIOD ||
+	    o->keep > PROFRING_PROF_MAX_KEEP ||
+	    (o->period && prof_periodic_names_check(o, msg, sizeof(msg))))
+		return -EINVAL;
 	/* Room for two of the largest records, or samples are refused. */
 	if (o->buffer_words > PROFRING_PROF_MAX_BUFFER_WORDS ||
 	    (o->buffer_words &&
@@ -102,19 +110,38 @@ static void session_release(void)
 	free(session.output);
 	free(session.folded);
 	free(session.heap_output);
+	free(session.period_cpu);
+	free(session.period_heap);
+	session.period_cpu = session.period_heap = NULL;
 	session.collector = NULL;
 	session.buf = NULL;
 	session.output = session.folded = session.heap_output = NULL;
 }
 
+static int ring_setup(const struct profring_prof_opts *o);
+
+/* PROFRING_PROF_PERIOD: the patterns kept, heap sampling on for one. */
+static int periodic_setup(const struct profring_prof_opts *o)
+{
+	if (!o->output && !o->heap_output)
+		return -EINVAL;
+	session.period_cpu = o->output ? strdup(o->output) : NULL;
+	session.period_heap = o->heap_output ? strdup(o->heap_output) : NULL;
+	if ((o->output && !session.period_cpu) ||
+	    (o->heap_output && !session.period_heap))
+		return -ENOMEM;
+	session.heap_on = o->heap_output || (o->http && o->heap_rate);
+	session.heap_rate =
+		o->heap_rate ? o->heap_rate : PROFRING_PROF_DEFAULT_HEAP_RATE;
+	return ring_setup(o);
+}
+
 static int session_setup(const struct profring_prof_opts *o)
 {
-	size_t words = o->buffer_words ? o->buffer_words
-				       : PROFRING_PROF_DEFAULT_BUFFER_WORDS;
-	int err = -ENOMEM;
-
 	session.hz = o->hz ? o->hz : PROFRING_PROF_DEFAULT_HZ;
 	session.unwinder = o->unwinder;
+	if (o->period) /* periodic.c writes the files: none at stop */
+		return periodic_setup(o);
 	/* CPU to a file by default, unless memory or HTTP is all it asks. */
 	if (o->output || (!o->heap_output && !o->http)) {
 		session.output = strdup(
@@ -130,6 +157,16 @@ static int session_setup(const struct profring_prof_opts *o)
 	if ((o->folded && !session.folded) ||
 	    (o->heap_output && !session.heap_output))
 		return -ENOMEM;
+	return ring_setup(o);
+}
+
+/* The session's ring and its collector. */
+static int ring_setup(const struct profring_prof_opts *o)
+{
+	size_t words = o->buffer_words ? o->buffer_words
+				       : PROFRING_PROF_DEFAULT_BUFFER_WORDS;
+	int err = -ENOMEM;
+
 	/* A record is at least 5 words: one tag per 4 words is plenty. */
 	session.buf = profbuf_new(PROF_HDR_WORDS, words, words / 4 + 1);
 	if (!session.buf)
@@ -233,6 +270,21 @@ RING_API int profring_prof_start(const struct profring_prof_opts *opts)
 	}
 	session.owner = getpid();
 	session.running = true;
+	session.periodic = false;
+	if (o->period) {
+		/* Its windows claim the sampler through prof.c: unlocked. */
+		pthread_mutex_unlock(&session.lock);
+		err = prof_periodic_start(session.period_cpu,
+					  session.period_heap, o->period,
+					  o->keep, session.hz);
+		pthread_mutex_lock(&session.lock);
+		session.periodic = !err;
+		if (err) {
+			pthread_mutex_unlock(&session.lock);
+			profring_prof_stop();
+			return err;
+		}
+	}
 	goto out;
 fail:
 	session_abort();
@@ -390,7 +442,7 @@ RING_API int profring_prof_stop(void)
 {
 	struct profring_prof_stats st;
 	int err, werr;
-	bool http;
+	bool http, periodic;
 
 	/*
 	 * The server first, unlocked: its requests take the lock, and its
@@ -398,15 +450,20 @@ RING_API int profring_prof_stop(void)
 	 */
 	pthread_mutex_lock(&session.lock);
 	http = session.running && session.owner == getpid() && session.http;
+	periodic = session.running && session.owner == getpid() &&
+		   session.periodic;
 	pthread_mutex_unlock(&session.lock);
 	if (http)
 		prof_http_stop();
+	if (periodic) /* its last window written */
+		prof_periodic_stop();
 	pthread_mutex_lock(&session.lock);
 	err = -ESHUTDOWN;
 	if (!session.running || session.owner != getpid())
 		goto out;
 	session.running = false;
 	session.http = false;
+	session.periodic = false;
 	if (session.heap_on)
 		prof_heap_stop(); /* no allocation touches the ring after this */
 	/* no handler touches the ring after this */
@@ -558,6 +615,7 @@ static void session_after_fork_in_child(void)
 	if (session.running && session.heap_on)
 		prof_heap_after_fork_child(false, NULL);
 	session.http = false; /* its threads stayed in the parent */
+	session.periodic = false;
 	session.cpu_window = false;
 }
 

@@ -84,8 +84,8 @@ static int encode_cpu(struct prof_collector *c, struct prof_counters *k,
 /* Sample for the window into @buf, read by @c; then encode. */
 static int cpu_window(struct profbuf *buf, struct prof_collector *c,
 		      unsigned int seconds, unsigned int hz,
-		      const _Atomic bool *quit, struct prof_blob *out,
-		      bool *leak, bool *joined)
+		      const _Atomic bool *quit, bool partial,
+		      struct prof_blob *out, bool *leak, bool *joined)
 {
 	static struct prof_counters counters; /* one window at a time */
 	struct prof_sampler_config cfg = {
@@ -106,6 +106,8 @@ static int cpu_window(struct profbuf *buf, struct prof_collector *c,
 	if (err)
 		return err;
 	werr = wait_window(seconds, quit);
+	if (werr == -ECANCELED && partial)
+		werr = 0; /* the window so far is wanted */
 	if (prof_sampler_stop()) {
 		/* A handler never finished: leave the ring alone (prof.c). */
 		*leak = true;
@@ -120,7 +122,7 @@ static int cpu_window(struct profbuf *buf, struct prof_collector *c,
 }
 
 int prof_serve_cpu(unsigned int seconds, unsigned int hz,
-		   const _Atomic bool *quit, struct prof_blob *out)
+		   const _Atomic bool *quit, bool partial, struct prof_blob *out)
 {
 	struct prof_collector *c;
 	struct profbuf *buf;
@@ -138,7 +140,8 @@ int prof_serve_cpu(unsigned int seconds, unsigned int hz,
 	c = prof_collector_start(buf, &err);
 	if (!c)
 		goto free_buf;
-	err = cpu_window(buf, c, seconds, hz, quit, out, &leak, &joined);
+	err = cpu_window(buf, c, seconds, hz, quit, partial, out, &leak,
+			 &joined);
 	if (leak)
 		goto release;
 	if (!joined) { /* the sampler never started */

@@ -40,11 +40,14 @@ struct prof_blob {
 /*
  * prof_serve_cpu() - sample the CPU for @seconds (or until *@quit) and
  * make the gzip'd pprof profile of that window.
+ * @partial: when *@quit ends the window early, make the profile of what
+ *	it had (else -ECANCELED).
  * Return: 0; -EBUSY (another request or the session's CPU profile holds
  * the sampler); -ECANCELED (*@quit: the server is stopping); -errno.
  */
 int prof_serve_cpu(unsigned int seconds, unsigned int hz,
-		   const _Atomic bool *quit, struct prof_blob *out);
+		   const _Atomic bool *quit, bool partial,
+		   struct prof_blob *out);
 
 /*
  * prof_serve_heap() - the heap profile now (@seconds 0), or the

@@ -74,6 +74,8 @@ extern "C" {
 #define PROFRING_PROF_MAX_BUFFER_WORDS ((size_t)1 << 27) /* 1 GiB */
 #define PROFRING_PROF_DEFAULT_HEAP_RATE ((uint64_t)512 << 10) /* 512 KiB */
 #define PROFRING_PROF_MAX_HEAP_RATE ((uint64_t)1 << 40)
+#define PROFRING_PROF_MAX_PERIOD 86400u /* a day */
+#define PROFRING_PROF_MAX_KEEP 1000000u
 
 /*
  * The environment of an LD_PRELOAD session: the library's constructor
@@ -107,6 +109,10 @@ extern "C" {
 #define PROFRING_PROF_ENV_HEAP_RATE "PROFRING_PROF_HEAP_RATE"
 /* @http: serve /debug/pprof/ at ADDR:PORT (see @http below). */
 #define PROFRING_PROF_ENV_HTTP "PROFRING_PROF_HTTP"
+/* @period, seconds: PROFRING_PROF and PROFRING_PROF_HEAP are patterns. */
+#define PROFRING_PROF_ENV_PERIOD "PROFRING_PROF_PERIOD"
+/* @keep, a number of files. */
+#define PROFRING_PROF_ENV_KEEP "PROFRING_PROF_KEEP"
 /*
  * Read by the launcher only: the path of libprofring-prof.so to preload
  * (else it looks beside itself, one directory up, in ../lib, then on the
@@ -178,6 +184,19 @@ enum profring_prof_unwinder {
  *		connection, 10 s of silence closes one.  A non-loopback
  *		address gets a warning on stderr: profiles show code and
  *		data addresses to whoever connects.
+ * @period:	0, or seconds (1 to PROFRING_PROF_MAX_PERIOD): instead of
+ *		one profile at stop, write one every @period seconds.
+ *		@output and @heap_output (at least one) are then patterns:
+ *		%p the pid, %t the UTC time the window began
+ *		(20261126T013000Z), %n its number from 1, %% a %; %t or %n
+ *		must be there.  Each window's CPU profile (its time_nanos
+ *		and duration_nanos those of the window) and the heap
+ *		profile as it is then are written to a temporary name and
+ *		renamed into place, so a collector never reads half a file;
+ *		the window running at stop is written too.  @folded is not
+ *		written.
+ * @keep:	with @period, keep the last @keep files of each kind (the
+ *		older ones are deleted); 0 keeps them all.
  *
  * The heap profiler.  libprofring-prof.so interposes malloc, free,
  * calloc, realloc, reallocarray, posix_memalign, aligned_alloc,
@@ -211,6 +230,8 @@ struct profring_prof_opts {
 	const char *heap_output;
 	uint64_t heap_rate;
 	const char *http;
+	unsigned int period;
+	unsigned int keep;
 };
 
 /**

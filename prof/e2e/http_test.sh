@@ -24,7 +24,9 @@
 # a run without the profiler.  Apart: heap endpoints without heap
 # sampling (404 saying how to enable it), a bad PROFRING_PROF_HTTP, a
 # port in use and a non-loopback address that cannot be bound (a warning
-# and one line each; the program runs, unchanged).  Every request and
+# and one line each; the program runs, unchanged); and PROFRING_PROF_PERIOD
+# (a file per window, the last KEEP kept, the one at exit written too; a
+# name that does not vary and a bad period refused in one line).  Every request and
 # every wait is bounded.  Loopback only.
 #
 # LABEL asan: the ASan-built library with the ASan runtime preloaded, leak
@@ -218,6 +220,36 @@ finish busy
 bad_addr remote PROFRING_PROF_HTTP=192.0.2.1:0
 check non_loopback_warned grep -q 'warning: 192.0.2.1:0 is not a loopback address' "$TMP/remote.err"
 check non_loopback_runs test "$(cat "$TMP/remote.status")" = "$plain_st"
+
+# PROFRING_PROF_PERIOD: a file per window, renamed into place, the last
+# KEEP kept; the window running at exit written too.
+mkdir "$TMP/per"
+rm -f "$TMP/per.stop"
+(sleep 3.5 && touch "$TMP/per.stop") &
+timeout -k 5 60 env LD_PRELOAD="$PRELOAD" PROFRING_PROF="$TMP/per/cpu-%p-%n.pb.gz" \
+	PROFRING_PROF_HEAP="$TMP/per/heap-%t-%n.pb.gz" PROFRING_PROF_PERIOD=1 \
+	PROFRING_PROF_KEEP=2 "$W" "$TMP/per.stop" >"$TMP/per.out" 2>"$TMP/per.err"
+per_st=$?
+wait
+ls "$TMP/per" >"$TMP/per.ls"
+echo "  periodic files: $(tr '\n' ' ' <"$TMP/per.ls")"
+check periodic_runs test "$per_st" = "$plain_st" -a \
+	"$(cat "$TMP/per.out")" = "$(cat "$TMP/plain.out")"
+check periodic_keep test "$(grep -c '^cpu-[0-9]*-[0-9]*\.pb\.gz$' "$TMP/per.ls")" = 2 -a \
+	"$(grep -c '^heap-[0-9]\{8\}T[0-9]\{6\}Z-[0-9]*\.pb\.gz$' "$TMP/per.ls")" = 2
+check periodic_no_temporaries test "$(wc -l <"$TMP/per.ls")" = 4
+last=$(ls "$TMP/per"/cpu-* | sort -t- -k3 -n | tail -1)
+pprof per.raw -raw "$last"
+check periodic_cpu_parses grep -q '^Duration:' "$TMP/per.raw"
+check periodic_cpu_hot grep -q 'hot_spin' "$TMP/per.raw"
+timeout -k 5 60 env LD_PRELOAD="$PRELOAD" PROFRING_PROF="$TMP/per/x.pb.gz" \
+	PROFRING_PROF_PERIOD=1 "$W" "$TMP/plain.stop" >"$TMP/pbad.out" 2>"$TMP/pbad.err"
+check periodic_fixed_name_refused test $? = "$plain_st" -a \
+	"$(grep -c 'needs %t or %n' "$TMP/pbad.err")" = 1
+timeout -k 5 60 env LD_PRELOAD="$PRELOAD" PROFRING_PROF="$TMP/per/y-%n.pb.gz" \
+	PROFRING_PROF_PERIOD=0 "$W" "$TMP/plain.stop" >"$TMP/pbad2.out" 2>"$TMP/pbad2.err"
+check periodic_bad_period test $? = "$plain_st" -a \
+	"$(grep -c 'PROFRING_PROF_PERIOD=0: want a period' "$TMP/pbad2.err")" = 1
 
 [ $fails = 0 ] || {
 	for f in "$TMP"/*.err; do
