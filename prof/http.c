@@ -176,10 +176,14 @@ static bool debug_asked(struct MHD_Connection *conn)
 	return v && strcmp(v, "0");
 }
 
-static enum MHD_Result bad_seconds(struct MHD_Connection *conn)
+/* 400 for a bad ?seconds (@s < 0), else for ?debug. */
+static enum MHD_Result bad_params(struct MHD_Connection *conn, long s)
 {
+	if (s < 0)
+		return text(conn, MHD_HTTP_BAD_REQUEST,
+			    "seconds: want a whole number from 1 to 3600\n");
 	return text(conn, MHD_HTTP_BAD_REQUEST,
-		    "seconds: want a whole number from 1 to 3600\n");
+		    "debug: only the binary profile (debug=0)\n");
 }
 
 /* ---- endpoints ------------------------------------------------------------ */
@@ -209,11 +213,8 @@ static enum MHD_Result cpu_profile(struct MHD_Connection *conn)
 	long s = seconds_arg(conn, DEFAULT_SECONDS);
 	int err;
 
-	if (s < 0)
-		return bad_seconds(conn);
-	if (debug_asked(conn))
-		return text(conn, MHD_HTTP_BAD_REQUEST,
-			    "debug: only the binary profile (debug=0)\n");
+	if (s < 0 || debug_asked(conn))
+		return bad_params(conn, s);
 	err = prof_serve_cpu((unsigned int)s, PROFRING_PROF_DEFAULT_HZ,
 			     &http.quit, false, &b);
 	return err ? failed(conn, err) : blob(conn, &b);
@@ -227,11 +228,8 @@ static enum MHD_Result heap_profile(struct MHD_Connection *conn, bool allocs)
 	long s = seconds_arg(conn, 0);
 	int err;
 
-	if (s < 0)
-		return bad_seconds(conn);
-	if (debug_asked(conn))
-		return text(conn, MHD_HTTP_BAD_REQUEST,
-			    "debug: only the binary profile (debug=0)\n");
+	if (s < 0 || debug_asked(conn))
+		return bad_params(conn, s);
 	/* Acquire/release: nothing is published with it; a mutual flag. */
 	if (s && atomic_exchange_explicit(busy, true, memory_order_acquire))
 		return failed(conn, -EBUSY);

@@ -22,3 +22,13 @@ check() {
 		fails=$((fails + 1))
 	fi
 }
+
+# checks_done: exit 0 if every check passed; else show the first lines of
+# every non-empty $TMP/*.err (what the programs said) and exit 1.
+checks_done() {
+	[ $fails = 0 ] && exit 0
+	for f in "$TMP"/*.err; do
+		[ -s "$f" ] && echo "== $f" && head -5 "$f"
+	done
+	exit 1
+}

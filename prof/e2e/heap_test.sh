@@ -232,10 +232,4 @@ check bad_env_path_runs_unprofiled test $? = 0 -a \
 	"$(cat "$TMP/b4.out")" = "heapwork done" -a \
 	"$(wc -l <"$TMP/b4.err")" = 1
 
-[ $fails = 0 ] || {
-	for f in "$TMP"/*.err; do
-		[ -s "$f" ] && echo "== $f" && head -5 "$f"
-	done
-	exit 1
-}
-exit 0
+checks_done
