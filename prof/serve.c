@@ -122,7 +122,8 @@ static int cpu_window(struct profbuf *buf, struct prof_collector *c,
 }
 
 int prof_serve_cpu(unsigned int seconds, unsigned int hz,
-		   const _Atomic bool *quit, bool partial, struct prof_blob *out)
+		   const _Atomic bool *quit, bool partial,
+		   struct prof_blob *out)
 {
 	struct prof_collector *c;
 	struct profbuf *buf;
