@@ -435,6 +435,32 @@ static int pattern_check(const char *pattern, const char *what, char *err,
 	return 0;
 }
 
+/*
+ * PROFRING_PROF_HTTP, unless a parent's: the library leaves it in the
+ * environment of a program that serves as "SPEC@PID", so that the same
+ * process serves again after an exec and its children do not.  NULL when
+ * unset, empty or a parent's.
+ */
+static const char *http_of_this_process(const char *v)
+{
+	static char spec[128];
+	const char *at;
+	char *end;
+	long pid;
+
+	if (!v || !*v)
+		return NULL;
+	at = strrchr(v, '@');
+	if (!at)
+		return v;
+	pid = strtol(at + 1, &end, 10);
+	if (*end || pid != (long)getpid() || (size_t)(at - v) >= sizeof(spec))
+		return NULL;
+	memcpy(spec, v, (size_t)(at - v));
+	spec[at - v] = 0;
+	return spec;
+}
+
 /**
  * prof_periodic_names_check() - with @o->period, @o->output and
  * @o->heap_output (at least one) are patterns that vary (periodic.h).
@@ -506,9 +532,7 @@ int prof_opts_from_env(struct profring_prof_opts *o, char *err, size_t len)
 	}
 	if (o->period && prof_periodic_names_check(o, err, len))
 		return -1;
-	o->http = getenv(PROFRING_PROF_ENV_HTTP);
-	if (o->http && !*o->http)
-		o->http = NULL;
+	o->http = http_of_this_process(getenv(PROFRING_PROF_ENV_HTTP));
 	if (o->http) {
 		struct prof_http_addr a;
 

@@ -590,21 +590,47 @@ int prof_session_heap(int (*fn)(const struct prof_heap_view *v, void *arg),
 
 /*
  * Children inherit LD_PRELOAD, not the session: they must not overwrite
- * our output.  Every variable of prof.h's list is named PROFRING_PROF or
+ * our output (nor try our HTTP port).  Every variable of prof.h's list is named PROFRING_PROF or
  * PROFRING_PROF_*: all such entries go.  They are taken out of environ by
  * hand: a program may define its own unsetenv() that does nothing this
  * early (bash does).
  */
-static void preload_unset_env(void)
+static bool is_var(const char *entry, const char *name)
+{
+	size_t n = strlen(name);
+
+	return !strncmp(entry, name, n) && entry[n] == '=';
+}
+
+/*
+ * @keep_http: the HTTP server runs: PROFRING_PROF_HTTP stays, as
+ * "SPEC@PID" (the program, after an exec, serves again: a wrapper script
+ * that execs the real program; a child, whose pid differs, does not), and
+ * so does PROFRING_PROF_HEAP_RATE.
+ */
+static void preload_unset_env(bool keep_http)
 {
 	static const char prefix[] = PROFRING_PROF_ENV_OUTPUT;
+	static char http_entry[160];
 	char **from, **to;
 
-	for (from = to = environ; *from; from++)
-		if (strncmp(*from, prefix, sizeof(prefix) - 1) ||
+	for (from = to = environ; *from; from++) {
+		if (keep_http && is_var(*from, PROFRING_PROF_ENV_HTTP)) {
+			const char *v = *from + sizeof(PROFRING_PROF_ENV_HTTP);
+			size_t n = strcspn(v, "@");
+
+			snprintf(http_entry, sizeof(http_entry), "%s=%.*s@%d",
+				 PROFRING_PROF_ENV_HTTP, (int)n, v,
+				 (int)getpid());
+			*to++ = http_entry;
+			continue;
+		}
+		if ((keep_http && is_var(*from, PROFRING_PROF_ENV_HEAP_RATE)) ||
+		    strncmp(*from, prefix, sizeof(prefix) - 1) ||
 		    ((*from)[sizeof(prefix) - 1] != '=' &&
 		     (*from)[sizeof(prefix) - 1] != '_'))
 			*to++ = *from;
+	}
 	*to = NULL;
 }
 
@@ -647,7 +673,7 @@ __attribute__((constructor)) static void prof_library_init(void)
 		return;
 	if (prof_opts_from_env(&o, msg, sizeof(msg))) {
 		fprintf(stderr, "profring-prof: %s; not profiling\n", msg);
-		preload_unset_env();
+		preload_unset_env(false);
 		return;
 	}
 	session.verbose = true;
@@ -657,7 +683,7 @@ __attribute__((constructor)) static void prof_library_init(void)
 		o.http = NULL;
 		err = profring_prof_start(&o);
 	}
-	preload_unset_env();
+	preload_unset_env(!err && session.http);
 	if (err && !session.http_failed)
 		fprintf(stderr, "profring-prof: cannot start: %s\n",
 			strerrordesc_np(-err));

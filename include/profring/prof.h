@@ -183,7 +183,10 @@ enum profring_prof_unwinder {
  *		Bounded: 16 connections at once, 16 KiB of request per
  *		connection, 10 s of silence closes one.  A non-loopback
  *		address gets a warning on stderr: profiles show code and
- *		data addresses to whoever connects.
+ *		data addresses to whoever connects.  In-process (LD_PRELOAD)
+ *		the variable stays in the environment as SPEC@PID: after an
+ *		exec (a wrapper script that execs the program) the same
+ *		process serves again; its children do not.
  * @period:	0, or seconds (1 to PROFRING_PROF_MAX_PERIOD): instead of
  *		one profile at stop, write one every @period seconds.
  *		@output and @heap_output (at least one) are then patterns:

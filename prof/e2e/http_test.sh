@@ -24,7 +24,9 @@
 # a run without the profiler.  Apart: heap endpoints without heap
 # sampling (404 saying how to enable it), a bad PROFRING_PROF_HTTP, a
 # port in use and a non-loopback address that cannot be bound (a warning
-# and one line each; the program runs, unchanged); and PROFRING_PROF_PERIOD
+# and one line each; the program runs, unchanged); a shell wrapper that
+# execs the program (the program serves) or forks it (it does not); and
+# PROFRING_PROF_PERIOD
 # (a file per window, the last KEEP kept, the one at exit written too; a
 # name that does not vary and a bad period refused in one line).  Every request and
 # every wait is bounded.  Loopback only.
@@ -220,6 +222,32 @@ finish busy
 bad_addr remote PROFRING_PROF_HTTP=192.0.2.1:0
 check non_loopback_warned grep -q 'warning: 192.0.2.1:0 is not a loopback address' "$TMP/remote.err"
 check non_loopback_runs test "$(cat "$TMP/remote.status")" = "$plain_st"
+
+# A wrapper that execs the program: the program serves (same pid, a new
+# image); a child the shell forks does not (nor tries the port).
+serving_lines() { grep -c '^profring-prof: serving' "$TMP/$1.err"; }
+last_port() {
+	sed -n 's|^profring-prof: serving http://127.0.0.1:\([0-9]*\)/.*|\1|p' \
+		"$TMP/$1.err" | tail -1
+}
+rm -f "$TMP/wrap.stop"
+timeout -k 5 60 env LD_PRELOAD="$PRELOAD" PROFRING_PROF_HTTP=127.0.0.1:0 \
+	sh -c 'exec "$0" "$1"' "$W" "$TMP/wrap.stop" >"$TMP/wrap.out" 2>"$TMP/wrap.err" &
+JOB=$!
+for i in $(seq 100); do
+	[ "$(serving_lines wrap)" -ge 2 ] && break
+	sleep 0.1
+done
+$CLIENT "$(last_port wrap)" body GET /debug/pprof/cmdline >"$TMP/wrap.cmdline"
+finish wrap
+check exec_wrapper_serves grep -aq 'httpwork' "$TMP/wrap.cmdline"
+check exec_wrapper_same_output test "$st" = "$plain_st" -a \
+	"$(cat "$TMP/wrap.out")" = "$(cat "$TMP/plain.out")"
+touch "$TMP/child.stop"
+timeout -k 5 60 env LD_PRELOAD="$PRELOAD" PROFRING_PROF_HTTP=127.0.0.1:0 \
+	sh -c '"$0" "$1"; exit $?' "$W" "$TMP/child.stop" >"$TMP/child.out" 2>"$TMP/child.err"
+check forked_child_does_not_serve test $? = "$plain_st" -a \
+	"$(serving_lines child)" = 1 -a "$(cat "$TMP/child.out")" = "$(cat "$TMP/plain.out")"
 
 # PROFRING_PROF_PERIOD: a file per window, renamed into place, the last
 # KEEP kept; the window running at exit written too.
