@@ -68,7 +68,7 @@ HAVE_LIBUNWIND := $(shell printf '\043include <libunwind.h>\n' | \
 # libprofring-prof.so alone, and not under the sanitizers, which own malloc.
 PROF_OBJS := $(call objs,$(filter-out prof/record.c prof/trace_out.c prof/malloc_hook.c,$(call srcs,prof)))
 MALLOC_HOOK_OBJS := $(if $(SAN),,$(call objs,prof/malloc_hook.c))
-PROF_LIBS := $(PPROF_LIBS) -lrt -lm $(if $(HAVE_LIBUNWIND),-lunwind) -lmicrohttpd
+PROF_LIBS := $(PPROF_LIBS) -lrt -lm $(if $(HAVE_LIBUNWIND),-lunwind)
 # What the launcher links: it reads, aggregates and writes; it never samples.
 RECORD_OBJS := $(call objs,prof/record.c prof/trace_out.c prof/aggregate.c \
 	prof/heap_agg.c prof/shm.c prof/options.c prof/http_addr.c prof/unwind.c)

@@ -5,8 +5,8 @@
  * @http option).
  *
  * The HTTP is GNU libmicrohttpd's (a well-kept parser: request lines,
- * headers, chunked bodies, limits, timeouts), in its thread-per-connection
- * mode: one listening thread polls, each connection gets a thread of its
+ * headers, chunked bodies, limits, timeouts), loaded with dlopen() when a
+ * server starts (mhd_load() says why), in its thread-per-connection mode: one listening thread polls, each connection gets a thread of its
  * own, so a CPU profile that sleeps for its window ties up only its own
  * connection.  We open the listening socket ourselves (so that a bind
  * error is reported exactly, and port 0 can be told) and hand it over.
@@ -33,6 +33,7 @@
 #include <profring/prof.h>
 
 #include <arpa/inet.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <microhttpd.h>
@@ -52,6 +53,81 @@
 #define MAX_SECONDS 3600u
 #define DEFAULT_SECONDS 30u
 #define SYMBOLS_MAX 4096 /* addresses in one /symbol POST */
+
+/*
+ * libmicrohttpd is loaded when a server starts, not linked: it brings
+ * GnuTLS and p11-kit, whose constructors would otherwise run in every
+ * program the library is preloaded into (and under ASan leave glibc's
+ * locale lock broken: bash hung at its first setlocale()).
+ */
+#define MHD_LIB "libmicrohttpd.so.12"
+
+static struct {
+	struct MHD_Daemon *(*start_daemon)(unsigned int flags, uint16_t port,
+					   MHD_AcceptPolicyCallback apc,
+					   void *apc_cls,
+					   MHD_AccessHandlerCallback dh,
+					   void *dh_cls, ...);
+	void (*stop_daemon)(struct MHD_Daemon *d);
+	struct MHD_Response *(*create_response_from_buffer)(
+		size_t size, void *buffer, enum MHD_ResponseMemoryMode mode);
+	enum MHD_Result (*add_response_header)(struct MHD_Response *r,
+					       const char *header,
+					       const char *content);
+	enum MHD_Result (*queue_response)(struct MHD_Connection *c,
+					  unsigned int status,
+					  struct MHD_Response *r);
+	void (*destroy_response)(struct MHD_Response *r);
+	const char *(*lookup_connection_value)(struct MHD_Connection *c,
+					       enum MHD_ValueKind kind,
+					       const char *key);
+} mhd;
+
+/* Resolve the functions above once; 0 or -ENOENT (said on stderr). */
+static int mhd_load(void)
+{
+	static const char *const names[] = {
+		"MHD_start_daemon",
+		"MHD_stop_daemon",
+		"MHD_create_response_from_buffer",
+		"MHD_add_response_header",
+		"MHD_queue_response",
+		"MHD_destroy_response",
+		"MHD_lookup_connection_value",
+	};
+	void **slots[] = {
+		(void **)&mhd.start_daemon,
+		(void **)&mhd.stop_daemon,
+		(void **)&mhd.create_response_from_buffer,
+		(void **)&mhd.add_response_header,
+		(void **)&mhd.queue_response,
+		(void **)&mhd.destroy_response,
+		(void **)&mhd.lookup_connection_value,
+	};
+	void *h;
+
+	if (mhd.start_daemon)
+		return 0;
+	h = dlopen(MHD_LIB, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		fprintf(stderr,
+			"profring-prof: cannot serve: %s (install "
+			"libmicrohttpd12)\n",
+			dlerror());
+		return -ENOENT;
+	}
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		*slots[i] = dlsym(h, names[i]);
+		if (!*slots[i]) {
+			fprintf(stderr, "profring-prof: cannot serve: %s "
+					"has no %s\n",
+				MHD_LIB, names[i]);
+			mhd.start_daemon = NULL;
+			return -ENOENT;
+		}
+	}
+	return 0;
+}
 
 static struct {
 	struct MHD_Daemon *d;
@@ -75,7 +151,7 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned int status,
 			     enum MHD_ResponseMemoryMode mode)
 {
 	struct MHD_Response *r =
-		MHD_create_response_from_buffer(len, data, mode);
+		mhd.create_response_from_buffer(len, data, mode);
 	enum MHD_Result rc;
 
 	if (!r) {
@@ -83,13 +159,13 @@ static enum MHD_Result reply(struct MHD_Connection *conn, unsigned int status,
 			free(data);
 		return MHD_NO;
 	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
-	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	mhd.add_response_header(r, "X-Content-Type-Options", "nosniff");
 	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW,
+		mhd.add_response_header(r, MHD_HTTP_HEADER_ALLOW,
 					"GET, HEAD, POST");
-	rc = MHD_queue_response(conn, status, r);
-	MHD_destroy_response(r);
+	rc = mhd.queue_response(conn, status, r);
+	mhd.destroy_response(r);
 	return rc;
 }
 
@@ -102,7 +178,7 @@ static enum MHD_Result text(struct MHD_Connection *conn, unsigned int status,
 
 static enum MHD_Result blob(struct MHD_Connection *conn, struct prof_blob *b)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(
+	struct MHD_Response *r = mhd.create_response_from_buffer(
 		b->len, b->data, MHD_RESPMEM_MUST_FREE);
 	enum MHD_Result rc;
 
@@ -110,13 +186,13 @@ static enum MHD_Result blob(struct MHD_Connection *conn, struct prof_blob *b)
 		free(b->data);
 		return MHD_NO;
 	}
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+	mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
 				"application/octet-stream");
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_DISPOSITION,
+	mhd.add_response_header(r, MHD_HTTP_HEADER_CONTENT_DISPOSITION,
 				"attachment; filename=\"profile\"");
-	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
-	rc = MHD_queue_response(conn, MHD_HTTP_OK, r);
-	MHD_destroy_response(r);
+	mhd.add_response_header(r, "X-Content-Type-Options", "nosniff");
+	rc = mhd.queue_response(conn, MHD_HTTP_OK, r);
+	mhd.destroy_response(r);
 	return rc;
 }
 
@@ -149,7 +225,7 @@ static enum MHD_Result failed(struct MHD_Connection *conn, int err)
  */
 static long seconds_arg(struct MHD_Connection *conn, long dflt)
 {
-	const char *v = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND,
+	const char *v = mhd.lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND,
 						    "seconds");
 	long n = 0;
 
@@ -170,7 +246,7 @@ static long seconds_arg(struct MHD_Connection *conn, long dflt)
 /* ?debug=N other than 0 asks for Go's text formats: not ours. */
 static bool debug_asked(struct MHD_Connection *conn)
 {
-	const char *v = MHD_lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND,
+	const char *v = mhd.lookup_connection_value(conn, MHD_GET_ARGUMENT_KIND,
 						    "debug");
 
 	return v && strcmp(v, "0");
@@ -452,6 +528,8 @@ int prof_http_start(const char *spec)
 
 	if (http.d)
 		return -EALREADY;
+	if (mhd_load())
+		return -ENOENT;
 	if (prof_http_addr_parse(spec, &a, msg, sizeof(msg))) {
 		fprintf(stderr, "profring-prof: %s; not serving\n", msg);
 		return -EINVAL;
@@ -470,7 +548,7 @@ int prof_http_start(const char *spec)
 	}
 	atomic_store_explicit(&http.quit, false, memory_order_relaxed);
 	prof_heap_ignore_begin(); /* its threads inherit it */
-	http.d = MHD_start_daemon(
+	http.d = mhd.start_daemon(
 		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION,
 		0, NULL, NULL, on_request, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
 		MHD_OPTION_CONNECTION_LIMIT, CONN_LIMIT,
@@ -495,7 +573,7 @@ void prof_http_stop(void)
 		return;
 	/* Relaxed: polled by the requests; the stop below waits for them. */
 	atomic_store_explicit(&http.quit, true, memory_order_relaxed);
-	MHD_stop_daemon(http.d); /* closes the listening socket too */
+	mhd.stop_daemon(http.d); /* closes the listening socket too */
 	http.d = NULL;
 	pthread_mutex_lock(&http.sym_lock);
 	prof_symbolizer_free(http.sym);
