@@ -7,7 +7,7 @@
 #
 # usage: bash bench/http_overhead.sh [--build DIR] [--units U] [--reps R]
 #                                    [--seconds S]
-#        (defaults: build, --units 75 (about 33 s of wall time per run on
+#        (defaults: build, --units 110 (about 33 s of wall time per run on
 #        a 2-vCPU machine), --reps 3, --seconds 30)
 #
 # The workload is build/tools/prof_demo --units U (two threads, fixed
@@ -30,7 +30,7 @@
 set -euo pipefail
 
 BUILD=build
-UNITS=75
+UNITS=110
 REPS=3
 SECONDS_ARG=30
 while [ $# -gt 0 ]; do
