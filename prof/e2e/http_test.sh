@@ -47,7 +47,7 @@ if [ "$LABEL" = asan ]; then
 	PRELOAD="$(clang -print-file-name=libclang_rt.asan-x86_64.so) $LIB"
 	export ASAN_OPTIONS=detect_leaks=1
 fi
-W=$(cd build/e2e && pwd)/httpwork
+W=$(cd "$BUILD/e2e" && pwd)/httpwork
 CLIENT="python3 $(cd "$(dirname "$0")" && pwd)/http_client.py"
 CHECK_PREFIX=http_
 . "$(dirname "$0")/../../testing/testlib.sh"
