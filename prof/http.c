@@ -119,8 +119,9 @@ static int mhd_load(void)
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		*slots[i] = dlsym(h, names[i]);
 		if (!*slots[i]) {
-			fprintf(stderr, "profring-prof: cannot serve: %s "
-					"has no %s\n",
+			fprintf(stderr,
+				"profring-prof: cannot serve: %s "
+				"has no %s\n",
 				MHD_LIB, names[i]);
 			mhd.start_daemon = NULL;
 			return -ENOENT;
@@ -306,11 +307,14 @@ static enum MHD_Result heap_profile(struct MHD_Connection *conn, bool allocs)
 
 	if (s < 0 || debug_asked(conn))
 		return bad_params(conn, s);
-	/* Acquire/release: nothing is published with it; a mutual flag. */
+	/*
+	 * Acquire: pairs with the release store below by the request that
+	 * held the flag before (the flag is all the two share).
+	 */
 	if (s && atomic_exchange_explicit(busy, true, memory_order_acquire))
 		return failed(conn, -EBUSY);
 	err = prof_serve_heap(allocs, (unsigned int)s, &http.quit, &b);
-	if (s)
+	if (s) /* Release: pairs with the acquire exchange above. */
 		atomic_store_explicit(busy, false, memory_order_release);
 	return err ? failed(conn, err) : blob(conn, &b);
 }

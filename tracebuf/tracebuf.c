@@ -856,7 +856,7 @@ RING_API void tracebuf_stats(struct tracebuf *t, struct tracebuf_stats *s)
 	s->lost = atomic_load_explicit(&t->lost, memory_order_relaxed);
 	s->buffers_free =
 		atomic_load_explicit(&t->free_count, memory_order_relaxed);
-	s->mem_live = atomic_load_explicit(&t->objs.live, memory_order_relaxed);
+	s->mem_live = tb_mem_live(&t->objs);
 	s->mem_full = atomic_load_explicit(&t->objs.full, memory_order_relaxed);
 }
 

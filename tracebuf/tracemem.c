@@ -157,7 +157,6 @@ static int emit_obj(struct tracebuf_ev *ev, unsigned int type, uint64_t addr,
 /* Kill the live object in @o (at @addr) and emit its free; see above. */
 static int obj_kill(struct tracebuf_ev *ev, struct tb_obj *o, uint64_t addr)
 {
-	struct tb_mem *m = &ev->t->objs;
 	/* Acquire: pairs with the insert's release store and the walk's CAS. */
 	uint64_t s = atomic_load_explicit(&o->state, memory_order_acquire);
 	uint64_t size;
@@ -186,7 +185,6 @@ static int obj_kill(struct tracebuf_ev *ev, struct tb_obj *o, uint64_t addr)
 		tb_count_lost(ev);
 	/* Release: pairs with the acquire loads of the key in a probe. */
 	atomic_store_explicit(&o->key, OBJ_TOMB, memory_order_release);
-	atomic_fetch_sub_explicit(&m->live, 1, memory_order_relaxed);
 	return rc;
 }
 
@@ -256,13 +254,16 @@ RING_API int tracebuf_ev_mem_alloc(struct tracebuf_ev *ev, uintptr_t addr,
 	/* Release: pairs with the acquire loads of a kill and the walk. */
 	atomic_store_explicit(&o->state, mk_state(sid, ev->gen),
 			      memory_order_release);
-	atomic_fetch_add_explicit(&m->live, 1, memory_order_relaxed);
 	rc = emit_obj(ev, TRACEBUF_EV_ALLOC, addr, size, sid);
 	if (rc) {
-		/* Lost (counted): the table must not show it either. */
+		/*
+		 * Lost (counted): the table must not show it either.  Ours
+		 * alone (nobody frees what was never handed out, and the
+		 * walk of this generation has not begun): relaxed state;
+		 * release on the key, paired with a probe's acquire load.
+		 */
 		atomic_store_explicit(&o->state, 0, memory_order_relaxed);
 		atomic_store_explicit(&o->key, OBJ_TOMB, memory_order_release);
-		atomic_fetch_sub_explicit(&m->live, 1, memory_order_relaxed);
 	}
 	return rc;
 }
@@ -418,6 +419,23 @@ void tb_mem_snapshot(struct tracebuf *t, uint64_t old, uint64_t next)
 		tracebuf_end(&ev);
 	/* The frees that beat the walk are done with @old's stack table. */
 	ring_grace_wait(&t->grace);
+}
+
+/*
+ * tb_mem_live() - the objects in the table now, counted by a walk (for
+ * tracebuf_stats(): a counter would cost every allocation and free an
+ * atomic add on one shared line).  Approximate while writers run.
+ */
+uint64_t tb_mem_live(const struct tb_mem *m)
+{
+	uint64_t n = 0;
+
+	for (uint64_t i = 0; m->slots && i <= m->mask; i++)
+		/* Relaxed: a count for a report. */
+		n += atomic_load_explicit(&m->slots[i].state,
+					  memory_order_relaxed) &
+		     OBJ_LIVE;
+	return n;
 }
 
 /* ---- life cycle ---------------------------------------------------------- */

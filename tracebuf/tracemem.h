@@ -27,12 +27,14 @@ struct tb_mem {
 	uint64_t align;
 	unsigned int align_shift;
 	uint64_t page_size;
-	_Atomic uint64_t live; /* objects live now */
 	_Atomic uint64_t full; /* allocations refused: no slot in reach */
 	/* Advance thread only: old stack id -> new, during a snapshot. */
 	uint32_t *remap;
 	size_t remap_len;
 };
+
+/* Objects in the table now (a walk: for tracebuf_stats()). */
+uint64_t tb_mem_live(const struct tb_mem *m);
 
 /* Set up from the options (mem_objects 0: none); 0 or -EINVAL, -ENOMEM. */
 int tb_mem_init(struct tb_mem *m, const struct tracebuf_opts *o);

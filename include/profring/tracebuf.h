@@ -198,7 +198,7 @@ struct tracebuf_stats {
 	uint64_t bytes; /* stream bytes handed to the reader, header included */
 	uint64_t lost; /* events lost so far (all threads) */
 	uint64_t buffers_free;
-	uint64_t mem_live; /* objects in the memory table now */
+	uint64_t mem_live; /* objects in the memory table now (a walk of it) */
 	uint64_t mem_full; /* allocations refused: no free slot in reach */
 };
 
