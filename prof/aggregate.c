@@ -575,18 +575,69 @@ void prof_agg_heap_counts(const struct prof_agg *a, struct prof_heap_counts *c)
 }
 
 /**
- * prof_agg_profile() - the aggregated samples, with a symbolizer per
- * address space (valid until prof_agg_free()).
- * @a: the aggregation; no record may be taken afterwards.
- * @p: receives samples, spaces; the caller fills in the period, times and
- *     comments.  Free with prof_agg_profile_free().
+ * prof_agg_cpu_base() - the start of a CPU profile of a window: every
+ * (stack, thread)'s samples so far, and the samples lost so far.  Free
+ * with prof_cpu_base_free().
+ *
+ * Return: 0 or -ENOMEM (free @b all the same).
+ */
+int prof_agg_cpu_base(const struct prof_agg *a, struct prof_cpu_base *b)
+{
+	const struct agg_entry *e;
+	size_t i = 0;
+
+	keyed_table_init(&b->entries, sizeof(struct agg_entry));
+	b->lost = cpu_lost(a);
+	while ((e = keyed_table_next(&a->agg, &i))) {
+		struct agg_entry *c =
+			keyed_table_insert(&b->entries, e->key, NULL, NULL);
+
+		if (!c)
+			return -ENOMEM;
+		*c = *e;
+	}
+	return 0;
+}
+
+void prof_cpu_base_free(struct prof_cpu_base *b)
+{
+	keyed_table_free(&b->entries);
+}
+
+/* @e less what @base had of it; false when nothing is left. */
+static bool since(const struct agg_entry *e, const struct prof_cpu_base *base,
+		  struct agg_entry *out)
+{
+	const struct agg_entry *b =
+		base ? keyed_table_find(&base->entries, e->key, NULL, NULL)
+		     : NULL;
+
+	*out = *e;
+	if (b) {
+		out->samples -= b->samples;
+		out->periods -= b->periods;
+	}
+	return out->samples != 0;
+}
+
+/**
+ * prof_agg_profile_since() - the samples aggregated since @base (all of
+ * them without), with a symbolizer per address space (valid until
+ * prof_agg_free() or prof_agg_forget_symbols()).
+ * @a:	  the aggregation; no record may be taken afterwards, unless
+ *	  prof_agg_forget_symbols() is called before the next profile.
+ * @base: NULL, or a window's start (prof_agg_cpu_base()).
+ * @p:	  receives samples, spaces; the caller fills in the period, times
+ *	  and comments.  Free with prof_agg_profile_free().
  *
  * Return: 0 or -errno.
  */
-int prof_agg_profile(struct prof_agg *a, struct prof_profile *p)
+int prof_agg_profile_since(struct prof_agg *a, const struct prof_cpu_base *base,
+			   struct prof_profile *p)
 {
+	uint64_t lost = cpu_lost(a) - (base ? base->lost : 0);
 	struct prof_sample *v;
-	struct agg_entry *e;
+	struct agg_entry *e, d;
 	size_t i = 0, n = 0;
 	int err;
 
@@ -598,7 +649,9 @@ int prof_agg_profile(struct prof_agg *a, struct prof_profile *p)
 		return -ENOMEM;
 	p->samples = v;
 	while ((e = keyed_table_next(&a->agg, &i))) {
-		err = fill_sample(a, e, &v[n]);
+		if (!since(e, base, &d))
+			continue;
+		err = fill_sample(a, &d, &v[n]);
 		if (err) {
 			p->nsamples = n;
 			prof_agg_profile_free(p);
@@ -606,15 +659,43 @@ int prof_agg_profile(struct prof_agg *a, struct prof_profile *p)
 		}
 		n++;
 	}
-	if (cpu_lost(a)) {
+	if (lost) {
 		/* An overflow record counts samples, not periods: one each. */
 		v[n].special = PROF_LOST_NAME;
-		v[n].samples = cpu_lost(a);
-		v[n].periods = cpu_lost(a);
+		v[n].samples = lost;
+		v[n].periods = lost;
 		n++;
 	}
 	p->nsamples = n;
 	return 0;
+}
+
+/**
+ * prof_agg_profile() - all the aggregated samples: prof_agg_profile_since()
+ * with no base.
+ */
+int prof_agg_profile(struct prof_agg *a, struct prof_profile *p)
+{
+	return prof_agg_profile_since(a, NULL, p);
+}
+
+/**
+ * prof_agg_symbol() - the name of the function at @pc in the address
+ * space @pid has now (symbolizers made as a profile makes them).
+ *
+ * Return: the name (valid until the symbolizers are forgotten), or NULL.
+ */
+const char *prof_agg_symbol(struct prof_agg *a, pid_t pid, uint64_t pc)
+{
+	struct index_entry *e;
+
+	if (ensure_spaces(a) || (!a->syms && make_symbolizers(a)))
+		return NULL;
+	e = keyed_table_find(&a->pid_space, (uint64_t)(uint32_t)pid, NULL,
+			     NULL);
+	if (!e || e->index >= a->nsyms)
+		return NULL;
+	return prof_symbolize(a->syms[e->index], (uintptr_t)pc, NULL);
 }
 
 /**

@@ -22,6 +22,7 @@
 #include <sys/types.h>
 
 #include "pprof/profile.h"
+#include "pprof/table.h"
 
 /* Names of the synthetic entries (struct prof_sample.special). */
 #define PROF_LOST_NAME "[profring: lost samples]"
@@ -54,6 +55,17 @@ void prof_agg_free(struct prof_agg *a);
 int prof_agg_take(struct prof_agg *a, const struct profbuf_read *r);
 void prof_agg_counts(const struct prof_agg *a, struct prof_agg_counts *c);
 int prof_agg_profile(struct prof_agg *a, struct prof_profile *p);
+/* A window's start (prof_agg_cpu_base()). */
+struct prof_cpu_base {
+	struct keyed_table entries; /* aggregate.c's entries, copied */
+	uint64_t lost;
+};
+
+int prof_agg_cpu_base(const struct prof_agg *a, struct prof_cpu_base *b);
+void prof_cpu_base_free(struct prof_cpu_base *b);
+int prof_agg_profile_since(struct prof_agg *a, const struct prof_cpu_base *base,
+			   struct prof_profile *p);
+const char *prof_agg_symbol(struct prof_agg *a, pid_t pid, uint64_t pc);
 void prof_agg_profile_free(struct prof_profile *p);
 void prof_agg_set_heap_refused(struct prof_agg *a, uint64_t n);
 struct prof_heap_base;

@@ -14,21 +14,21 @@
  * library), CONN_MEMORY bytes for a request's line and headers (a longer
  * one gets 414 or 431 from the library), CONN_TIMEOUT seconds of silence
  * close a connection, POST bodies at most BODY_MAX bytes (413), one CPU
- * profile at a time (prof.c's claim: 409) and one heap delta per kind.
+ * profile at a time (the ops' claim: 409) and one heap delta per kind.
  * Nothing here runs in a signal handler; the program's threads never
  * wait on it.
  *
- * The threads of the library are started with the heap profiler ignoring
- * this thread, so they (and the connection threads they start) ignore
- * their allocations too (pthread_hook.c): the server's memory is not the
- * program's.  They are sampled by a CPU profile like any thread: what a
- * request costs shows in the profile, as in Go.
+ * What is served comes from struct prof_http_ops (serve.h): an
+ * in-process session's (serve.c; prof.c starts the server with the heap
+ * profiler ignoring its thread, so the library's threads and the
+ * connection threads they start ignore their allocations too: the
+ * server's memory is not the program's; a CPU profile samples them like
+ * any thread, so what a request costs shows, as in Go), or the launcher's
+ * (record_http.c: the program runs in another process).
  */
 #include "prof/http.h"
-#include "prof/heap.h"
 #include "prof/http_addr.h"
 #include "prof/serve.h"
-#include "pprof/symbolize.h"
 
 #include <profring/prof.h>
 
@@ -134,9 +134,8 @@ static struct {
 	struct MHD_Daemon *d;
 	_Atomic bool quit;
 	_Atomic bool heap_delta_busy, allocs_delta_busy;
-	struct prof_symbolizer *sym; /* /symbol's, made on first use */
-	pthread_mutex_t sym_lock;
-} http = { .sym_lock = PTHREAD_MUTEX_INITIALIZER };
+	const struct prof_http_ops *ops;
+} http;
 
 /* One request's state: a POST body, bounded. */
 struct req {
@@ -206,11 +205,8 @@ static enum MHD_Result failed(struct MHD_Connection *conn, int err)
 			    "a profile of this kind is being taken already "
 			    "(one at a time, and none while the session "
 			    "writes a CPU profile of its own)\n");
-	case -ENOENT:
-		return text(
-			conn, MHD_HTTP_NOT_FOUND,
-			"heap profiling is off: set PROFRING_PROF_HEAP_RATE "
-			"(or PROFRING_PROF_HEAP) to enable it\n");
+	case -ENOENT: /* the callers' own texts */
+		return text(conn, MHD_HTTP_NOT_FOUND, "not profiled here\n");
 	case -ECANCELED:
 		return text(conn, MHD_HTTP_SERVICE_UNAVAILABLE,
 			    "the profiler is stopping\n");
@@ -292,8 +288,9 @@ static enum MHD_Result cpu_profile(struct MHD_Connection *conn)
 
 	if (s < 0 || debug_asked(conn))
 		return bad_params(conn, s);
-	err = prof_serve_cpu((unsigned int)s, PROFRING_PROF_DEFAULT_HZ,
-			     &http.quit, false, &b);
+	err = http.ops->cpu((unsigned int)s, &http.quit, &b);
+	if (err == -ENOENT)
+		return text(conn, MHD_HTTP_NOT_FOUND, http.ops->cpu_off);
 	return err ? failed(conn, err) : blob(conn, &b);
 }
 
@@ -313,22 +310,25 @@ static enum MHD_Result heap_profile(struct MHD_Connection *conn, bool allocs)
 	 */
 	if (s && atomic_exchange_explicit(busy, true, memory_order_acquire))
 		return failed(conn, -EBUSY);
-	err = prof_serve_heap(allocs, (unsigned int)s, &http.quit, &b);
+	err = http.ops->heap(allocs, (unsigned int)s, &http.quit, &b);
 	if (s) /* Release: pairs with the acquire exchange above. */
 		atomic_store_explicit(busy, false, memory_order_release);
+	if (err == -ENOENT)
+		return text(conn, MHD_HTTP_NOT_FOUND, http.ops->heap_off);
 	return err ? failed(conn, err) : blob(conn, &b);
 }
 
 /* Go's: the arguments joined by NUL bytes. */
 static enum MHD_Result cmdline(struct MHD_Connection *conn)
 {
-	char *buf = malloc(BODY_MAX);
+	char *buf = malloc(BODY_MAX), path[48];
 	ssize_t n = -1;
 	int fd;
 
 	if (!buf)
 		return failed(conn, -ENOMEM);
-	fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)http.ops->pid());
+	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd >= 0) {
 		n = read(fd, buf, BODY_MAX);
 		close(fd);
@@ -343,15 +343,6 @@ static enum MHD_Result cmdline(struct MHD_Connection *conn)
 		     (size_t)n, MHD_RESPMEM_MUST_FREE);
 }
 
-/* Append "0x%lx NAME\n" for @pc, if it is known. */
-static void symbol_line(struct prof_symbolizer *s, uint64_t pc, FILE *out)
-{
-	const char *name = prof_symbolize(s, (uintptr_t)pc, NULL);
-
-	if (name)
-		fprintf(out, "%#llx %s\n", (unsigned long long)pc, name);
-}
-
 /*
  * gperftools' remote symbolization: GET says there are symbols; POST
  * "0xA+0xB+..." gets "0xA name" lines for the addresses it knows.
@@ -360,31 +351,29 @@ static enum MHD_Result symbol(struct MHD_Connection *conn, struct req *r,
 			      bool post)
 {
 	char *out = NULL, *p, *end;
-	size_t len = 0;
+	uint64_t *pcs;
+	size_t len = 0, n = 0;
 	FILE *f;
-	int n = 0;
+	int err;
 
 	if (!post)
 		return text(conn, MHD_HTTP_OK, "num_symbols: 1\n");
 	if (r->too_big)
 		return text(conn, MHD_HTTP_CONTENT_TOO_LARGE,
 			    "at most 64 KiB of addresses\n");
-	f = open_memstream(&out, &len);
-	if (!f)
+	pcs = calloc(SYMBOLS_MAX, sizeof(*pcs));
+	if (!pcs)
 		return failed(conn, -ENOMEM);
-	pthread_mutex_lock(&http.sym_lock);
-	if (!http.sym)
-		http.sym = prof_symbolizer_new();
-	for (p = r->body; p && *p && http.sym && n < SYMBOLS_MAX; n++) {
-		unsigned long long pc = strtoull(p, &end, 16);
-
+	for (p = r->body; p && *p && n < SYMBOLS_MAX; n++) {
+		pcs[n] = strtoull(p, &end, 16);
 		if (end == p)
 			break;
-		symbol_line(http.sym, pc, f);
 		p = *end == '+' ? end + 1 : end;
 	}
-	pthread_mutex_unlock(&http.sym_lock);
-	if (fclose(f)) {
+	f = open_memstream(&out, &len);
+	err = f ? http.ops->symbols(pcs, n, f) : -ENOMEM;
+	free(pcs);
+	if ((f && fclose(f)) || err) {
 		free(out);
 		return failed(conn, -ENOMEM);
 	}
@@ -524,7 +513,7 @@ static void announce(const struct prof_http_addr *a, unsigned int port)
 		host, port);
 }
 
-int prof_http_start(const char *spec)
+int prof_http_start(const char *spec, const struct prof_http_ops *ops)
 {
 	struct prof_http_addr a;
 	char msg[256];
@@ -534,7 +523,7 @@ int prof_http_start(const char *spec)
 		return -EALREADY;
 	if (mhd_load())
 		return -ENOENT;
-	if (prof_http_addr_parse(spec, &a, msg, sizeof(msg))) {
+	if (prof_http_addr_parse(spec, "", &a, msg, sizeof(msg))) {
 		fprintf(stderr, "profring-prof: %s; not serving\n", msg);
 		return -EINVAL;
 	}
@@ -551,7 +540,7 @@ int prof_http_start(const char *spec)
 		return fd;
 	}
 	atomic_store_explicit(&http.quit, false, memory_order_relaxed);
-	prof_heap_ignore_begin(); /* its threads inherit it */
+	http.ops = ops;
 	http.d = mhd.start_daemon(
 		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION,
 		0, NULL, NULL, on_request, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
@@ -560,7 +549,6 @@ int prof_http_start(const char *spec)
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONN_MEMORY,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
 		MHD_OPTION_END);
-	prof_heap_ignore_end();
 	if (!http.d) {
 		close(fd);
 		fprintf(stderr,
@@ -579,8 +567,4 @@ void prof_http_stop(void)
 	atomic_store_explicit(&http.quit, true, memory_order_relaxed);
 	mhd.stop_daemon(http.d); /* closes the listening socket too */
 	http.d = NULL;
-	pthread_mutex_lock(&http.sym_lock);
-	prof_symbolizer_free(http.sym);
-	http.sym = NULL;
-	pthread_mutex_unlock(&http.sym_lock);
 }

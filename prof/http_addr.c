@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * prof/http_addr.c - parse PROFRING_PROF_HTTP (http_addr.h).  Apart from
- * the server so that the launcher, which checks the variable, does not
- * link it.
+ * prof/http_addr.c - parse PROFRING_PROF_HTTP or `record --http`
+ * (http_addr.h).  Apart from the server so that an address is checked
+ * before anything starts.
  */
 #include "prof/http_addr.h"
 
@@ -12,12 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int fail(char *err, size_t len, const char *s, const char *why)
+static int fail(char *err, size_t len, const char *name, const char *s,
+		const char *why)
 {
 	snprintf(err, len,
-		 "PROFRING_PROF_HTTP=%.64s: %s (want ADDR:PORT, [IPV6]:PORT "
+		 "%s%.64s: %s (want ADDR:PORT, [IPV6]:PORT "
 		 "or PORT)",
-		 s, why);
+		 name, s, why);
 	return -1;
 }
 
@@ -69,8 +70,8 @@ static int set_v6(struct prof_http_addr *a, const char *host, unsigned int port)
 	return 0;
 }
 
-int prof_http_addr_parse(const char *s, struct prof_http_addr *a, char *err,
-			 size_t errlen)
+int prof_http_addr_parse(const char *s, const char *name,
+			 struct prof_http_addr *a, char *err, size_t errlen)
 {
 	char host[48];
 	const char *colon, *port_s;
@@ -78,22 +79,22 @@ int prof_http_addr_parse(const char *s, struct prof_http_addr *a, char *err,
 	size_t hlen;
 
 	if (!s || !*s)
-		return fail(err, errlen, "", "empty");
+		return fail(err, errlen, name, "", "empty");
 	if (s[0] == '[') { /* [IPV6]:PORT */
 		const char *end = strchr(s, ']');
 
 		if (!end || end[1] != ':')
-			return fail(err, errlen, s, "bad [IPV6]:PORT");
+			return fail(err, errlen, name, s, "bad [IPV6]:PORT");
 		hlen = (size_t)(end - s - 1);
 		port_s = end + 2;
 		if (hlen >= sizeof(host))
-			return fail(err, errlen, s, "bad address");
+			return fail(err, errlen, name, s, "bad address");
 		memcpy(host, s + 1, hlen);
 		host[hlen] = 0;
 		if (parse_port(port_s, &port))
-			return fail(err, errlen, s, "bad port");
+			return fail(err, errlen, name, s, "bad port");
 		return set_v6(a, host, port)
-			       ? fail(err, errlen, s, "bad IPv6 address")
+			       ? fail(err, errlen, name, s, "bad IPv6 address")
 			       : 0;
 	}
 	colon = strrchr(s, ':');
@@ -104,16 +105,16 @@ int prof_http_addr_parse(const char *s, struct prof_http_addr *a, char *err,
 		hlen = (size_t)(colon - s);
 		port_s = colon + 1;
 		if (hlen >= sizeof(host) || memchr(s, ':', hlen))
-			return fail(err, errlen, s, "bad address");
+			return fail(err, errlen, name, s, "bad address");
 		memcpy(host, s, hlen);
 		host[hlen] = 0;
 		if (!hlen || !strcmp(host, "localhost"))
 			strcpy(host, "127.0.0.1");
 	}
 	if (parse_port(port_s, &port))
-		return fail(err, errlen, s, "bad port (0 to 65535)");
+		return fail(err, errlen, name, s, "bad port (0 to 65535)");
 	if (set_v4(a, host, port))
-		return fail(err, errlen, s,
+		return fail(err, errlen, name, s,
 			    "not a numeric IPv4 address or localhost");
 	return 0;
 }

@@ -27,10 +27,11 @@ struct prof_http_addr {
 /*
  * prof_http_addr_parse() - "ADDR:PORT", "[IPV6]:PORT", ":PORT" or "PORT"
  * (no address: 127.0.0.1); ADDR numeric or "localhost"; PORT 0 to 65535
- * (0: any free port).
+ * (0: any free port).  @name prefixes @s in the message
+ * ("PROFRING_PROF_HTTP=", "--http ").
  * Return: 0, or -1 with a one-line message in @err.
  */
-int prof_http_addr_parse(const char *s, struct prof_http_addr *a, char *err,
-			 size_t errlen);
+int prof_http_addr_parse(const char *s, const char *name,
+			 struct prof_http_addr *a, char *err, size_t errlen);
 
 #endif /* PROFRING_PROF_HTTP_ADDR_H */

@@ -290,6 +290,17 @@ static const struct {
 	{ 'r', OPT_HEAP_RATE, "--heap-rate" },
 };
 
+/* --http ADDR: the address, checked now (one line), not when serving. */
+static int http_check(const char *spec, char *err, size_t len)
+{
+	struct prof_http_addr a;
+	char msg[200];
+
+	if (!prof_http_addr_parse(spec, "--http ", &a, msg, sizeof(msg)))
+		return 0;
+	return fail(err, len, "record: %s", msg);
+}
+
 /**
  * prof_record_parse() - parse and check `record`'s arguments (argv[0] is
  * "record"): options.h.
@@ -310,6 +321,7 @@ int prof_record_parse(int argc, char **argv, struct prof_record_args *a,
 		{ "heap", required_argument, NULL, 'H' },
 		{ "heap-rate", required_argument, NULL, 'r' },
 		{ "trace", required_argument, NULL, 'T' },
+		{ "http", required_argument, NULL, 'W' },
 		{ "children", no_argument, NULL, 'c' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
@@ -347,6 +359,11 @@ int prof_record_parse(int argc, char **argv, struct prof_record_args *a,
 		case 'T':
 			trace = optarg;
 			break;
+		case 'W':
+			if (http_check(optarg, err, len))
+				return -1;
+			a->http = optarg;
+			break;
 		case 'c':
 			a->children = true;
 			break;
@@ -378,6 +395,10 @@ int prof_record_parse(int argc, char **argv, struct prof_record_args *a,
 		return -1;
 	if (!out && !heap)
 		out = PROFRING_PROF_DEFAULT_OUTPUT;
+	if (a->opts.heap_rate && !heap && !a->http)
+		return fail(err, len,
+			    "record: --heap-rate samples the heap for --heap "
+			    "FILE or --http ADDR: add one");
 	if (folded && !out) {
 		fail(err, len, "-f: folded stacks are a CPU profile's; add -o");
 		return -1;
@@ -536,7 +557,8 @@ int prof_opts_from_env(struct profring_prof_opts *o, char *err, size_t len)
 	if (o->http) {
 		struct prof_http_addr a;
 
-		if (prof_http_addr_parse(o->http, &a, err, len))
+		if (prof_http_addr_parse(o->http, PROFRING_PROF_ENV_HTTP "=",
+					 &a, err, len))
 			return -1;
 	}
 	return check_together(o, PROFRING_PROF_ENV_BUFFER_WORDS, err, len);

@@ -24,6 +24,8 @@
  * @heap:	--heap: the heap profile's path, the same, or NULL.
  * @trace:	--trace: the trace's path (prof/trace_out.h), the same, or
  *		NULL.
+ * @http:	--http: the address the launcher serves /debug/pprof/ at
+ *		(checked), or NULL; a pointer into argv.
  * @children:	--children: forked descendants are profiled too.
  * @quiet:	-q: no summary line (errors and warnings still).
  * @cmd_index:	argv index of the command.
@@ -34,6 +36,7 @@ struct prof_record_args {
 	char *folded;
 	char *heap;
 	char *trace;
+	const char *http;
 	bool children;
 	bool quiet;
 	int cmd_index;

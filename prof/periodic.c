@@ -139,7 +139,8 @@ static void *periodic_main(void *arg)
 				nanosleep(&t, NULL);
 		}
 		if (per.heap.pattern &&
-		    !prof_serve_heap(false, 0, &per.quit, &b))
+		    !prof_serve_heap(prof_session_heap, false, 0, &per.quit,
+				     &b))
 			put(&per.heap, &b, start, seq);
 		if (err == -EBUSY)
 			fprintf(stderr,

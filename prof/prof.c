@@ -257,7 +257,9 @@ RING_API int profring_prof_start(const struct profring_prof_opts *opts)
 	}
 	session.http_failed = false;
 	if (o->http) {
-		err = prof_http_start(o->http);
+		prof_heap_ignore_begin(); /* its threads inherit it */
+		err = prof_http_start(o->http, &prof_serve_session_ops);
+		prof_heap_ignore_end();
 		session.http_failed = err != 0;
 		if (err) {
 			if (session.heap_on)
@@ -453,8 +455,10 @@ RING_API int profring_prof_stop(void)
 	periodic = session.running && session.owner == getpid() &&
 		   session.periodic;
 	pthread_mutex_unlock(&session.lock);
-	if (http)
+	if (http) {
 		prof_http_stop();
+		prof_serve_session_stop();
+	}
 	if (periodic) /* its last window written */
 		prof_periodic_stop();
 	pthread_mutex_lock(&session.lock);
@@ -549,15 +553,22 @@ struct heap_call {
 	struct prof_heap_view v;
 };
 
+static uint64_t count(const _Atomic uint64_t *v)
+{
+	return atomic_load_explicit(v, memory_order_relaxed);
+}
+
 static int heap_call(struct prof_agg *a, void *arg)
 {
 	struct heap_call *c = arg;
 
 	c->v.agg = a;
 	/* Relaxed: counts for a report, read while writers run. */
-	prof_agg_set_heap_refused(
-		a, atomic_load_explicit(&session.counters.heap_refused,
-					memory_order_relaxed));
+	c->v.written = count(&session.counters.heap_allocs) +
+		       count(&session.counters.heap_frees);
+	c->v.refused = count(&session.counters.heap_refused);
+	c->v.untracked = count(&session.counters.heap_untracked);
+	prof_agg_set_heap_refused(a, c->v.refused);
 	return c->fn(&c->v, c->arg);
 }
 
@@ -579,7 +590,6 @@ int prof_session_heap(int (*fn)(const struct prof_heap_view *v, void *arg),
 		c.v.rate = session.heap_rate;
 		c.v.start_realtime_ns = session.start_realtime_ns;
 		c.v.start_mono_ns = session.start_mono_ns;
-		c.v.counters = &session.counters;
 		err = prof_collector_with_agg(session.collector, heap_call, &c);
 	}
 	pthread_mutex_unlock(&session.lock);

@@ -36,6 +36,7 @@
 #include "prof/record.h"
 #include "prof/heap_agg.h"
 #include "prof/aggregate.h"
+#include "prof/record_http.h"
 #include "prof/trace_out.h"
 #include "prof/shm.h"
 
@@ -74,6 +75,7 @@ static const int forwarded[] = { SIGTERM, SIGHUP,  SIGINT,
 struct reader {
 	struct profbuf *buf;
 	struct prof_agg *agg;
+	pthread_mutex_t lock; /* around each take into agg: --http looks */
 	struct prof_trace *trace; /* --trace, or NULL */
 	pthread_t thread;
 	_Atomic bool closed; /* the ring was closed: drain, then stop */
@@ -96,7 +98,9 @@ static void *reader_main(void *arg)
 			break;
 		if (!err && r.ndata) {
 			idle_since = 0;
+			pthread_mutex_lock(&rd->lock);
 			err = prof_agg_take(rd->agg, &r);
+			pthread_mutex_unlock(&rd->lock);
 			if (err && !rd->error)
 				rd->error = err;
 			if (rd->trace)
@@ -609,6 +613,37 @@ static int finish(const struct prof_record_args *a, struct reader *rd,
 	return pass_on(o->status);
 }
 
+/*
+ * --http: serve the program's profiles from @rd's aggregation while it
+ * runs (record_http.c), with every signal blocked in the server's
+ * threads.  A server that cannot start is said on stderr; the program
+ * runs on.
+ */
+static void serve(const struct prof_record_args *a, struct reader *rd,
+		  const struct prof_shm_map *m, pid_t pid,
+		  const struct outcome *o, int64_t t0,
+		  struct prof_record_view *v)
+{
+	sigset_t all, old;
+
+	*v = (struct prof_record_view){
+		.agg = rd->agg,
+		.lock = &rd->lock,
+		.shm = m->hdr,
+		.pid = pid,
+		.hz = a->opts.hz,
+		.cpu = a->output != NULL,
+		.heap_rate = m->hdr->heap_rate,
+		.start_realtime_ns = o->start_realtime_ns,
+		.start_mono_ns = t0,
+	};
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	if (prof_record_http_start(a->http, v))
+		v->agg = NULL; /* not serving */
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 /**
  * prof_record_run() - run @argv under the profiler, as `record` does.
  * @a:    the parsed and checked options.
@@ -630,7 +665,8 @@ int prof_record_run(const struct prof_record_args *args, char **argv)
 		.children = a->children,
 		.cpu = a->output != NULL,
 	};
-	struct reader rd = { 0 };
+	struct reader rd = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct prof_record_view view = { 0 };
 	struct child_env ce = { 0 };
 	struct prof_shm_map m;
 	struct outcome o = { 0 };
@@ -650,7 +686,7 @@ int prof_record_run(const struct prof_record_args *args, char **argv)
 	sp.hz = full.opts.hz;
 	sp.max_frames = full.opts.max_frames;
 	sp.buffer_words = full.opts.buffer_words;
-	if (a->heap)
+	if (a->heap || full.opts.heap_rate) /* the latter: --http's */
 		sp.heap_rate = full.opts.heap_rate
 				       ? full.opts.heap_rate
 				       : PROFRING_PROF_DEFAULT_HEAP_RATE;
@@ -689,8 +725,12 @@ int prof_record_run(const struct prof_record_args *args, char **argv)
 		goto unmask;
 	}
 	err = reader_start(&rd);
+	if (!err && a->http)
+		serve(a, &rd, &m, pid, &o, t0, &view);
 	o.status = wait_program(pid, &set, &o.ru);
 	o.duration_ns = (int64_t)ring_clock_mono_ns() - t0;
+	if (view.agg)
+		prof_record_http_stop();
 	if (err) {
 		fprintf(stderr, "profring-prof: cannot read samples: %s\n",
 			strerror(-err));

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * prof/serve.c - the profiles of the HTTP server's requests (serve.h),
- * made in memory while the program runs.
+ * prof/serve.c - what an in-process session's HTTP server serves
+ * (serve.h's prof_serve_session_ops), made in memory while the program
+ * runs.
  *
  * A CPU profile is a session of its own for the request's window: the
  * sampler claimed from prof.c (one holder at a time: the session's CPU
@@ -10,47 +11,33 @@
  * session's heap sampling, if any, goes on beside it in its own ring.
  *
  * A heap profile is made from the session's heap aggregation, lent by
- * prof_session_heap() while its collector waits: the symbolizers are made
- * anew (the program may have loaded code since the last one), the profile
- * built and encoded, all before the collector goes on.  A delta (?seconds)
- * remembers every site's allocations first and subtracts them at the end.
+ * prof_session_heap() while its collector waits (serve_agg.c).  /symbol
+ * reads this process's mappings (a symbolizer made at the first request,
+ * kept until the server stops).
  */
 #include "prof/serve.h"
 #include "prof/aggregate.h"
 #include "prof/collector.h"
-#include "prof/heap_agg.h"
 #include "prof/sampler.h"
 #include "prof/stream.h"
 #include "pprof/pprof.h"
+#include "pprof/symbolize.h"
 
 #include <profring/prof.h>
 
 #include "ring/clock.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define WINDOW_WORDS ((size_t)1 << 18) /* 2 MiB of ring per CPU request */
 #define COMMENT_LEN 256
-
-/* Sleep @seconds in steps, or until *@quit: -ECANCELED then. */
-static int wait_window(unsigned int seconds, const _Atomic bool *quit)
-{
-	static const struct timespec step = { 0, 50000000 };
-	uint64_t end = ring_clock_mono_ns() + (uint64_t)seconds * 1000000000u;
-
-	while (ring_clock_mono_ns() < end) {
-		/* Relaxed: a flag to poll; nothing is published with it. */
-		if (atomic_load_explicit(quit, memory_order_relaxed))
-			return -ECANCELED;
-		nanosleep(&step, NULL);
-	}
-	return 0;
-}
 
 static int encode_cpu(struct prof_collector *c, struct prof_counters *k,
 		      unsigned int hz, int64_t t0, int64_t m0,
@@ -105,7 +92,7 @@ static int cpu_window(struct profbuf *buf, struct prof_collector *c,
 	err = prof_sampler_start(&cfg);
 	if (err)
 		return err;
-	werr = wait_window(seconds, quit);
+	werr = prof_serve_wait(seconds, quit);
 	if (werr == -ECANCELED && partial)
 		werr = 0; /* the window so far is wanted */
 	if (prof_sampler_stop()) {
@@ -157,78 +144,67 @@ release:
 	return err;
 }
 
-/* ---- heap ------------------------------------------------------------------ */
+/* ---- the session's server ----------------------------------------------- */
 
-struct heap_req {
-	bool allocs;
-	bool delta;
-	struct prof_heap_base base;
-	int64_t t0, m0; /* the delta's start */
-	struct prof_blob *out;
-};
+static struct {
+	struct prof_symbolizer *sym; /* /symbol's, made on first use */
+	pthread_mutex_t lock;
+} symbols = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-static int take_base(const struct prof_heap_view *v, void *arg)
+static int session_cpu(unsigned int seconds, const _Atomic bool *quit,
+		       struct prof_blob *out)
 {
-	struct heap_req *r = arg;
-
-	return prof_agg_heap_base(v->agg, &r->base);
+	return prof_serve_cpu(seconds, PROFRING_PROF_DEFAULT_HZ, quit, false,
+			      out);
 }
 
-static uint64_t count(const _Atomic uint64_t *v)
+static int session_heap(bool allocs, unsigned int seconds,
+			const _Atomic bool *quit, struct prof_blob *out)
 {
-	/* Relaxed: a count for the comment, read while writers run. */
-	return atomic_load_explicit(v, memory_order_relaxed);
+	return prof_serve_heap(prof_session_heap, allocs, seconds, quit, out);
 }
 
-static int make_heap(const struct prof_heap_view *v, void *arg)
+static pid_t session_pid(void)
 {
-	struct heap_req *r = arg;
-	char comment[COMMENT_LEN];
-	const char *line = comment;
-	struct prof_heap_counts hc;
-	struct prof_profile p;
-	int err;
+	return getpid();
+}
 
-	prof_agg_forget_symbols(v->agg); /* code loaded since: read again */
-	err = prof_agg_heap_profile(v->agg, v->rate, r->delta ? &r->base : NULL,
-				    &p);
-	if (err)
-		return err;
-	prof_agg_heap_counts(v->agg, &hc);
-	prof_heap_comment(comment, sizeof(comment), v->rate, &hc,
-			  count(&v->counters->heap_allocs) +
-				  count(&v->counters->heap_frees),
-			  count(&v->counters->heap_refused),
-			  count(&v->counters->heap_untracked));
-	p.time_nanos = r->delta ? r->t0 : v->start_realtime_ns;
-	p.duration_nanos = (int64_t)ring_clock_mono_ns() -
-			   (r->delta ? r->m0 : v->start_mono_ns);
-	p.comments = &line;
-	p.ncomments = 1;
-	p.heap_alloc_default = r->allocs;
-	err = prof_pprof_encode(&p, NULL, &r->out->data, &r->out->len);
-	prof_agg_profile_free(&p);
+static int session_symbols(const uint64_t *pcs, size_t n, FILE *out)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&symbols.lock);
+	if (!symbols.sym)
+		symbols.sym = prof_symbolizer_new();
+	if (!symbols.sym)
+		err = -ENOMEM;
+	for (size_t i = 0; !err && i < n; i++) {
+		const char *name =
+			prof_symbolize(symbols.sym, (uintptr_t)pcs[i], NULL);
+
+		if (name)
+			fprintf(out, "%#llx %s\n", (unsigned long long)pcs[i],
+				name);
+	}
+	pthread_mutex_unlock(&symbols.lock);
 	return err;
 }
 
-int prof_serve_heap(bool allocs, unsigned int seconds, const _Atomic bool *quit,
-		    struct prof_blob *out)
+/* The server stopped: the next one reads the mappings again. */
+void prof_serve_session_stop(void)
 {
-	struct heap_req r = { .allocs = allocs,
-			      .delta = seconds > 0,
-			      .out = out };
-	int err;
-
-	if (r.delta) {
-		r.t0 = (int64_t)ring_clock_ns(CLOCK_REALTIME);
-		r.m0 = (int64_t)ring_clock_mono_ns();
-		err = prof_session_heap(take_base, &r);
-		if (!err)
-			err = wait_window(seconds, quit);
-		if (!err)
-			err = prof_session_heap(make_heap, &r);
-		prof_heap_base_free(&r.base);
-		return err;
-	}
-	return prof_session_heap(make_heap, &r);
+	pthread_mutex_lock(&symbols.lock);
+	prof_symbolizer_free(symbols.sym);
+	symbols.sym = NULL;
+	pthread_mutex_unlock(&symbols.lock);
 }
+
+const struct prof_http_ops prof_serve_session_ops = {
+	.cpu = session_cpu,
+	.heap = session_heap,
+	.pid = session_pid,
+	.symbols = session_symbols,
+	.cpu_off = "CPU profiling is off\n",
+	.heap_off = "heap profiling is off: set PROFRING_PROF_HEAP_RATE "
+		    "(or PROFRING_PROF_HEAP) to enable it\n",
+};

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * prof/serve.h - the profiles the HTTP server (http.c) answers with,
- * made in memory while the program runs (serve.c), and what they need of
- * the session (prof.c).
+ * prof/serve.h - the profiles the HTTP server (http.c) answers with, and
+ * who makes them: an in-process session (serve.c, with what it needs of
+ * prof.c) or the launcher of `profring-prof record --http` (record_http.c);
+ * both make heap profiles the same way (serve_agg.c).
  *
  * Internal header of the profiler: never installed.
  */
@@ -13,23 +14,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
 
 struct prof_agg;
-struct prof_counters;
-
-/* A running session's heap aggregation, as prof_session_heap() lends it. */
-struct prof_heap_view {
-	struct prof_agg *agg;
-	uint64_t rate;
-	int64_t start_realtime_ns, start_mono_ns;
-	const struct prof_counters *counters;
-};
-
-/* prof.c */
-int prof_session_claim_cpu(void);
-void prof_session_release_cpu(void);
-int prof_session_heap(int (*fn)(const struct prof_heap_view *v, void *arg),
-		      void *arg);
 
 /* A response body: malloc'd bytes. */
 struct prof_blob {
@@ -38,8 +26,66 @@ struct prof_blob {
 };
 
 /*
- * prof_serve_cpu() - sample the CPU for @seconds (or until *@quit) and
- * make the gzip'd pprof profile of that window.
+ * struct prof_http_ops - what a server serves.  Every call runs on a
+ * connection's thread, never in a signal handler; those with @quit return
+ * -ECANCELED early when it becomes true (the server is stopping).
+ * @cpu:	the CPU profile of the next @seconds: 0; -EBUSY (one at a
+ *		time); -ENOENT (no CPU sampling: @cpu_off says why); -errno.
+ * @heap:	the heap profile now (@seconds 0), or the allocations of the
+ *		next @seconds; default sample type alloc_space if @allocs,
+ *		else inuse_space: 0; -ENOENT (heap sampling off: @heap_off
+ *		says how to turn it on); -errno.
+ * @pid:	the profiled program's pid now (/cmdline's).
+ * @symbols:	write "0x%llx name\n" to @out for each of the @n addresses
+ *		the program's code has a name for (gperftools' /symbol).
+ * @cpu_off, @heap_off: the 404 texts.
+ */
+struct prof_http_ops {
+	int (*cpu)(unsigned int seconds, const _Atomic bool *quit,
+		   struct prof_blob *out);
+	int (*heap)(bool allocs, unsigned int seconds, const _Atomic bool *quit,
+		    struct prof_blob *out);
+	pid_t (*pid)(void);
+	int (*symbols)(const uint64_t *pcs, size_t n, FILE *out);
+	const char *cpu_off, *heap_off;
+};
+
+/* serve.c: an in-process session's. */
+extern const struct prof_http_ops prof_serve_session_ops;
+void prof_serve_session_stop(void);
+
+/*
+ * A heap aggregation as its owner lends it: while the lender's @fn runs,
+ * no record is taken into @agg.
+ * @written, @refused, @untracked: the writers' counts (stream.h's
+ *		heap_allocs + heap_frees, heap_refused, heap_untracked).
+ */
+struct prof_heap_view {
+	struct prof_agg *agg;
+	uint64_t rate;
+	int64_t start_realtime_ns, start_mono_ns;
+	uint64_t written, refused, untracked;
+};
+
+/* Call @fn with the view: what @fn returned, or -ENOENT (no heap). */
+typedef int (*prof_heap_lender)(int (*fn)(const struct prof_heap_view *v,
+					  void *arg),
+				void *arg);
+
+/* prof.c */
+int prof_session_claim_cpu(void);
+void prof_session_release_cpu(void);
+int prof_session_heap(int (*fn)(const struct prof_heap_view *v, void *arg),
+		      void *arg);
+
+/* serve_agg.c */
+int prof_serve_wait(unsigned int seconds, const _Atomic bool *quit);
+int prof_serve_heap(prof_heap_lender lend, bool allocs, unsigned int seconds,
+		    const _Atomic bool *quit, struct prof_blob *out);
+
+/*
+ * prof_serve_cpu() - sample the CPU in this process for @seconds (or
+ * until *@quit) and make the gzip'd pprof profile of that window.
  * @partial: when *@quit ends the window early, make the profile of what
  *	it had (else -ECANCELED).
  * Return: 0; -EBUSY (another request or the session's CPU profile holds
@@ -48,14 +94,5 @@ struct prof_blob {
 int prof_serve_cpu(unsigned int seconds, unsigned int hz,
 		   const _Atomic bool *quit, bool partial,
 		   struct prof_blob *out);
-
-/*
- * prof_serve_heap() - the heap profile now (@seconds 0), or the
- * allocations of the next @seconds; its default sample type alloc_space
- * if @allocs, else inuse_space.
- * Return: 0; -ENOENT (heap sampling is off); -ECANCELED; -errno.
- */
-int prof_serve_heap(bool allocs, unsigned int seconds, const _Atomic bool *quit,
-		    struct prof_blob *out);
 
 #endif /* PROFRING_PROF_SERVE_H */

@@ -5,7 +5,7 @@
  *
  *	profring-prof record [-F hz] [-o out.pb.gz] [-f out.folded]
  *		[--heap heap.pb.gz] [--heap-rate BYTES] [--trace out.trace]
- *		[--timer thread|process] [--unwind fp|libunwind]
+ *		[--http ADDR:PORT] [--timer thread|process] [--unwind fp|libunwind]
  *		[--frames N] [--buffer-words N] [--children] [-q]
  *		-- cmd [args...]
  *	profring-prof report [-n top] [--threads] [-s TYPE] [file.pb.gz]
@@ -14,6 +14,9 @@
  * --trace also writes what was collected as a profring trace (CPU samples
  * and, with --heap, the sampled allocations and frees: prof/trace_out.c),
  * for profring-trace.
+ * --http serves the program's /debug/pprof/ endpoints from the launcher
+ * while it runs (prof/record_http.c); --heap-rate alone with it samples
+ * the heap for the endpoints, no file written.
  * report -s picks the sample type by name (alloc_space, inuse_objects,
  * cpu, ...) or 0-based index; the default is the profile's own.
  *
@@ -44,7 +47,7 @@ static int usage(bool asked)
 	fprintf(asked ? stdout : stderr,
 		"usage: profring-prof record [-F hz] [-o out.pb.gz] [-f out.folded]\n"
 		"                            [--heap heap.pb.gz] [--heap-rate BYTES]\n"
-		"                            [--trace out.trace]\n"
+		"                            [--trace out.trace] [--http ADDR:PORT]\n"
 		"                            [--timer thread|process] [--unwind fp|libunwind]\n"
 		"                            [--frames N] [--buffer-words N] [--children] [-q]\n"
 		"                            -- cmd [args...]\n"
