@@ -59,6 +59,10 @@ TESTKIT_OBJS := $(call objs,$(call srcs,testing))
 PPROF_OBJS := $(call objs,$(call srcs,pprof))
 PPROF_A := $(BUILD)/libpprof.a
 PPROF_LIBS := -lz -ldl
+# pprof/dwarf.c reads source lines with elfutils' libdw, loaded with
+# dlopen() at run time: only its headers are needed here.
+HAVE_LIBDW := $(shell printf '\043include <elfutils/libdwfl.h>\n' | \
+	$(CC) -E -x c - >/dev/null 2>&1 && echo yes)
 # prof/: the profiler.  libunwind is used when its header is there.
 HAVE_LIBUNWIND := $(shell printf '\043include <libunwind.h>\n' | \
 	$(CC) -E -x c - >/dev/null 2>&1 && echo yes)
@@ -117,6 +121,7 @@ $(BUILD)/obj-fp/%.o: %.c
 $(BUILD)/obj/prof/malloc_hook.o: CFLAGS += $(FRAMEPTR)
 
 $(BUILD)/obj/prof/unwind.o: CPPFLAGS += $(if $(HAVE_LIBUNWIND),-DPROFRING_HAVE_LIBUNWIND)
+$(BUILD)/obj/pprof/dwarf.o: CPPFLAGS += $(if $(HAVE_LIBDW),-DPROFRING_HAVE_LIBDW)
 
 $(LIB_A): $(LIB_OBJS)
 	@mkdir -p $(dir $@)
@@ -261,6 +266,12 @@ $(BUILD)/bench/unwind_bench: bench/unwind_bench.c $(BUILD)/obj-fp/bench/harness.
 $(BUILD)/bench/malloc_storm: bench/work/malloc_storm.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g $(FRAMEPTR) -o $@ $< -lpthread
+
+# symbolize_bench: the symbolizer's (pprof/) speed with lines and inlines.
+$(BUILD)/bench/symbolize_bench: bench/symbolize_bench.c $(BUILD)/obj/bench/harness.o \
+		$(PPROF_A) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(call link,$(PPROF_LIBS) $(BENCH_LIBS))
 
 $(BUILD)/bench/%: bench/%.c $(BUILD)/obj/bench/harness.o $(LIB_A)
 	@mkdir -p $(dir $@)

@@ -7,6 +7,7 @@
 set -e
 PACKAGES="build-essential make gcc clang libclang-rt-14-dev pkg-config
 	liburcu-dev libck-dev zlib1g-dev libunwind-dev libmicrohttpd-dev
+	libdw-dev libc6-dbg binutils
 	gawk python3 gnuplot-nox golang-go google-perftools heaptrack"
 
 if [ "$(id -u)" -eq 0 ]; then

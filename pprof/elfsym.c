@@ -72,6 +72,11 @@ void pprof_elf_set_debug_dir(const char *dir)
 	debug_dir = dir ? dir : DEBUG_DIR;
 }
 
+const char *pprof_elf_debug_dir(void)
+{
+	return debug_dir;
+}
+
 /* [@off, @off + @len) lies inside the file. */
 static bool in_file(const struct pprof_elf *f, uint64_t off, uint64_t len)
 {

@@ -117,6 +117,8 @@ void pprof_elf_free(struct pprof_elf *f);
  * @dir:	as there.
  */
 void pprof_elf_set_debug_dir(const char *dir);
+/* The directory set (or the default). */
+const char *pprof_elf_debug_dir(void);
 
 /*
  * pprof_upper_bound() - index of the first of the @n elements of @size

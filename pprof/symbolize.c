@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * symbolize.c - which executable mapping holds an address, and the name
- * of the function there, from the ELF files mapped (elfsym.c reads them).
+ * of the function there, from the ELF files mapped (elfsym.c reads them);
+ * with prof_symbolize_frames(), also its source line and the functions
+ * inlined there, from the file's DWARF (dwarf.c), the outermost frame
+ * keeping the symbol table's name.
  *
  * Two kinds of symbolizer.  prof_symbolizer_new() keeps the executable
  * mappings (those of files and the [vdso]) of /proc/self/maps, in address
@@ -35,10 +38,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pprof/dwarf.h"
 #include "pprof/elfsym.h"
 #include "pprof/symbolize.h"
 
 #define DELETED_SUFFIX " (deleted)"
+#define MAX_FRAMES 32 /* at one address: inlining deeper is cut */
 
 /* What the symbolizer keeps beside each struct prof_mapping. */
 struct map_ext {
@@ -46,6 +51,8 @@ struct map_ext {
 	bool bias_done;
 	bool has_bias;
 	uint64_t bias;
+	bool dwarf_done;
+	struct pprof_dwarf *dwarf; /* NULL: none */
 };
 
 struct name_node {
@@ -133,6 +140,55 @@ const char *prof_symbolize(struct prof_symbolizer *s, uintptr_t addr,
 	if (name && i >= 0)
 		s->maps[i].has_functions = 1;
 	return name;
+}
+
+/* The DWARF frames at @addr in mapping @i (its bias known), or 0. */
+static size_t dwarf_frames(struct prof_symbolizer *s, size_t i, uintptr_t addr,
+			   struct prof_frame *out, size_t max)
+{
+	struct map_ext *e = &s->ext[i];
+
+	if (!e->has_bias || e->file->deleted || e->file->in_memory ||
+	    e->file->foreign_vdso)
+		return 0;
+	if (!e->dwarf_done) {
+		e->dwarf_done = true;
+		e->dwarf = pprof_dwarf_get(e->file->path, e->file->build_id,
+					   pprof_elf_debug_dir());
+	}
+	return e->dwarf ? pprof_dwarf_frames(e->dwarf, (uint64_t)addr - e->bias,
+					     out, max)
+			: 0;
+}
+
+size_t prof_symbolize_frames(struct prof_symbolizer *s, uintptr_t addr,
+			     struct prof_frame *out, size_t max,
+			     unsigned int *mapping_id)
+{
+	const char *name = prof_symbolize(s, addr, mapping_id);
+	long i = s ? find_map(s, addr) : -1;
+	struct prof_frame f[MAX_FRAMES];
+	size_t n = 0, k = 0;
+
+	if (i >= 0)
+		n = dwarf_frames(s, (size_t)i, addr, f, MAX_FRAMES);
+	for (size_t j = 0; j < n; j++) /* an unnamed inlined frame: dropped */
+		if (f[j].name || j == n - 1)
+			f[k++] = f[j];
+	n = k;
+	if (n && name)
+		f[n - 1].name = name; /* the symbol table's, as without DWARF */
+	if (n && f[n - 1].name) {
+		s->maps[i].has_lines = 1;
+	} else if (name) {
+		f[0] = (struct prof_frame){ .name = name };
+		n = 1;
+	} else {
+		return 0;
+	}
+	n = n < max ? n : max; /* the innermost ones */
+	memcpy(out, f, n * sizeof(*out));
+	return n;
 }
 
 size_t prof_symbolizer_mappings(struct prof_symbolizer *s,

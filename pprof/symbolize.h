@@ -2,7 +2,8 @@
 /*
  * pprof/symbolize.h - symbolization: which executable mapping holds an
  * address, and the name of the function there, from the ELF symbol tables
- * of the mapped files.  The mappings are this process's own
+ * of the mapped files; its source line and inlined functions from their
+ * DWARF.  The mappings are this process's own
  * (/proc/self/maps, dladdr() as the fallback), or those another process
  * reported (no fallback: see symbolize.c).
  *
@@ -29,6 +30,8 @@ struct prof_symbolizer;
  * @build_id:	GNU build-id in lowercase hex; "" if none or not known.
  * @id:		1-based, in address order (pprof's Mapping.id).
  * @has_functions: nonzero once a lookup in this mapping found symbols.
+ * @has_lines:	nonzero once a lookup found source lines (DWARF): pprof's
+ *		has_filenames, has_line_numbers and has_inline_frames.
  */
 struct prof_mapping {
 	uint64_t start, limit, offset;
@@ -36,6 +39,27 @@ struct prof_mapping {
 	const char *build_id;
 	unsigned int id;
 	int has_functions;
+	int has_lines;
+};
+
+/**
+ * struct prof_frame - one function at a code address.  An address in
+ * code the compiler inlined has several: the innermost inlined function
+ * first, then the function it was inlined into, and so on out to the
+ * function the symbol table names.
+ * @name:	the function's symbol (mangled) name, or NULL.
+ * @file:	the source file of the address (an outer frame: of the call
+ *		to the frame before it), or NULL.
+ * @line:	its line, 0 if unknown.
+ * @decl_file:	the file the function is defined in, or NULL.
+ * @start_line:	the line its definition starts at, 0 if unknown.
+ */
+struct prof_frame {
+	const char *name;
+	const char *file;
+	unsigned int line;
+	const char *decl_file;
+	unsigned int start_line;
 };
 
 /**
@@ -121,6 +145,25 @@ size_t prof_symbolizer_mappings(struct prof_symbolizer *s,
  */
 const char *prof_symbolize(struct prof_symbolizer *s, uintptr_t addr,
 			   unsigned int *mapping_id);
+
+/**
+ * prof_symbolize_frames() - the frames at an address: prof_symbolize()'s
+ * function, with source lines and the functions inlined there when the
+ * mapped file (or its separate debug file) has DWARF (pprof/dwarf.h).
+ * @s:		the symbolizer.
+ * @addr:	as prof_symbolize().
+ * @out:	room for @max frames, innermost first; strings valid until
+ *		prof_symbolizer_free().  The outermost frame's name is the
+ *		symbol table's (prof_symbolize()'s) where it has one.
+ * @max:	at least 1.
+ * @mapping_id:	as prof_symbolize().
+ *
+ * Return: the number of frames; 0 when nothing names the address (then
+ * as prof_symbolize() returning NULL).
+ */
+size_t prof_symbolize_frames(struct prof_symbolizer *s, uintptr_t addr,
+			     struct prof_frame *out, size_t max,
+			     unsigned int *mapping_id);
 
 /**
  * prof_symbolizer_set_debug_dir() - where separate debug files are looked

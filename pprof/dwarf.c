@@ -1,0 +1,520 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pprof/dwarf.c - source lines and inlined frames from DWARF (dwarf.h),
+ * read by elfutils' libdwfl and libdw.
+ *
+ * Why libdw, loaded with dlopen().  DWARF (line programs, abbreviations,
+ * inlined-subroutine trees, split and compressed debug files) is far too
+ * large to read by hand, and libdw is the well-kept reader that perf and
+ * systemd use.  It is not linked into libprofring-prof.so: that library
+ * is preloaded into every profiled program, and libdw would bring libelf,
+ * zlib, liblzma, libbz2 and libzstd into each at start-up; here they come
+ * only when a profile is symbolized (at the end, or at a served request),
+ * and a machine without libdw gets today's symbol-table names.
+ *
+ * Files.  Each (path, build-id, debug directory) gets one Dwfl holding one module, the
+ * file reported at base 0 (so the module's addresses are the file's own
+ * p_vaddr numbering) with libdwfl's standard search for its debug
+ * information: the file itself, .gnu_debuglink, then
+ * DEBUG_DIR/.build-id/xx/yyyy.debug (Debian's -dbg and -dbgsym packages).
+ * Files are kept for the life of the process (a profile served every
+ * minute must not read libpython's DWARF every minute), at most MAX_FILES
+ * of them; past that, further files get symbol-table names only (a bound
+ * on memory, not a loss of samples).
+ *
+ * Frames.  For an address, the compilation unit that covers it
+ * (dwfl_module_addrdie), then the function whose code holds it, from a
+ * table of the unit's functions by address made at its first lookup (a
+ * walk of the unit's DIEs for each address, as dwarf_getscopes() does,
+ * cost 4.7 times binutils' addr2line on libc), then the inlined instances
+ * inside that function that hold it, walking down its DIEs: every
+ * DW_TAG_inlined_subroutine is a frame, and the function the last one.
+ * The innermost frame's
+ * line is the line table's (dwfl_module_getsrc); each outer frame's is
+ * the call site its inner one records (DW_AT_call_file, DW_AT_call_line).
+ * A function's name is its DW_AT_linkage_name (mangled, as the symbol
+ * table has it) or else DW_AT_name, through DW_AT_abstract_origin and
+ * DW_AT_specification; its declaration's file and line are the
+ * function's file and start line.
+ *
+ * Cache.  Each file keeps the frames of every address asked, so a second
+ * profile of the same code costs a hash lookup per location.
+ *
+ * Locking.  One mutex around everything: libdw's objects are not meant
+ * for concurrent use, and symbolizing runs in normal threads only (the
+ * server's, the collector's, the launcher's), never in a signal handler.
+ */
+#include "pprof/dwarf.h"
+#include "pprof/symbolize.h"
+#include "pprof/table.h"
+
+#ifdef PROFRING_HAVE_LIBDW
+#include <dlfcn.h>
+#include <dwarf.h>
+#include <elfutils/libdwfl.h>
+#endif
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LIBDW "libdw.so.1"
+#define MAX_FILES 256
+#define MAX_DEPTH 32 /* frames at one address: inlining deeper is cut */
+
+#ifdef PROFRING_HAVE_LIBDW
+
+/* libdw's functions, resolved once (dw_load()) and called as dw.name(). */
+#define DW_FUNCS(X)                     \
+	X(dwfl_begin)                   \
+	X(dwfl_end)                     \
+	X(dwfl_report_begin)            \
+	X(dwfl_report_elf)              \
+	X(dwfl_report_end)              \
+	X(dwfl_standard_find_debuginfo) \
+	X(dwfl_offline_section_address) \
+	X(dwfl_module_getdwarf)         \
+	X(dwfl_module_addrdie)          \
+	X(dwfl_module_getsrc)           \
+	X(dwfl_lineinfo)                \
+	X(dwarf_child)                  \
+	X(dwarf_siblingof)              \
+	X(dwarf_haspc)                  \
+	X(dwarf_ranges)                 \
+	X(dwarf_dieoffset)              \
+	X(dwarf_tag)                    \
+	X(dwarf_attr)                   \
+	X(dwarf_attr_integrate)         \
+	X(dwarf_formstring)             \
+	X(dwarf_formudata)              \
+	X(dwarf_getsrcfiles)            \
+	X(dwarf_filesrc)                \
+	X(dwarf_decl_file)              \
+	X(dwarf_decl_line)
+#define DW_MEMBER(f) __typeof__(f) *f;
+#define DW_RESOLVE(f)                                     \
+	*(void **)&dw.f = dlsym(h, #f); /* POSIX's way */ \
+	if (!dw.f)                                        \
+		return false;
+
+static struct {
+	DW_FUNCS(DW_MEMBER)
+	bool tried, ok;
+} dw;
+
+/* Load libdw once; false if it (or one of its functions) is missing. */
+static bool dw_load(void)
+{
+	void *h;
+
+	if (dw.tried)
+		return dw.ok;
+	dw.tried = true;
+	h = dlopen(LIBDW, RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return false;
+	DW_FUNCS(DW_RESOLVE)
+	dw.ok = true;
+	return true;
+}
+
+/* One address's frames, in the file's cache. */
+struct addr_entry {
+	uint64_t key; /* vaddr + 1 (0 marks an empty slot) */
+	uint32_t first, n; /* in the file's frames */
+};
+
+/* A function's code range, in a unit's table (struct cu_funcs). */
+struct fn_range {
+	uint64_t lo, hi;
+	Dwarf_Die die;
+};
+
+/* A unit's functions, by address: made at its first lookup. */
+struct cu_funcs {
+	uint64_t key; /* the unit's DIE offset + 1 */
+	struct fn_range *r;
+	size_t n;
+};
+
+struct pprof_dwarf {
+	struct pprof_dwarf *next;
+	char *path, *build_id, *debug_dir;
+	Dwfl *dwfl; /* NULL: no DWARF here */
+	Dwfl_Module *mod;
+	char *debuginfo_path;
+	Dwfl_Callbacks cb;
+	struct keyed_table addrs; /* struct addr_entry */
+	struct keyed_table units; /* struct cu_funcs */
+	struct prof_frame *frames;
+	size_t nframes, capframes;
+};
+
+static struct {
+	pthread_mutex_t lock;
+	struct pprof_dwarf *files;
+	size_t nfiles;
+} cache = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* Open @d's Dwfl; false when the file has no DWARF we can read. */
+static bool open_dwfl(struct pprof_dwarf *d, const char *debug_dir)
+{
+	Dwarf_Addr bias;
+
+	if (asprintf(&d->debuginfo_path, ":.debug:%s", debug_dir) < 0) {
+		d->debuginfo_path = NULL;
+		return false;
+	}
+	d->cb.find_debuginfo = dw.dwfl_standard_find_debuginfo;
+	d->cb.section_address = dw.dwfl_offline_section_address;
+	d->cb.debuginfo_path = &d->debuginfo_path;
+	d->dwfl = dw.dwfl_begin(&d->cb);
+	if (!d->dwfl)
+		return false;
+	dw.dwfl_report_begin(d->dwfl);
+	d->mod = dw.dwfl_report_elf(d->dwfl, d->path, d->path, -1, 0, false);
+	dw.dwfl_report_end(d->dwfl, NULL, NULL);
+	if (d->mod && dw.dwfl_module_getdwarf(d->mod, &bias))
+		return true;
+	dw.dwfl_end(d->dwfl);
+	d->dwfl = NULL;
+	return false;
+}
+
+struct pprof_dwarf *pprof_dwarf_get(const char *path, const char *build_id,
+				    const char *debug_dir)
+{
+	struct pprof_dwarf *d;
+
+	if (!debug_dir)
+		debug_dir = "/usr/lib/debug";
+	pthread_mutex_lock(&cache.lock);
+	for (d = cache.files; d; d = d->next)
+		if (!strcmp(d->path, path) && !strcmp(d->build_id, build_id) &&
+		    !strcmp(d->debug_dir, debug_dir))
+			goto out;
+	if (cache.nfiles >= MAX_FILES || !dw_load())
+		goto out; /* d is NULL */
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		goto out;
+	d->path = strdup(path);
+	d->build_id = strdup(build_id);
+	d->debug_dir = strdup(debug_dir);
+	if (!d->path || !d->build_id || !d->debug_dir) {
+		free(d->path);
+		free(d->build_id);
+		free(d->debug_dir);
+		free(d);
+		d = NULL;
+		goto out;
+	}
+	keyed_table_init(&d->addrs, sizeof(struct addr_entry));
+	keyed_table_init(&d->units, sizeof(struct cu_funcs));
+	/* Kept without DWARF too: the file is not read again. */
+	open_dwfl(d, debug_dir);
+	d->next = cache.files;
+	cache.files = d;
+	cache.nfiles++;
+out:
+	pthread_mutex_unlock(&cache.lock);
+	return d && d->dwfl ? d : NULL;
+}
+
+/* A function's name: linkage (mangled) name, else its name. */
+static const char *func_name(Dwarf_Die *die)
+{
+	Dwarf_Attribute a;
+	const char *s;
+
+	if (dw.dwarf_attr_integrate(die, DW_AT_linkage_name, &a) &&
+	    (s = dw.dwarf_formstring(&a)))
+		return s;
+	if (dw.dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a) &&
+	    (s = dw.dwarf_formstring(&a)))
+		return s;
+	if (dw.dwarf_attr_integrate(die, DW_AT_name, &a) &&
+	    (s = dw.dwarf_formstring(&a)))
+		return s;
+	return NULL;
+}
+
+/* An inlined call's site, in the caller: its file and line. */
+static void call_site(Dwarf_Die *cu, Dwarf_Die *inl, const char **file,
+		      unsigned int *line)
+{
+	Dwarf_Attribute a;
+	Dwarf_Files *files;
+	Dwarf_Word v;
+	size_t n;
+
+	*file = NULL;
+	*line = 0;
+	if (dw.dwarf_attr(inl, DW_AT_call_line, &a) &&
+	    !dw.dwarf_formudata(&a, &v))
+		*line = (unsigned int)v;
+	if (dw.dwarf_attr(inl, DW_AT_call_file, &a) &&
+	    !dw.dwarf_formudata(&a, &v) &&
+	    !dw.dwarf_getsrcfiles(cu, &files, &n) && v < n)
+		*file = dw.dwarf_filesrc(files, v, NULL, NULL);
+}
+
+static void set_decl(Dwarf_Die *die, struct prof_frame *f)
+{
+	int line = 0;
+
+	f->decl_file = dw.dwarf_decl_file(die);
+	f->start_line = !dw.dwarf_decl_line(die, &line) && line > 0
+				? (unsigned)line
+				: 0;
+}
+
+/* Append @die's code ranges to @f (@cap its room); false without memory. */
+static bool add_ranges(struct cu_funcs *f, size_t *cap, Dwarf_Die *die)
+{
+	Dwarf_Addr base, lo, hi;
+	ptrdiff_t off = 0;
+
+	while ((off = dw.dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
+		struct fn_range *r;
+
+		if (lo >= hi)
+			continue;
+		r = array_grow(f->r, cap, f->n + 1, sizeof(*r));
+		if (!r)
+			return false;
+		f->r = r;
+		f->r[f->n++] = (struct fn_range){ lo, hi, *die };
+	}
+	return true;
+}
+
+/*
+ * The functions with code under @parent: its subprograms, and those in
+ * its namespaces and classes (C++ puts some definitions there).
+ */
+static bool collect(struct cu_funcs *f, size_t *cap, Dwarf_Die *parent,
+		    int depth)
+{
+	Dwarf_Die c;
+
+	if (dw.dwarf_child(parent, &c))
+		return true;
+	do {
+		switch (dw.dwarf_tag(&c)) {
+		case DW_TAG_subprogram:
+			if (!add_ranges(f, cap, &c))
+				return false;
+			break;
+		case DW_TAG_namespace:
+		case DW_TAG_class_type:
+		case DW_TAG_structure_type:
+		case DW_TAG_union_type:
+			if (depth < MAX_DEPTH &&
+			    !collect(f, cap, &c, depth + 1))
+				return false;
+			break;
+		}
+	} while (!dw.dwarf_siblingof(&c, &c));
+	return true;
+}
+
+static int range_cmp(const void *a, const void *b)
+{
+	const struct fn_range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/* @cu's function table, made at its first use; NULL without memory. */
+static struct cu_funcs *unit(struct pprof_dwarf *d, Dwarf_Die *cu)
+{
+	uint64_t key = dw.dwarf_dieoffset(cu) + 1;
+	struct cu_funcs *f = keyed_table_find(&d->units, key, NULL, NULL);
+	struct cu_funcs made = { .key = key };
+	size_t cap = 0;
+
+	if (f)
+		return f;
+	if (!collect(&made, &cap, cu, 0)) {
+		free(made.r);
+		return NULL;
+	}
+	qsort(made.r, made.n, sizeof(*made.r), range_cmp);
+	f = keyed_table_insert(&d->units, key, NULL, NULL);
+	if (!f) {
+		free(made.r);
+		return NULL;
+	}
+	*f = made;
+	return f;
+}
+
+/* The function of @f whose code holds @pc, or NULL. */
+static Dwarf_Die *function_at(struct cu_funcs *f, Dwarf_Addr pc)
+{
+	size_t lo = 0, hi = f->n;
+
+	while (lo < hi) { /* the first range starting after pc */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f->r[mid].lo <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i-- > 0 && lo - i <= 4;) /* nested: rare */
+		if (pc < f->r[i].hi)
+			return &f->r[i].die;
+	return NULL;
+}
+
+/* May an inlined instance holding an address be under @tag? */
+static bool is_scope(int tag)
+{
+	return tag == DW_TAG_inlined_subroutine ||
+	       tag == DW_TAG_lexical_block || tag == DW_TAG_try_block ||
+	       tag == DW_TAG_catch_block;
+}
+
+/*
+ * The inlined instances holding @pc under @fn, outermost first, into
+ * @chain (room for MAX_DEPTH): at each level the child scope that holds
+ * @pc is walked into (lexical and try/catch blocks too, not counted).
+ */
+static size_t inlined_at(Dwarf_Die *fn, Dwarf_Addr pc, Dwarf_Die *chain)
+{
+	Dwarf_Die cur = *fn, c;
+	size_t n = 0;
+
+	for (int depth = 0; depth < 4 * MAX_DEPTH && !dw.dwarf_child(&cur, &c);
+	     depth++) {
+		bool found = false;
+
+		do { /* continue: on to the next sibling */
+			int tag = dw.dwarf_tag(&c);
+
+			if (!is_scope(tag) || dw.dwarf_haspc(&c, pc) != 1)
+				continue;
+			if (tag == DW_TAG_inlined_subroutine && n < MAX_DEPTH)
+				chain[n++] = c;
+			found = true;
+			break;
+		} while (!dw.dwarf_siblingof(&c, &c));
+		if (!found)
+			break;
+		cur = c;
+	}
+	return n;
+}
+
+/*
+ * The frames at @vaddr, innermost first, into @out (room for MAX_DEPTH):
+ * the unit that covers it (dwfl_module_addrdie()), the function of the
+ * unit's table whose code holds it, then the inlined instances inside
+ * that function that hold it, found by walking down its DIEs.
+ */
+static size_t lookup(struct pprof_dwarf *d, uint64_t vaddr,
+		     struct prof_frame *out)
+{
+	Dwarf_Addr bias;
+	Dwarf_Die *cu = dw.dwfl_module_addrdie(d->mod, vaddr, &bias);
+	Dwarf_Die chain[MAX_DEPTH], *fn;
+	Dwfl_Line *l = dw.dwfl_module_getsrc(d->mod, vaddr);
+	struct cu_funcs *f;
+	const char *file = NULL;
+	unsigned int line = 0;
+	size_t n = 0, ni;
+	int lineno;
+
+	if (!cu || !(f = unit(d, cu)) || !(fn = function_at(f, vaddr - bias)))
+		return 0;
+	if (l) {
+		file = dw.dwfl_lineinfo(l, NULL, &lineno, NULL, NULL, NULL);
+		line = lineno > 0 ? (unsigned int)lineno : 0;
+	}
+	ni = inlined_at(fn, vaddr - bias, chain);
+	for (size_t i = ni; i-- > 0 && n < MAX_DEPTH - 1;) {
+		out[n] = (struct prof_frame){ .name = func_name(&chain[i]),
+					      .file = file,
+					      .line = line };
+		set_decl(&chain[i], &out[n]);
+		n++;
+		call_site(cu, &chain[i], &file, &line);
+	}
+	out[n] = (struct prof_frame){ .name = func_name(fn),
+				      .file = file,
+				      .line = line };
+	set_decl(fn, &out[n]);
+	return n + 1;
+}
+
+/* Remember @n frames of @vaddr; false without memory. */
+static bool remember(struct pprof_dwarf *d, uint64_t vaddr,
+		     const struct prof_frame *f, size_t n)
+{
+	struct addr_entry *e;
+
+	struct prof_frame *p = array_grow(d->frames, &d->capframes,
+					  d->nframes + n, sizeof(*p));
+
+	if (!p)
+		return false;
+	d->frames = p;
+	e = keyed_table_insert(&d->addrs, vaddr + 1, NULL, NULL);
+	if (!e)
+		return false;
+	e->first = (uint32_t)d->nframes;
+	e->n = (uint32_t)n;
+	memcpy(d->frames + d->nframes, f, n * sizeof(*f));
+	d->nframes += n;
+	return true;
+}
+
+size_t pprof_dwarf_frames(struct pprof_dwarf *d, uint64_t vaddr,
+			  struct prof_frame *out, size_t max)
+{
+	struct prof_frame found[MAX_DEPTH];
+	struct addr_entry *e;
+	size_t n;
+
+	pthread_mutex_lock(&cache.lock);
+	e = keyed_table_find(&d->addrs, vaddr + 1, NULL, NULL);
+	if (e) {
+		n = e->n < max ? e->n : max;
+		memcpy(out, d->frames + e->first, n * sizeof(*out));
+		goto out;
+	}
+	n = lookup(d, vaddr, found);
+	remember(d, vaddr, found, n); /* without memory: not cached */
+	if (n > max)
+		n = max;
+	memcpy(out, found, n * sizeof(*out));
+out:
+	pthread_mutex_unlock(&cache.lock);
+	return n;
+}
+
+#else /* !PROFRING_HAVE_LIBDW: symbol tables only */
+
+struct pprof_dwarf *pprof_dwarf_get(const char *path, const char *build_id,
+				    const char *debug_dir)
+{
+	(void)path;
+	(void)build_id;
+	(void)debug_dir;
+	return NULL;
+}
+
+size_t pprof_dwarf_frames(struct pprof_dwarf *d, uint64_t vaddr,
+			  struct prof_frame *out, size_t max)
+{
+	(void)d;
+	(void)vaddr;
+	(void)out;
+	(void)max;
+	return 0;
+}
+
+#endif

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pprof/dwarf.h - source lines and inlined frames of an ELF file's code,
+ * from its DWARF (dwarf.c, through elfutils' libdw, loaded when first
+ * needed), for the symbolizer (symbolize.c).
+ *
+ * Not async-signal-safe; thread-safe (one lock around the file cache).
+ *
+ * Internal to pprof/: never installed.
+ */
+#ifndef PROFRING_PPROF_DWARF_H
+#define PROFRING_PPROF_DWARF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct prof_frame;
+struct pprof_dwarf;
+
+/**
+ * pprof_dwarf_get() - the DWARF of the file at @path, with the build-id
+ * @build_id (lowercase hex, "" if none), its own or a separate debug
+ * file's (found by build-id under @debug_dir/.build-id/, NULL meaning
+ * /usr/lib/debug, or by .gnu_debuglink), opened once per (path, build-id,
+ * @debug_dir) for the life of the process.
+ *
+ * Return: the file's DWARF, or NULL (no DWARF, no libdw, no memory).
+ */
+struct pprof_dwarf *pprof_dwarf_get(const char *path, const char *build_id,
+				    const char *debug_dir);
+
+/**
+ * pprof_dwarf_frames() - the frames at a code address, innermost first:
+ * each inlined function, then the function they were inlined into.
+ * @d:		the file's DWARF.
+ * @vaddr:	the address as the file's program headers number it (the
+ *		run-time address less the load bias).
+ * @out:	room for @max frames; names and files stay valid for the
+ *		life of the process.  A frame's @name is its linkage (mangled)
+ *		name where there is one.
+ *
+ * Return: how many frames were written (0: no DWARF covers @vaddr).
+ */
+size_t pprof_dwarf_frames(struct pprof_dwarf *d, uint64_t vaddr,
+			  struct prof_frame *out, size_t max);
+
+#endif /* PROFRING_PPROF_DWARF_H */

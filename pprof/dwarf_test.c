@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: MIT
+/*
+ * dwarf_test.c - source lines and inlined frames (pprof/dwarf.c through
+ * prof_symbolize_frames()).
+ *
+ * This program's own code is the subject: outer_fn() calls inner_fn(),
+ * which is always inlined and calls probe(), which keeps its return
+ * address: an address inside inner_fn's inlined body.  Symbolized, it
+ * must give two frames, inner_fn at the line of its call to probe() and
+ * outer_fn at the line of its call to inner_fn(), in this file, with the
+ * lines the functions start at; the mapping says it has lines.  Then a
+ * copy of this executable stripped of its DWARF gives one frame and no
+ * lines, until its separate debug file (objcopy --only-keep-debug) is put
+ * where the build-id says: then the same frames.  Addresses in no
+ * function's DWARF (libc's, without libc6-dbg) give the symbol table's
+ * name alone.
+ */
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "testing/ktest.h"
+#include "testing/tmpfiles.h"
+#include "pprof/symbolize.h"
+
+static volatile unsigned long sink;
+static uintptr_t probed;
+
+/* clang-format off */
+__attribute__((noinline, noclone)) static void probe(void)
+{
+	probed = (uintptr_t)__builtin_return_address(0);
+	sink++;
+}
+
+static const unsigned int inner_start = __LINE__ + 1;
+static inline __attribute__((always_inline)) void inner_fn(unsigned long n)
+{
+	sink += n;
+	probe(); static const unsigned int inner_call = __LINE__;
+	(void)inner_call;
+	sink ^= n;
+}
+static const unsigned int inner_call_line = __LINE__ - 4;
+
+static const unsigned int outer_start = __LINE__ + 1;
+__attribute__((noinline, noclone)) static void outer_fn(unsigned long n)
+{
+	sink += 3;
+	inner_fn(n);
+	sink += 5;
+}
+static const unsigned int outer_call_line = __LINE__ - 3;
+/* clang-format on */
+
+static const char *base_of(const char *path)
+{
+	const char *s = path ? strrchr(path, '/') : NULL;
+
+	return s ? s + 1 : path;
+}
+
+/* The frames at the probed address (a return address: less one). */
+static size_t frames_at(struct prof_symbolizer *s, struct prof_frame *f,
+			unsigned int *mapid)
+{
+	return prof_symbolize_frames(s, probed - 1, f, 8, mapid);
+}
+
+static void check_two_frames(const struct prof_frame *f, size_t n)
+{
+	KT_CHECK_EQ(n, 2);
+	if (n != 2)
+		return;
+	KT_CHECK(f[0].name && !strcmp(f[0].name, "inner_fn"));
+	KT_CHECK(f[1].name && !strcmp(f[1].name, "outer_fn"));
+	KT_CHECK(f[0].file && !strcmp(base_of(f[0].file), "dwarf_test.c"));
+	KT_CHECK(f[1].file && !strcmp(base_of(f[1].file), "dwarf_test.c"));
+	KT_CHECK_EQ(f[0].line, inner_call_line);
+	KT_CHECK_EQ(f[1].line, outer_call_line);
+	KT_CHECK_EQ(f[0].start_line, inner_start);
+	KT_CHECK_EQ(f[1].start_line, outer_start);
+	KT_CHECK(f[0].decl_file &&
+		 !strcmp(base_of(f[0].decl_file), "dwarf_test.c"));
+}
+
+static const struct prof_mapping *mapping(struct prof_symbolizer *s,
+					  unsigned int id)
+{
+	const struct prof_mapping *m;
+	size_t n = prof_symbolizer_mappings(s, &m);
+
+	return id && id <= n ? &m[id - 1] : NULL;
+}
+
+static void inline_frames(void)
+{
+	struct prof_symbolizer *s = prof_symbolizer_new();
+	struct prof_frame f[8];
+	unsigned int mapid = 0;
+	size_t n;
+
+	KT_REQUIRE(s);
+	outer_fn(1);
+	KT_REQUIRE(probed);
+	n = frames_at(s, f, &mapid);
+	for (size_t i = 0; i < n; i++)
+		printf("  frame %zu: %s %s:%u (starts at %u)\n", i, f[i].name,
+		       f[i].file, f[i].line, f[i].start_line);
+	check_two_frames(f, n);
+	KT_CHECK(mapping(s, mapid) && mapping(s, mapid)->has_lines);
+	/* Asked again (the cache): the same. */
+	KT_CHECK_EQ(frames_at(s, f, NULL), n);
+	check_two_frames(f, n);
+	/* max 1: the innermost alone. */
+	KT_CHECK_EQ(prof_symbolize_frames(s, probed - 1, f, 1, NULL), 1);
+	KT_CHECK(f[0].name && !strcmp(f[0].name, "inner_fn"));
+	prof_symbolizer_free(s);
+}
+
+/* Run a shell command; nonzero, said loudly, if it failed. */
+__attribute__((format(printf, 1, 2))) static int run_cmd(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+	int n, rc;
+
+	va_start(ap, fmt);
+	n = vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(cmd))
+		return -1;
+	rc = system(cmd);
+	if (rc)
+		fprintf(stderr, "  `%s` failed (status %d)\n", cmd, rc);
+	return rc;
+}
+
+/* This executable's mapping of the probed address, from /proc/self/maps. */
+static int own_mapping(struct prof_map_spec *m)
+{
+	char line[4096], path[4096];
+	FILE *f = fopen("/proc/self/maps", "r");
+	int found = -1;
+
+	if (!f)
+		return -1;
+	while (found && fgets(line, sizeof(line), f)) {
+		unsigned long long a, b, off;
+		char perms[8];
+
+		if (sscanf(line, "%llx-%llx %7s %llx %*s %*s %4095s", &a, &b,
+			   perms, &off, path) == 5 &&
+		    a <= probed && probed < b && perms[2] == 'x') {
+			m->start = a;
+			m->limit = b;
+			m->offset = off;
+			found = 0;
+		}
+	}
+	fclose(f);
+	return found;
+}
+
+static void separate_debug_file(void)
+{
+	char exe[512] = { 0 };
+	char strip[512], debug_dir[512], dbg[1024];
+	struct prof_map_spec m = { 0 };
+	const struct prof_mapping *pm;
+	struct prof_symbolizer *s;
+	struct prof_frame f[8];
+	unsigned int mapid;
+	char id[130];
+	size_t n;
+
+	/* Not /proc/self/exe: in the commands, that is the shell. */
+	KT_REQUIRE(readlink("/proc/self/exe", exe, sizeof(exe) - 1) > 0);
+	snprintf(strip, sizeof(strip), "%s", tmp_path("stripped"));
+	snprintf(debug_dir, sizeof(debug_dir), "%s", tmp_path("debug"));
+	KT_REQUIRE(!own_mapping(&m));
+	KT_REQUIRE(!run_cmd("objcopy --strip-debug '%s' '%s'", exe, strip));
+	m.path = strip;
+
+	/* Stripped, no debug file: the symbol table's name. */
+	prof_symbolizer_set_debug_dir(tmp_path("none"));
+	s = prof_symbolizer_new_maps(&m, 1);
+	KT_REQUIRE(s);
+	n = frames_at(s, f, &mapid);
+	KT_CHECK_EQ(n, 1);
+	KT_CHECK(n && f[0].name && !strcmp(f[0].name, "outer_fn"));
+	KT_CHECK(n && !f[0].file && !f[0].line);
+	pm = mapping(s, mapid);
+	KT_REQUIRE(pm && strlen(pm->build_id) > 2);
+	KT_CHECK(!pm->has_lines);
+	snprintf(id, sizeof(id), "%s", pm->build_id);
+	prof_symbolizer_free(s);
+
+	/* The debug file where the build-id says: the frames again. */
+	snprintf(dbg, sizeof(dbg), "%s/.build-id/%.2s/%s.debug", debug_dir, id,
+		 id + 2);
+	KT_REQUIRE(!run_cmd("mkdir -p \"$(dirname '%s')\" && objcopy "
+			    "--only-keep-debug '%s' '%s'",
+			    dbg, exe, dbg));
+	prof_symbolizer_set_debug_dir(debug_dir);
+	s = prof_symbolizer_new_maps(&m, 1);
+	KT_REQUIRE(s);
+	n = frames_at(s, f, &mapid);
+	check_two_frames(f, n);
+	pm = mapping(s, mapid);
+	KT_CHECK(pm && pm->has_lines);
+	prof_symbolizer_free(s);
+	prof_symbolizer_set_debug_dir(NULL);
+	unlink(strip);
+	run_cmd("rm -rf '%s'", tmp_path("debug"));
+}
+
+int main(void)
+{
+	if (tmpfiles_init("dwarf_test"))
+		return 1;
+	KT_RUN(inline_frames);
+	KT_RUN(separate_debug_file);
+	tmpfiles_done();
+	return ktest_exit();
+}
