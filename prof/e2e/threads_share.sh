@@ -9,11 +9,13 @@
 # Prints one line:
 #
 #	hz H us U threads N truth T profile P total_ms A cpu_ms C ratio R
+#	of_cpu W
 #
 # T: thread_work()'s share of the process's CPU by the workload's clocks
 # (percent); P: the share of the profile's cpu/nanoseconds whose stack
 # holds thread_work; A: the profile's total cpu/nanoseconds; C: the
-# process's CPU time by CLOCK_PROCESS_CPUTIME_ID; R = A / C.  The profile
+# process's CPU time by CLOCK_PROCESS_CPUTIME_ID; R = A / C; W: the
+# profile's thread_work CPU as a percentage of C.  The profile
 # is read by `go tool pprof -raw` (the real client).  Exits nonzero, with
 # one line on stderr, if the recording or the reading failed.  Shared by
 # threads_test.sh and bench/threads_accuracy.sh.
@@ -71,7 +73,7 @@ awk -v hz="$HZ" -v us="$US" -v n="$N" -v truth_line="$(tail -1 "$f.out")" '
 			print "threads_share: no samples or no truth line" > "/dev/stderr"
 			exit 1
 		}
-		printf "hz %d us %d threads %d truth %.1f profile %.1f total_ms %.1f cpu_ms %.1f ratio %.3f\n",
+		printf "hz %d us %d threads %d truth %.1f profile %.1f total_ms %.1f cpu_ms %.1f ratio %.3f of_cpu %.1f\n",
 			hz, us, n, t[8], 100 * work / total, total / 1e6,
-			cpu / 1e6, total / cpu
+			cpu / 1e6, total / cpu, 100 * work / cpu
 	}' "$f.raw"
