@@ -3,6 +3,7 @@
  * prof/pthread_hook.c - the interposed pthread_create(): every thread
  * started through it runs prof_sampler_thread_enter() (sampler.c: stack
  * bounds, our signal unblocked, its timer armed) before its own function;
+ * it first notes its function for its exit sample (thread_cpu.c);
  * a thread started by one whose allocations the heap profiler ignores
  * (the HTTP server's, and the threads that library starts) is ignored
  * too.
@@ -16,6 +17,7 @@
  */
 #include "prof/heap.h"
 #include "prof/sampler.h"
+#include "prof/thread_cpu.h"
 
 #include "ring/compiler.h"
 
@@ -40,6 +42,9 @@ static void *thread_trampoline(void *p)
 	/* The profiler's threads' threads (the HTTP server's) are its own. */
 	if (st.heap_ignored)
 		prof_heap_ignore_thread();
+	/* The stack its exit sample will have (thread_cpu.c). */
+	prof_thread_cpu_started((uintptr_t)st.fn,
+				(uintptr_t)__builtin_return_address(0));
 	prof_sampler_thread_enter();
 	return st.fn(st.arg);
 }

@@ -61,9 +61,17 @@
  * signal, to whichever thread runs; POSIX timers, unlike ITIMER_PROF, do
  * not survive exec.
  *
- * Weights.  A CPU-time timer fires at the kernel's tick at most; each
- * signal carries the expiries it stands for (1 + overrun), so the
- * profile's CPU time is right above the tick rate.
+ * Weights.  A CPU-time timer fires at the kernel's tick at most.  A
+ * per-thread timer's sample weighs the thread's CPU since its last
+ * sample in whole periods, the remainder carried to the next, and a
+ * thread started through our pthread_create leaves, as it exits, a
+ * sample for the CPU it used since its last one (or since it started):
+ * thread_cpu.c's protocol, which keeps the CPU of threads shorter than a
+ * period or a tick in the profile.  The exit sample is written by the
+ * key destructor (below) under the registry's lock, only while the
+ * session arms threads, into the same ring by the same lock-free write as
+ * the handler's, and counted as written or refused like a signal's.  A
+ * process-timer signal carries the expiries it stands for (1 + overrun).
  *
  * Thread count.  `threads` counts each thread once: when a start or a
  * rescan arms a tid that had no timer, or when a thread starting through
@@ -79,6 +87,7 @@
 #include "prof/sampler.h"
 #include "prof/heap.h"
 #include "prof/hooks.h"
+#include "prof/thread_cpu.h"
 #include "prof/unwind.h"
 
 #include "ring/clock.h"
@@ -109,6 +118,7 @@ struct timer_entry {
 	pid_t tid;
 	bool seen; /* in the latest /proc/self/task listing */
 	timer_t timer;
+	uint64_t base_ns; /* the thread's CPU clock when armed */
 };
 
 static struct {
@@ -149,6 +159,7 @@ static struct {
 	size_t nexited;
 	size_t capexited;
 	bool counting; /* a session runs: count threads */
+	int64_t exit_carry_ns; /* exiting threads' CPU (thread_cpu.c) */
 	bool proc_timer_armed;
 	timer_t proc_timer;
 	int installed_signo; /* the signal our handler is installed for */
@@ -230,10 +241,21 @@ static bool signal_is_ours(const siginfo_t *si)
 	       si->si_value.sival_int == sampler.generation;
 }
 
-/* The periods a timer signal stands for: 1 + the expiries it missed. */
+/*
+ * The periods a timer signal stands for (see Weights): a per-thread
+ * timer's, the thread's CPU since its last sample; the process timer's,
+ * 1 + the expiries it missed.
+ */
 static uint64_t weigh(const siginfo_t *si)
 {
-	return 1 + (si->si_overrun > 0 ? (uint64_t)si->si_overrun : 0);
+	uint64_t expiries =
+		1 + (si->si_overrun > 0 ? (uint64_t)si->si_overrun : 0);
+
+	/* Relaxed: published by the seq_cst store of active (start). */
+	if (!atomic_load_explicit(&sampler.thread_timers, memory_order_relaxed))
+		return expiries;
+	return prof_thread_cpu_weigh(sampler.generation, sampler.period_ns,
+				     expiries);
 }
 
 static void sample(const siginfo_t *si, void *ucontext)
@@ -342,6 +364,16 @@ static struct timespec period_timespec(uint64_t ns)
 	return ts;
 }
 
+/* Thread @tid's CPU time now, or 0 if it cannot be read (it exited). */
+static uint64_t thread_cpu_ns(pid_t tid)
+{
+	struct timespec ts;
+
+	if (clock_gettime(thread_cpu_clock(tid), &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static int timer_arm(pid_t tid, timer_t *out)
 {
 	struct sigevent sev;
@@ -400,6 +432,8 @@ static int timer_add(pid_t tid)
 		sampler.captimers = cap;
 	}
 	v = &sampler.timers[sampler.ntimers];
+	/* Before the timer: its periods are counted from no earlier. */
+	v->base_ns = thread_cpu_ns(tid);
 	err = timer_arm(tid, &v->timer);
 	if (err)
 		return err;
@@ -539,14 +573,74 @@ static void note_exited_name(pid_t tid)
 	sampler.nexited++;
 }
 
-/* A thread exits: its timer goes (the key's destructor), its name stays. */
+/*
+ * A thread's CPU at its start or exit (thread_cpu.c): into the session's
+ * exit carry, and one sample of the calling thread, its stack [@leaf, the
+ * thread's caller] (@leaf 0: its start routine), for the whole periods
+ * that come out of it.  Under the lock, while the session arms threads
+ * (so it runs and its ring is open), with our signal blocked on this
+ * thread.
+ */
+static void carry_sample(pid_t tid, int64_t ns, uintptr_t leaf)
+{
+	uint64_t hdr[PROF_HDR_WORDS], periods;
+	uintptr_t pcs[2];
+	size_t n;
+	int rc;
+
+	periods = prof_thread_cpu_carry(&sampler.exit_carry_ns, ns,
+					sampler.period_ns);
+	if (!periods)
+		return;
+	n = prof_thread_cpu_stack(leaf, pcs);
+	hdr[PROF_HDR_KIND_PERIODS] =
+		prof_hdr_kind_word(PROF_REC_SAMPLE, periods);
+	hdr[PROF_HDR_TID] = (uint64_t)tid;
+	hdr[PROF_HDR_PID] = (uint64_t)sampler.pid;
+	rc = profbuf_write(sampler.buf, NULL, (int64_t)ring_clock_ticks(), hdr,
+			   PROF_HDR_WORDS, pcs, n);
+	count(rc ? &sampler.counters->refused : &sampler.counters->written);
+}
+
+/* Block (@how SIG_BLOCK) or unblock our signal in the calling thread. */
+static void mask_our_signal(int how)
+{
+	/* Relaxed: installed before any thread was armed (start, lock). */
+	int sig = atomic_load_explicit(&sampler.signo, memory_order_relaxed);
+	sigset_t set;
+
+	if (!sig)
+		return;
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	pthread_sigmask(how, &set, NULL);
+}
+
+/*
+ * A thread exits (the key's destructor): its CPU since its last sample
+ * goes into the profile, its timer goes, its name stays.  Our signal
+ * stays blocked from here: no sample can interrupt its exit accounting,
+ * and none is due after it.
+ */
 static void thread_exit(void *unused)
 {
+	struct timer_entry *e;
+	uint64_t now = 0;
+
 	(void)unused;
+	mask_our_signal(SIG_BLOCK);
+	prof_thread_cpu_now(&now);
 	prof_heap_ignore_begin();
 	pthread_mutex_lock(&sampler.lock);
-	if (sampler.arming)
+	/* A thread never armed (no entry): its CPU is not the session's. */
+	if (sampler.arming && (e = timer_find(current_tid()))) {
 		note_exited_name(current_tid());
+		if (now)
+			carry_sample(current_tid(),
+				     prof_thread_cpu_exit(sampler.generation,
+							  e->base_ns, now),
+				     0);
+	}
 	timer_remove(current_tid());
 	pthread_mutex_unlock(&sampler.lock);
 	prof_heap_ignore_end();
@@ -571,34 +665,24 @@ void prof_sampler_exited_names(prof_name_fn fn, void *arg)
 	pthread_mutex_unlock(&sampler.lock);
 }
 
-/*
- * A new thread that inherited a mask blocking every signal (liblzma's and
- * many pools' workers are started so, to keep the program's signals
- * away) would never take a sample: our signal, which the program does not
- * know of, is unblocked in it.  Its mask is otherwise left as it was.
- */
-static void unblock_our_signal(void)
-{
-	/* Relaxed: installed before any thread was armed (start, lock). */
-	int sig = atomic_load_explicit(&sampler.signo, memory_order_relaxed);
-	sigset_t set;
-
-	if (!sig)
-		return;
-	sigemptyset(&set);
-	sigaddset(&set, sig);
-	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
-}
-
 /**
  * prof_sampler_thread_enter() - a thread starts (pthread_hook.c calls it
- * first thing in the new thread): note its stack, unblock our signal,
- * arm it if a session runs.
+ * first thing in the new thread): note its stack, arm it if a session
+ * runs (its CPU account opens at 0, thread_cpu.c), unblock our signal.
+ *
+ * Our signal is blocked until the end (a rescan may have armed the thread
+ * already: no sample interrupts the account's opening), then unblocked: a
+ * new thread that inherited a mask blocking every signal (liblzma's and
+ * many pools' workers are started so, to keep the program's signals
+ * away) would otherwise never take a sample; our signal, which the
+ * program does not know of, is unblocked in it.  Its mask is otherwise
+ * left as it was.
  */
 void prof_sampler_thread_enter(void)
 {
 	pid_t tid;
 
+	mask_our_signal(SIG_BLOCK);
 	/* The profiler's allocations (the registry, the attributes), not
 	 * the program's: the heap profiler ignores them. */
 	prof_heap_ignore_begin();
@@ -606,7 +690,6 @@ void prof_sampler_thread_enter(void)
 	prof_self.tid = 0; /* never inherited, but be sure */
 	tid = current_tid();
 	record_stack_bounds();
-	unblock_our_signal();
 	if (sampler.key_ok)
 		pthread_setspecific(thread_exit_key, (void *)1);
 	pthread_mutex_lock(&sampler.lock);
@@ -614,15 +697,26 @@ void prof_sampler_thread_enter(void)
 		/* One found was armed for us by a rescan (or is a dead
 		 * thread's whose tid we reuse, whose exit we never saw). */
 		bool counted = timer_find(tid) != NULL;
+		uint64_t now;
 
 		timer_remove(tid);
-		if (!timer_add(tid) && !counted) /* failure: unsampled */
-			count(&sampler.counters->threads);
+		if (!timer_add(tid)) {
+			if (!counted)
+				count(&sampler.counters->threads);
+			/* Its start-up so far: under this function. */
+			if (!prof_thread_cpu_now(&now))
+				carry_sample(
+					tid,
+					prof_thread_cpu_born(sampler.generation,
+							     now),
+					(uintptr_t)prof_sampler_thread_enter);
+		}
 	} else if (sampler.counting) {
 		count(&sampler.counters->threads);
 	}
 	pthread_mutex_unlock(&sampler.lock);
 	prof_heap_ignore_end();
+	mask_our_signal(SIG_UNBLOCK);
 }
 
 /* ---- process ---- */
@@ -751,6 +845,7 @@ int prof_sampler_start(const struct prof_sampler_config *c)
 	sampler.counters = c->counters;
 	sampler.pid = getpid();
 	sampler.nexited = 0;
+	sampler.exit_carry_ns = 0;
 	sampler.counting = true;
 	/* Relaxed: a count for the report, read after the session. */
 	atomic_store_explicit(&c->counters->signo,
