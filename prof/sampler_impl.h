@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * prof/sampler_impl.h - the sampler's state and what its two files share:
+ * sampler.c (the handler, the signal, sessions) and sampler_threads.c
+ * (the timer registry, threads starting and exiting).  The protocol is
+ * sampler.c's opening comment.
+ *
+ * Internal to the sampler: never installed.
+ */
+#ifndef PROFRING_PROF_SAMPLER_IMPL_H
+#define PROFRING_PROF_SAMPLER_IMPL_H
+
+#include "prof/sampler.h"
+#include "prof/unwind.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+/* A thread's own state, read by the handler. */
+struct prof_thread {
+	struct prof_stack_bounds bounds;
+	pid_t tid; /* 0 until first needed */
+};
+
+extern _Thread_local struct prof_thread prof_self
+	__attribute__((tls_model("initial-exec")));
+
+struct timer_entry {
+	pid_t tid;
+	bool seen; /* in the latest /proc/self/task listing */
+	timer_t timer;
+	uint64_t base_ns; /* the thread's CPU clock when armed */
+};
+
+struct sampler_state {
+	/* Read by the handler; written by start before `active` is set. */
+	struct profbuf *buf;
+	enum profring_prof_unwinder unwinder;
+	unsigned int max_frames;
+	int generation;
+	uint64_t period_ns;
+	/*
+	 * Where the handler counts (relaxed counters: nothing is published
+	 * through them).  A sample is either written or refused.
+	 */
+	struct prof_counters *counters;
+	/* The process's id, for the records; reset in a fork child. */
+	pid_t pid;
+	/*
+	 * false: the process timer.  Relaxed everywhere: written under
+	 * `lock`, published to the handler by the seq_cst store of `active`.
+	 */
+	atomic_bool thread_timers;
+	/* Our signal: 0 until chosen; taken by the program: chosen anew. */
+	atomic_int signo;
+
+	atomic_int active;
+	atomic_uint inflight;
+
+	/* The timer registry; everything below is under `lock`. */
+	pthread_mutex_t lock;
+	bool arming; /* new threads arm themselves */
+	bool key_ok; /* prof_smp_exit_key was created */
+	pid_t exclude_tid;
+	struct timer_entry *timers;
+	size_t ntimers;
+	size_t captimers;
+	/* Names of the session's threads that exited, taken as they went. */
+	struct tid_name *exited;
+	size_t nexited;
+	size_t capexited;
+	bool counting; /* a session runs: count threads */
+	int64_t exit_carry_ns; /* exiting threads' CPU (thread_cpu.c) */
+	bool proc_timer_armed;
+	timer_t proc_timer;
+	int installed_signo; /* the signal our handler is installed for */
+};
+
+extern struct sampler_state prof_smp;
+
+extern pthread_key_t prof_smp_exit_key;
+
+/* sampler.c */
+pid_t prof_smp_tid(void);
+void prof_smp_stack_bounds(void);
+void prof_smp_count(_Atomic uint64_t *c);
+
+/* sampler_threads.c (all under prof_smp.lock) */
+void prof_smp_timers_delete_all(void);
+int prof_smp_timers_sync(bool prune);
+int prof_smp_process_timer_set(uint64_t period_ns);
+void prof_smp_count_present_threads(void);
+void prof_smp_thread_exit(void *unused);
+
+#endif /* PROFRING_PROF_SAMPLER_IMPL_H */
