@@ -292,6 +292,11 @@ $(BUILD)/fuzz/pprof_fuzz: fuzz/pprof_fuzz.c $(PPROF_A) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call link,-fsanitize=fuzzer $(PPROF_LIBS))
 
+# The perf map reader (JIT names: a file anyone may write in /tmp).
+$(BUILD)/fuzz/perfmap_fuzz: fuzz/perfmap_fuzz.c $(PPROF_A) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(call link,-fsanitize=fuzzer $(PPROF_LIBS))
+
 # The launcher's aggregation of records another process wrote.
 $(BUILD)/fuzz/agg_fuzz: fuzz/agg_fuzz.c $(BUILD)/obj/prof/aggregate.o $(BUILD)/obj/prof/heap_agg.o $(PPROF_A) $(LIB_A)
 	@mkdir -p $(dir $@)

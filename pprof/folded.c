@@ -5,8 +5,12 @@
  *
  * Frames are named as in the pprof encoding (through builder.c's tables),
  * an inlined function being a frame of its own,
- * joins them root first with ';', sorts the paths and adds up the samples
- * of equal paths.  When samples come from more than one process (two
+ * joins them root first with ';', sorts the paths and adds up the
+ * sampling periods of equal paths: a line's count is CPU time in periods
+ * (period_ns each), so its share is the share of pprof's cpu/nanoseconds
+ * value, not of the signals (profile.h).  A heap profile's lines count
+ * the bytes of its default sample type (inuse_space, or alloc_space); a
+ * path whose count is 0 has no line.  When samples come from more than one process (two
  * distinct nonzero pids), each real stack is rooted at a "[pid N]" frame,
  * so that a flame graph splits by process first, as perf's
  * stackcollapse-perf.pl --pid does with "comm-pid" (we have no process
@@ -83,7 +87,7 @@ static int line_cmp(const void *a, const void *b)
 	return strcmp(x->path, y->path);
 }
 
-/* Sort the paths, add up equal ones, print "path count\n" lines. */
+/* Sort the paths, add up equal ones, print "path count\n" lines (not 0). */
 static int folded_text(struct folded_line *lines, size_t n,
 		       struct proto_buf *out)
 {
@@ -96,11 +100,23 @@ static int folded_text(struct folded_line *lines, size_t n,
 
 		for (j = i; j < n && !strcmp(lines[j].path, lines[i].path); j++)
 			count += lines[j].count;
+		if (!count)
+			continue; /* a heap site with nothing in use */
 		snprintf(num, sizeof(num), " %" PRIu64 "\n", count);
 		proto_put_raw(out, lines[i].path, strlen(lines[i].path));
 		proto_put_raw(out, num, strlen(num));
 	}
 	return out->err;
+}
+
+/* A folded line's weight: pprof's default sample type, in its units. */
+static uint64_t folded_count(const struct prof_profile *p,
+			     const struct prof_sample *ps)
+{
+	if (!p->heap_rate)
+		return ps->periods;
+	return ps->heap[p->heap_alloc_default ? PROF_HEAP_ALLOC_SPACE
+					      : PROF_HEAP_INUSE_SPACE];
 }
 
 /* Every sample's path into @text, and a line for it into @*linesp. */
@@ -129,7 +145,7 @@ static int folded_paths(struct builder *b, const struct prof_profile *p,
 		if (!ps->special && !ps->npcs)
 			continue;
 		lines[n].off = text->len;
-		lines[n++].count = ps->samples;
+		lines[n++].count = folded_count(p, ps);
 		put_folded_path(b, text, ps, by_pid);
 	}
 	if (b->err || text->err)

@@ -57,8 +57,11 @@ int prof_pprof_encode(const struct prof_profile *p, struct prof_symbolizer *s,
  * @s:    symbolizer, or NULL.
  * @path: where to put it, as prof_pprof_write().
  *
- * One line per distinct path of function names, "root;...;leaf count"
- * (count: the samples of every stack with that path), sorted by path; a
+ * One line per distinct path of function names, "root;...;leaf count",
+ * sorted by path; count: the sampling periods of every stack with that
+ * path (CPU time in units of @p->period_ns, the shares of pprof's
+ * cpu/nanoseconds; a heap profile: the bytes of its default sample type,
+ * inuse_space or alloc_space; a path whose count is 0 has no line); a
  * special entry is its name alone.  When the samples come from more than
  * one process (two distinct nonzero pids), the path of every sample with
  * a nonzero pid starts with a "[pid N]" frame, so that a flame graph

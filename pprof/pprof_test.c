@@ -533,14 +533,14 @@ static void folded_exact(void)
 
 	KT_REQUIRE(s);
 	expected_name(s, libc_pc, libc_name, sizeof(libc_name));
-	/* Paths (sorted below) and their counts. */
+	/* Paths (sorted below) and their counts: periods, not signals. */
 	snprintf(buf[0], sizeof(buf[0]), "[odd:name here]\t1");
-	snprintf(buf[1], sizeof(buf[1]), "[profring: lost samples]\t7");
+	snprintf(buf[1], sizeof(buf[1]), "[profring: lost samples]\t9");
 	snprintf(buf[2], sizeof(buf[2]), "root_fn;0x10\t1");
 	snprintf(buf[3], sizeof(buf[3]), "root_fn;leaf_fn;leaf_fn\t2");
 	snprintf(buf[4], sizeof(buf[4]), "root_fn;mid_fn\t1");
 	snprintf(buf[5], sizeof(buf[5]), "root_fn;mid_fn;%s\t1", libc_name);
-	snprintf(buf[6], sizeof(buf[6]), "root_fn;mid_fn;leaf_fn\t5");
+	snprintf(buf[6], sizeof(buf[6]), "root_fn;mid_fn;leaf_fn\t6");
 	for (int i = 0; i < 7; i++)
 		lines[i] = buf[i];
 	qsort(lines, 7, sizeof(lines[0]), line_cmp);

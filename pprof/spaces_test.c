@@ -416,6 +416,8 @@ static void check_folded(const struct prof_profile *p, const char *want_s)
 /*
  * Folded stacks: with two pids, each stack under its "[pid N]" (the
  * lost samples, of no pid, not); with one pid and the lost samples, none.
+ * Counts are periods: pid 200's root_fn;mid_fn;leaf_fn is 5 signals, 6
+ * periods.
  */
 static void spaces_folded(void)
 {
@@ -426,7 +428,7 @@ static void spaces_folded(void)
 	snprintf(want_s, sizeof(want_s),
 		 "[pid 100];root_fn;mid_fn;leaf_fn 4\n"
 		 "[pid 200];%s;%s;%s 2\n"
-		 "[pid 200];root_fn;mid_fn;leaf_fn 5\n" LOST " 4\n",
+		 "[pid 200];root_fn;mid_fn;leaf_fn 6\n" LOST " 4\n",
 		 other_names[2], other_names[1], other_names[0]);
 	check_folded(&profile, want_s);
 	one.samples = s1;

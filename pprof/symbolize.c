@@ -28,6 +28,20 @@
  * the writers name them "file+0xoffset".  A file replaced at its path
  * since it was mapped (a rebuild during the run) is read as it is now:
  * a report carries no build-id to tell.
+ *
+ * JIT code lies in no file.  A symbolizer may have a perf map
+ * (perfmap.h: /tmp/perf-PID.map, which a JIT such as node
+ * --perf-basic-prof writes): prof_symbolizer_new() looks for its own
+ * process's, prof_symbolizer_set_perf_map() names another's.  It is read
+ * once, at the first lookup or prof_symbolizer_mappings(), and asked about
+ * an address that no ELF symbol names, after the ELF files and before
+ * dladdr().  If it names code outside the mappings of files, the
+ * symbolizer has one more mapping, after theirs (its id is theirs + 1):
+ * "[perf-PID.map]" (the map's file name in brackets: no file of code, and
+ * pprof does not look for one), spanning that code (the JIT's anonymous
+ * memory; V8 also lists its builtins, which lie in the node binary).  An
+ * address the perf map names outside any mapping of a file belongs to
+ * it; one inside a file's mapping (a stripped file) keeps that mapping.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -37,9 +51,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pprof/dwarf.h"
 #include "pprof/elfsym.h"
+#include "pprof/perfmap.h"
 #include "pprof/symbolize.h"
 
 #define DELETED_SUFFIX " (deleted)"
@@ -60,13 +76,25 @@ struct name_node {
 	char name[];
 };
 
+/* The perf map of a symbolizer (see the top of the file). */
+struct jit_map {
+	char *path; /* NULL: none */
+	char *label; /* "[<file name of path>]" */
+	struct prof_perfmap *map;
+	struct prof_perfmap_stats stats;
+	int err; /* what reading it said */
+	bool done; /* read (or tried) */
+	bool mapped; /* names something: maps[nmaps] is its mapping */
+};
+
 struct prof_symbolizer {
-	struct prof_mapping *maps;
+	struct prof_mapping *maps; /* the files', then the perf map's */
 	struct map_ext *ext;
-	size_t nmaps, cap;
+	size_t nmaps, cap; /* nmaps: mappings of files */
 	struct pprof_elf *files;
 	struct name_node *names; /* copies of dladdr() names */
 	bool foreign; /* another process's mappings: no dladdr() */
+	struct jit_map jit;
 };
 
 void prof_symbolizer_set_debug_dir(const char *dir)
@@ -123,22 +151,98 @@ static long find_map(const struct prof_symbolizer *s, uint64_t addr)
 	return (long)(i - 1);
 }
 
+/* Make room for one more mapping. */
+static int grow_maps(struct prof_symbolizer *s)
+{
+	size_t cap = s->cap ? 2 * s->cap : 64;
+	void *p;
+
+	if (s->nmaps < s->cap)
+		return 0;
+	p = realloc(s->maps, cap * sizeof(*s->maps));
+	if (!p)
+		return -ENOMEM;
+	s->maps = p;
+	p = realloc(s->ext, cap * sizeof(*s->ext));
+	if (!p)
+		return -ENOMEM;
+	s->ext = p;
+	s->cap = cap;
+	return 0;
+}
+
+/*
+ * Read the perf map, once; if it names code outside the files' mappings,
+ * its mapping goes after theirs (not counted in nmaps: find_map() never
+ * sees it), from the lowest start of such a range of the map to the
+ * highest end (lookup_jit() widens it for a range that starts in a
+ * file's mapping and ends outside).
+ */
+static void load_jit(struct prof_symbolizer *s)
+{
+	struct jit_map *j = &s->jit;
+	uint64_t start = UINT64_MAX, limit = 0, a, b;
+	size_t n;
+
+	if (j->done || !j->path)
+		return;
+	j->done = true;
+	j->err = prof_perfmap_read(j->path, &j->map, &j->stats);
+	n = j->err ? 0 : prof_perfmap_range(j->map, &a, &b);
+	for (size_t i = 0; i < n; i++) {
+		prof_perfmap_range_at(j->map, i, &a, &b);
+		if (find_map(s, a) >= 0)
+			continue;
+		start = a < start ? a : start;
+		limit = b > limit ? b : limit;
+	}
+	if (start >= limit || grow_maps(s))
+		return; /* lookup_jit() names code, with no mapping */
+	s->maps[s->nmaps] =
+		(struct prof_mapping){ .start = start,
+				       .limit = limit,
+				       .path = j->label,
+				       .build_id = "",
+				       .id = (unsigned int)s->nmaps + 1 };
+	j->mapped = true;
+}
+
+/* The perf map's name for @addr; *@id set to its mapping's if @i < 0. */
+static const char *lookup_jit(struct prof_symbolizer *s, long i, uintptr_t addr,
+			      unsigned int *id)
+{
+	struct prof_mapping *m;
+	const char *name;
+
+	load_jit(s);
+	name = prof_perfmap_lookup(s->jit.map, (uint64_t)addr);
+	if (name && i < 0 && s->jit.mapped) {
+		m = &s->maps[s->nmaps];
+		m->has_functions = 1;
+		m->start = addr < m->start ? addr : m->start;
+		m->limit = addr >= m->limit ? addr + 1 : m->limit;
+		*id = m->id;
+	}
+	return name;
+}
+
 const char *prof_symbolize(struct prof_symbolizer *s, uintptr_t addr,
 			   unsigned int *mapping_id)
 {
 	long i = s ? find_map(s, addr) : -1;
+	unsigned int id = i >= 0 ? s->maps[i].id : 0;
 	const char *name = NULL;
 
-	if (mapping_id)
-		*mapping_id = i >= 0 ? s->maps[i].id : 0;
-	if (!s)
-		return NULL;
-	if (i >= 0)
+	if (s && i >= 0)
 		name = lookup_elf(s, (size_t)i, addr);
-	if (!name && !s->foreign)
+	if (s && !name)
+		name = lookup_jit(s, i, addr, &id);
+	if (s && !name && !s->foreign)
 		name = lookup_dladdr(s, addr);
 	if (name && i >= 0)
 		s->maps[i].has_functions = 1;
+	if (mapping_id)
+		*mapping_id = id;
 	return name;
 }
 
@@ -201,8 +305,77 @@ size_t prof_symbolizer_mappings(struct prof_symbolizer *s,
 	for (size_t i = 0; i < s->nmaps; i++)
 		pprof_elf_open(s->ext[i].file, s->maps[i].start,
 			       s->maps[i].limit, s->maps[i].offset);
+	load_jit(s);
 	*out = s->maps;
-	return s->nmaps;
+	return s->nmaps + s->jit.mapped;
+}
+
+int prof_symbolizer_set_perf_map(struct prof_symbolizer *s, const char *path)
+{
+	struct jit_map *j = &s->jit;
+	char *copy = NULL, *label = NULL;
+	const char *base;
+
+	if (s->jit.done)
+		return -EBUSY;
+	if (path) {
+		base = strrchr(path, '/');
+		base = base ? base + 1 : path;
+		copy = strdup(path);
+		label = malloc(strlen(base) + 3);
+		if (!copy || !label) {
+			free(copy);
+			free(label);
+			return -ENOMEM;
+		}
+		sprintf(label, "[%s]", base);
+	}
+	free(j->path);
+	free(j->label);
+	j->path = copy;
+	j->label = label;
+	return 0;
+}
+
+int prof_symbolizer_perf_map_stats(struct prof_symbolizer *s,
+				   struct prof_perfmap_stats *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (!s || !s->jit.path)
+		return -ENOENT;
+	load_jit(s);
+	*st = s->jit.stats;
+	return s->jit.err;
+}
+
+int prof_symbolizer_perf_map_comment(struct prof_symbolizer *const *syms,
+				     size_t n, char *buf, size_t len)
+{
+	struct prof_perfmap_stats st, t = { 0 };
+	uint64_t nread = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (prof_symbolizer_perf_map_stats(syms[i], &st))
+			continue;
+		nread++;
+		t.lines += st.lines;
+		t.entries += st.entries;
+		t.malformed += st.malformed;
+		t.too_long += st.too_long;
+		t.truncated += st.truncated;
+		t.over_cap += st.over_cap;
+		t.bytes_skipped += st.bytes_skipped;
+	}
+	if (!nread)
+		return 0;
+	snprintf(buf, len,
+		 "perf maps %" PRIu64 ": lines %" PRIu64 ", kept %" PRIu64
+		 ", malformed %" PRIu64 ", too long %" PRIu64
+		 ", cut off %" PRIu64 ", past the cap %" PRIu64
+		 ", bytes not read %" PRIu64,
+		 nread, t.lines, t.entries, t.malformed, t.too_long,
+		 t.truncated, t.over_cap, t.bytes_skipped);
+	return 1;
 }
 
 /* The file record for @path (shared between its mappings), or NULL. */
@@ -241,19 +414,8 @@ static int add_mapping(struct prof_symbolizer *s, uint64_t start,
 	struct prof_mapping *m;
 	struct pprof_elf *f;
 
-	if (s->nmaps == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 64;
-		void *p = realloc(s->maps, cap * sizeof(*s->maps));
-
-		if (!p)
-			return -ENOMEM;
-		s->maps = p;
-		p = realloc(s->ext, cap * sizeof(*s->ext));
-		if (!p)
-			return -ENOMEM;
-		s->ext = p;
-		s->cap = cap;
-	}
+	if (grow_maps(s))
+		return -ENOMEM;
 	if (deleted)
 		path[plen - slen] = '\0';
 	f = get_file(s, path, deleted);
@@ -319,6 +481,13 @@ struct prof_symbolizer *prof_symbolizer_new(void)
 	if (!s)
 		return NULL;
 	err = read_maps(s);
+	if (!err) {
+		char path[64];
+
+		snprintf(path, sizeof(path), PROF_PERFMAP_PATH_FMT,
+			 (int)getpid());
+		err = prof_symbolizer_set_perf_map(s, path);
+	}
 	if (err) {
 		prof_symbolizer_free(s);
 		errno = -err;
@@ -422,6 +591,9 @@ void prof_symbolizer_free(struct prof_symbolizer *s)
 		nn = n->next;
 		free(n);
 	}
+	prof_perfmap_free(s->jit.map);
+	free(s->jit.path);
+	free(s->jit.label);
 	free(s->maps);
 	free(s->ext);
 	free(s);

@@ -26,7 +26,9 @@ struct prof_symbolizer;
  * @limit:	one past the last address.
  * @offset:	file offset mapped at @start.
  * @path:	file path as /proc/self/maps names it, or as the process
- *		reported it (without " (deleted)"); or "[vdso]".
+ *		reported it (without " (deleted)"); or "[vdso]"; or, for
+ *		the JIT code a perf map names, "[perf-PID.map]" (the map's
+ *		file name in brackets: prof_symbolizer_set_perf_map()).
  * @build_id:	GNU build-id in lowercase hex; "" if none or not known.
  * @id:		1-based, in address order (pprof's Mapping.id).
  * @has_functions: nonzero once a lookup in this mapping found symbols.
@@ -67,7 +69,8 @@ struct prof_frame {
  *
  * Reads /proc/self/maps and keeps the executable mappings of files and the
  * [vdso]; the files themselves are opened lazily, at the first lookup or
- * prof_symbolizer_mappings().
+ * prof_symbolizer_mappings().  JIT code is named from this process's perf
+ * map, /tmp/perf-<getpid()>.map, if there is one (read then too).
  *
  * Return: the symbolizer, or NULL with errno set.
  */
@@ -97,7 +100,8 @@ struct prof_map_spec {
  * The files are opened by path when first needed (a file gone since, or
  * not ELF, names nothing: raw addresses); dladdr() is never asked (it
  * would look in this process); a [vdso] is read from this process's own
- * (the kernel maps the same one into every process).
+ * (the kernel maps the same one into every process).  No perf map until
+ * prof_symbolizer_set_perf_map() names one.
  *
  * Return: the symbolizer, or NULL with errno set (EINVAL: NULL @maps and
  * @n > 0; ENOMEM).
@@ -136,12 +140,14 @@ size_t prof_symbolizer_mappings(struct prof_symbolizer *s,
  *
  * Looks in the ELF .symtab of the mapped file, else in the .symtab of its
  * separate debug file (found by build-id under the debug directory, see
- * prof_symbolizer_set_debug_dir()), else in its .dynsym; then, in a
+ * prof_symbolizer_set_debug_dir()), else in its .dynsym; then in the perf
+ * map, if any (the last of its lines that covers @addr; @mapping_id is
+ * then the perf map's mapping, unless @addr is in a file's); then, in a
  * symbolizer of this process's own mappings (prof_symbolizer_new()), asks
  * dladdr().
  *
  * Return: the name (valid until prof_symbolizer_free()), or NULL if nothing
- * knows it (stripped binary, JIT code, no mapping).
+ * knows it (stripped binary, JIT code no perf map names, no mapping).
  */
 const char *prof_symbolize(struct prof_symbolizer *s, uintptr_t addr,
 			   unsigned int *mapping_id);
@@ -164,6 +170,48 @@ const char *prof_symbolize(struct prof_symbolizer *s, uintptr_t addr,
 size_t prof_symbolize_frames(struct prof_symbolizer *s, uintptr_t addr,
 			     struct prof_frame *out, size_t max,
 			     unsigned int *mapping_id);
+
+/**
+ * prof_symbolizer_set_perf_map() - where JIT code's names are: a perf map
+ * (pprof/perfmap.h), by perf's convention /tmp/perf-PID.map for process PID
+ * (PROF_PERFMAP_PATH_FMT).
+ * @s:		the symbolizer; before its first lookup or
+ *		prof_symbolizer_mappings() (it reads the file then).
+ * @path:	the file (copied), or NULL for none.  A file that is not
+ *		there, not a regular file, or owned by another user than
+ *		this process's effective one or root, names nothing.
+ *
+ * Return: 0, -EBUSY (the perf map was already read), or -ENOMEM.
+ */
+int prof_symbolizer_set_perf_map(struct prof_symbolizer *s, const char *path);
+
+struct prof_perfmap_stats;
+
+/**
+ * prof_symbolizer_perf_map_stats() - what reading the perf map found
+ * (reading it now if it was not yet).
+ * @s:	the symbolizer, or NULL.
+ * @st:	filled in (zeroed if the map could not be read).
+ *
+ * Return: 0 if it was read, -ENOENT if there is none (no file, or no path
+ * set), else the error prof_perfmap_read() gave.
+ */
+int prof_symbolizer_perf_map_stats(struct prof_symbolizer *s,
+				   struct prof_perfmap_stats *st);
+
+/**
+ * prof_symbolizer_perf_map_comment() - one line on the perf maps of
+ * several symbolizers (a profile's address spaces), for the profile's
+ * comments: how many were read, how many lines they kept and skipped.
+ * @syms, @n:	the symbolizers (NULL ones are passed over).
+ * @buf, @len:	where the line goes.
+ *
+ * Reads the perf maps not read yet.
+ *
+ * Return: nonzero if a perf map was read (@buf holds the line), else 0.
+ */
+int prof_symbolizer_perf_map_comment(struct prof_symbolizer *const *syms,
+				     size_t n, char *buf, size_t len);
 
 /**
  * prof_symbolizer_set_debug_dir() - where separate debug files are looked

@@ -42,6 +42,7 @@
 
 #include <profring/stacktab.h>
 
+#include "pprof/perfmap.h"
 #include "pprof/symbolize.h"
 #include "pprof/table.h"
 
@@ -427,9 +428,20 @@ static int fill_sample(struct prof_agg *a, const struct agg_entry *e,
 	return s->special ? 0 : prof_sample_copy_stack(a->tab, stack, s);
 }
 
-/* One symbolizer per address space: the process's own, or its reports. */
+/*
+ * One symbolizer per address space: the process's own, or its reports.
+ * JIT code is named from the perf map of the space's pid (perf's
+ * /tmp/perf-PID.map, which stays after the process is gone): in-process,
+ * prof_symbolizer_new() looks for its own; under the launcher, each space
+ * is given its pid's (every image of a pid that exec'd gets the same file:
+ * the map names only addresses in no mapped file of that image, or that
+ * the file's symbols do not name).
+ */
 static int make_symbolizers(struct prof_agg *a)
 {
+	char path[64];
+	int err;
+
 	a->syms = calloc(a->nspaces + 1, sizeof(*a->syms));
 	if (!a->syms)
 		return -ENOMEM;
@@ -443,6 +455,13 @@ static int make_symbolizers(struct prof_agg *a)
 		if (!sym)
 			return -errno;
 		a->syms[a->nsyms] = sym;
+		if (a->in_process)
+			continue;
+		snprintf(path, sizeof(path), PROF_PERFMAP_PATH_FMT,
+			 (int)s->pid);
+		err = prof_symbolizer_set_perf_map(sym, path);
+		if (err)
+			return err;
 	}
 	return 0;
 }

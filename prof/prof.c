@@ -43,7 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define PROF_NCOMMENTS 3
+#define PROF_NCOMMENTS 4 /* the last only with a perf map */
 #define PROF_COMMENT_LEN 256
 
 static struct {
@@ -379,12 +379,16 @@ static int write_outputs(const struct profring_prof_stats *st)
 	format_comments(comments, st);
 	for (i = 0; i < PROF_NCOMMENTS; i++)
 		lines[i] = comments[i];
+	p.ncomments = PROF_NCOMMENTS - 1;
+	if (prof_symbolizer_perf_map_comment(p.spaces, p.nspaces,
+					     comments[PROF_NCOMMENTS - 1],
+					     PROF_COMMENT_LEN))
+		p.ncomments = PROF_NCOMMENTS;
 	p.period_ns = 1000000000u / session.hz;
 	p.time_nanos = session.start_realtime_ns;
 	p.duration_nanos =
 		(int64_t)ring_clock_mono_ns() - session.start_mono_ns;
 	p.comments = lines;
-	p.ncomments = PROF_NCOMMENTS;
 	/* The profile's symbolizer (the process's own) is in p.spaces. */
 	err = prof_pprof_write(&p, NULL, session.output);
 	if (session.folded) {

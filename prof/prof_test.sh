@@ -13,9 +13,9 @@
 #
 # Checks: the demo's hot_seventy/hot_thirty split is 70/30 within 5
 # percentage points (our report and `go tool pprof -top` both); go tool
-# pprof names the same top two functions; the folded file parses and adds
-# up; every thread of a program that creates and joins threads is sampled;
-# at 10 kHz signals = samples read + samples lost; a program built without
+# pprof names the same top two functions; the folded file parses and its
+# counts (sampling periods) add up to pprof's cpu total; every thread of a
+# program that creates and joins threads is sampled; at 10 kHz signals = samples read + samples lost; a program built without
 # frame pointers is profiled without crashing (frame pointers and
 # libunwind); the setitimer fallback works; a stripped binary gives a
 # valid profile; a profiled shell's children are not profiled; output
@@ -111,6 +111,17 @@ summary_total() { # ERRFILE: read + lost
 	awk '/profring-prof: wrote/ { print $4 }' "$1"
 }
 
+# raw_periods NAME: the CPU time of $TMP/NAME.pb.gz in sampling periods,
+# the folded file's unit (the sum of the cpu values over the Period).
+raw_periods() {
+	(cd "$TMP" && HOME="$TMP" go tool pprof -raw -symbolize=none \
+		"$1.pb.gz") 2>/dev/null |
+		awk '/^Period:/ { p = $2 } /^Samples:/ { on = 1; next }
+		/^Locations/ { on = 0 }
+		on && $1 ~ /^[0-9]+$/ { ns += $2 }
+		END { if (p) printf "%.0f\n", ns / p }'
+}
+
 # 1. The demo: a known 70/30 split.
 record demo -F 1000 -- "$DEMO" --units 6
 check demo_runs test $? -eq 0
@@ -128,6 +139,11 @@ if command -v go >/dev/null 2>&1; then
 	check demo_split_go_pprof within "$s" 65 75
 	check go_pprof_top_two test "$(top_two "$TMP/demo.go")" = \
 		"hot_seventy hot_thirty "
+	# The folded counts are periods: they add up to pprof's cpu total
+	# (signals, which count 1 each, need not).
+	p=$(raw_periods demo)
+	echo "# folded: periods $p (pprof cpu), signals $(summary_total "$TMP/demo.err")"
+	check folded_adds_up_to_cpu folded_ok "$TMP/demo.folded" "$p"
 else
 	echo "FAIL prof_go_pprof_reads (go not installed: apt-get install golang-go)"
 	fails=$((fails + 1))
@@ -135,7 +151,7 @@ fi
 check report_top_two test "$(top_two "$TMP/demo.report")" = \
 	"hot_seventy hot_thirty "
 check folded_parses folded_ok "$TMP/demo.folded" \
-	"$(summary_total "$TMP/demo.err")"
+	"$(awk '{ sum += $NF } END { print sum + 0 }' "$TMP/demo.folded")"
 
 # 2. A program that creates and joins threads: every one is sampled.
 record threads -F 1000 -- "$DEMO" --threads 8 --ms 60

@@ -62,7 +62,7 @@
 #define LIB_NAME "libprofring-prof.so"
 #define READ_PERIOD_NS 100000000u
 #define DRAIN_STALL_NS 2000000000u
-#define NCOMMENTS 5
+#define NCOMMENTS 6 /* the last only with a perf map */
 #define COMMENT_LEN 320
 
 /* The command run, for messages. */
@@ -404,11 +404,14 @@ static int write_profile(const struct prof_record_args *a, struct reader *rd,
 	format_comments(a, o, comments);
 	for (int i = 0; i < NCOMMENTS; i++)
 		lines[i] = comments[i];
+	p.ncomments = NCOMMENTS - 1;
+	if (prof_symbolizer_perf_map_comment(
+		    p.spaces, p.nspaces, comments[NCOMMENTS - 1], COMMENT_LEN))
+		p.ncomments = NCOMMENTS;
 	p.period_ns = 1000000000u / a->opts.hz;
 	p.time_nanos = o->start_realtime_ns;
 	p.duration_nanos = o->duration_ns;
 	p.comments = lines;
-	p.ncomments = NCOMMENTS;
 	err = prof_pprof_write(&p, NULL, a->output);
 	if (!err && a->folded)
 		err = prof_folded_write(&p, NULL, a->folded);

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 #
 # prof/e2e/e2e_test.sh - `profring-prof record` on programs that profilers
-# get wrong (prof/e2e/hostile.c, shells, a static binary, python3.11):
+# get wrong (prof/e2e/hostile.c, shells, a static binary, python3.11, C++,
+# node's JIT code):
 #
 #	sh prof/e2e/e2e_test.sh [BUILD [LABEL]]
 #
@@ -212,6 +213,9 @@ if [ $HAVE_GO = 1 ]; then
 	(cd "$TMP" && HOME="$TMP" go tool pprof -raw cxx.pb.gz) >"$TMP/cxx.raw" 2>&1
 	check cxx_system_name_kept grep -q 'work(int) .*(_Z4worki)' "$TMP/cxx.raw"
 fi
+"$PROF" report -n 100 "$TMP/cxx.pb.gz" >"$TMP/cxx.report" 2>&1
+check cxx_demangled_report grep -q ' work(int)$' "$TMP/cxx.report"
+check cxx_no_mangled_report test "$(grep -c '_Z' "$TMP/cxx.report")" -eq 0
 
 # 9. A fork+exec tree with --children: one profile, a pid label per
 # process; without --children, one process.
@@ -238,6 +242,70 @@ import os; os._exit(4)'
 	check python_os_exit_profile go_reads py
 else
 	echo "SKIP e2e_python (no /usr/bin/python3.11)"
+fi
+
+# 10b. JIT code named from perf's /tmp/perf-PID.map: node
+# --perf-basic-prof writes it (and leaves it: we remove the one of each
+# node run here, by the pid the script prints).  The hot JavaScript
+# function must be named in our report, go tool pprof and the folded
+# stacks, in a "[perf-PID.map]" mapping; the profile's comments count the
+# map's lines.  Under the launcher (the map read after node is gone) and
+# in-process (read by node itself, at exit).
+# node also writes isolate-*-v8.log where it runs: it runs in $TMP.
+NODE=$(command -v node || command -v nodejs)
+if [ -n "$NODE" ]; then
+	here=$(pwd)
+	cd "$TMP" || exit 1
+	cat >"$TMP/hot.js" <<'JS'
+function hotLoopForProfring(n) {
+	let s = 0;
+	for (let i = 0; i < n; i++)
+		s = (s + i * i) % 1000003;
+	return s;
+}
+let t = 0;
+const end = Date.now() + 1500;
+while (Date.now() < end)
+	t += hotLoopForProfring(100000);
+console.log("pid " + process.pid, t > 0);
+JS
+	node_done() { # NAME: remove its node's perf map
+		npid=$(awk '/^pid [0-9]+ / { print $2 }' "$TMP/$1.out")
+		[ -n "$npid" ] && rm -f "/tmp/perf-$npid.map"
+	}
+	run node -F 999 -f "$TMP/node.folded" -- "$NODE" --perf-basic-prof \
+		"$TMP/hot.js"
+	check node_runs test "$st" -eq 0
+	node_done node
+	"$PROF" report "$TMP/node.pb.gz" >"$TMP/node.report" 2>&1
+	grep -E 'perf maps|hotLoop' "$TMP/node.report" | sed 's/^/# /'
+	check node_js_name_report grep -q 'JS:.hotLoopForProfring' \
+		"$TMP/node.report"
+	check node_perf_map_counted grep -q 'Comment: perf maps 1: lines [1-9]' \
+		"$TMP/node.report"
+	check node_js_name_folded grep -q ';JS:.hotLoopForProfring [^;]* [0-9]*$' \
+		"$TMP/node.folded"
+	if [ $HAVE_GO = 1 ]; then
+		(cd "$TMP" && HOME="$TMP" go tool pprof -top node.pb.gz) \
+			>"$TMP/node.top" 2>&1
+		check node_js_name_go_pprof grep -q 'JS:.hotLoopForProfring' \
+			"$TMP/node.top"
+		(cd "$TMP" && HOME="$TMP" go tool pprof -raw node.pb.gz) \
+			>"$TMP/node.raw" 2>&1
+		check node_jit_mapping grep -q ' \[perf-[0-9]*\.map\]' \
+			"$TMP/node.raw"
+	fi
+	timeout -k 5 90 env PROFRING_PROF="$TMP/node_inproc.pb.gz" \
+		LD_PRELOAD="$LIB" "$NODE" --perf-basic-prof "$TMP/hot.js" \
+		>"$TMP/node_inproc.out" 2>"$TMP/node_inproc.err"
+	check node_inproc_runs test $? -eq 0
+	node_done node_inproc
+	"$PROF" report "$TMP/node_inproc.pb.gz" >"$TMP/node_inproc.report" 2>&1
+	check node_inproc_js_name grep -q 'JS:.hotLoopForProfring' \
+		"$TMP/node_inproc.report"
+	cd "$here" || exit 1
+else
+	echo "SKIP e2e_node (no node or nodejs: apt-get install nodejs)"
 fi
 
 # 11. A relative -o is the starting directory's, whatever the program
