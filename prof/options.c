@@ -137,8 +137,11 @@ static int set_opt(struct profring_prof_opts *o, enum opt_kind k,
 			o->timer = PROFRING_PROF_TIMER_THREAD;
 		else if (!strcmp(v, "process"))
 			o->timer = PROFRING_PROF_TIMER_PROCESS;
+		else if (!strcmp(v, "posix"))
+			o->timer = PROFRING_PROF_TIMER_POSIX;
 		else
-			return fail(err, len, "%s%s%s: want thread or process",
+			return fail(err, len,
+				    "%s%s%s: want thread, posix or process",
 				    name, eq, v);
 		return 0;
 	case OPT_UNWIND:

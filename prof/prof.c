@@ -83,7 +83,8 @@ static int check_opts(const struct profring_prof_opts *o)
 	    o->heap_rate > PROFRING_PROF_MAX_HEAP_RATE)
 		return -EINVAL;
 	if (o->timer != PROFRING_PROF_TIMER_THREAD &&
-	    o->timer != PROFRING_PROF_TIMER_PROCESS)
+	    o->timer != PROFRING_PROF_TIMER_PROCESS &&
+	    o->timer != PROFRING_PROF_TIMER_POSIX)
 		return -EINVAL;
 	if (o->unwinder != PROFRING_PROF_UNWIND_FP &&
 	    o->unwinder != PROFRING_PROF_UNWIND_LIBUNWIND)
@@ -301,9 +302,9 @@ static void format_comments(char c[PROF_NCOMMENTS][PROF_COMMENT_LEN],
 	snprintf(c[0], PROF_COMMENT_LEN,
 		 "profring-prof: %u Hz, %s on signal %u, %s unwinding",
 		 session.hz,
-		 prof_sampler_timer_used() == PROFRING_PROF_TIMER_THREAD
-			 ? "per-thread CPU timers"
-			 : "process CPU timer",
+		 /* Relaxed: written by start, which the caller follows. */
+		 prof_engines_name(atomic_load_explicit(
+			 &session.counters.engines, memory_order_relaxed)),
 		 /* Relaxed: written by start, which the caller follows. */
 		 atomic_load_explicit(&session.counters.signo,
 				      memory_order_relaxed),

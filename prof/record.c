@@ -348,12 +348,6 @@ static void describe_end(int status, char *out, size_t len)
 		snprintf(out, len, "ended with wait status %#x", status);
 }
 
-static const char *timer_name(unsigned int timer)
-{
-	return timer == PROFRING_PROF_TIMER_PROCESS ? "process CPU timer"
-						    : "per-thread CPU timers";
-}
-
 static void format_comments(const struct prof_record_args *a,
 			    const struct outcome *o,
 			    char c[NCOMMENTS][COMMENT_LEN])
@@ -364,7 +358,7 @@ static void format_comments(const struct prof_record_args *a,
 	describe_end(o->status, end, sizeof(end));
 	snprintf(c[0], COMMENT_LEN,
 		 "profring-prof: %u Hz, %s on signal %u, %s unwinding",
-		 a->opts.hz, timer_name(a->opts.timer), k->signo,
+		 a->opts.hz, prof_engines_name(k->engines), k->signo,
 		 a->opts.unwinder == PROFRING_PROF_UNWIND_LIBUNWIND
 			 ? "libunwind"
 			 : "frame-pointer");

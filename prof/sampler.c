@@ -42,11 +42,17 @@
  * Stale signals.  Timer signals carry the session's generation in
  * si_value; a signal from an earlier session's timer that arrives during
  * a later session is ignored, and so is any signal that did not come from
- * a timer of ours (kill(), sigqueue()).
+ * a timer or a perf counter of ours (kill(), sigqueue(); perf_event.c
+ * says how a counter's signal is told).
  *
- * Timers.  Each thread gets a POSIX timer on its own CPU-time clock whose
- * signal goes to that thread (SIGEV_THREAD_ID), so threads are sampled in
- * proportion to their CPU time and the handler runs on the sampled thread.
+ * Timers.  Each thread gets a counter of its own CPU time whose signal
+ * goes to that thread, so threads are sampled in proportion to their CPU
+ * time and the handler runs on the sampled thread: a perf_event cpu-clock
+ * counter (perf_event.c: at the rate asked, where the kernel allows a
+ * process to sample itself; the first refusal turns them off for the
+ * session), else a POSIX timer on the thread's CPU-time clock
+ * (SIGEV_THREAD_ID; at the kernel's tick at most).  "Timer" below means
+ * either.
  * Timers live in a registry (tid -> timer) under a mutex, touched only
  * outside signal handlers: by start (which arms every thread listed in
  * /proc/self/task), by new threads (which arm themselves as they start, if
@@ -90,6 +96,7 @@
 #include "prof/sampler_impl.h"
 #include "prof/heap.h"
 #include "prof/hooks.h"
+#include "prof/perf_event.h"
 #include "prof/thread_cpu.h"
 #include "prof/unwind.h"
 
@@ -182,8 +189,9 @@ static size_t take_stack(void *ucontext, uintptr_t *pcs)
 /* Is this signal one of the current session's samples? */
 static bool signal_is_ours(const siginfo_t *si)
 {
-	return si->si_code == SI_TIMER &&
-	       si->si_value.sival_int == prof_smp.generation;
+	return (si->si_code == SI_TIMER &&
+		si->si_value.sival_int == prof_smp.generation) ||
+	       prof_perf_is_ours(si);
 }
 
 /*
@@ -193,8 +201,9 @@ static bool signal_is_ours(const siginfo_t *si)
  */
 static uint64_t weigh(const siginfo_t *si)
 {
-	uint64_t expiries =
-		1 + (si->si_overrun > 0 ? (uint64_t)si->si_overrun : 0);
+	uint64_t expiries = si->si_code != SI_TIMER || si->si_overrun <= 0
+				    ? 1 /* a perf counter's: one period */
+				    : 1 + (uint64_t)si->si_overrun;
 
 	/* Relaxed: published by the seq_cst store of active (start). */
 	if (!atomic_load_explicit(&prof_smp.thread_timers,
@@ -312,6 +321,10 @@ static void after_fork_in_child(void)
 	prof_smp.arming = false;
 	prof_smp.counting = false;
 	prof_smp.proc_timer_armed = false; /* timers are not inherited */
+	/* Perf counters' descriptors are: they count the parent's threads. */
+	for (size_t i = 0; i < prof_smp.ntimers; i++)
+		if (prof_smp.timers[i].fd >= 0)
+			prof_perf_forget(prof_smp.timers[i].fd);
 	/* Not freed: only async-signal-safe calls are sure in the child of
 	 * a threaded parent (the parent's copy is its own to free). */
 	prof_smp.timers = NULL;
@@ -346,7 +359,8 @@ static int start_timers(const struct prof_sampler_config *c)
 {
 	int err;
 
-	if (c->timer == PROFRING_PROF_TIMER_THREAD) {
+	if (c->timer != PROFRING_PROF_TIMER_PROCESS) {
+		prof_smp.perf = c->timer == PROFRING_PROF_TIMER_THREAD;
 		prof_smp.arming = true;
 		err = prof_smp_timers_sync(false);
 		if (!err)
@@ -361,8 +375,13 @@ static int start_timers(const struct prof_sampler_config *c)
 	atomic_store_explicit(&prof_smp.thread_timers, false,
 			      memory_order_relaxed);
 	err = prof_smp_process_timer_set(c->period_ns);
-	if (!err)
+	if (!err) {
 		prof_smp_count_present_threads();
+		/* Relaxed: a count for the report. */
+		atomic_fetch_or_explicit(&c->counters->engines,
+					 PROF_ENGINE_PROCESS,
+					 memory_order_relaxed);
+	}
 	return err;
 }
 
@@ -430,7 +449,7 @@ int prof_sampler_start(const struct prof_sampler_config *c)
 	/* Relaxed: this, like the plain fields above, is published by the
 	 * seq_cst store of active below. */
 	atomic_store_explicit(&prof_smp.thread_timers,
-			      c->timer == PROFRING_PROF_TIMER_THREAD,
+			      c->timer != PROFRING_PROF_TIMER_PROCESS,
 			      memory_order_relaxed);
 	/* Publishes the fields above to the handler's seq_cst load. */
 	atomic_store_explicit(&prof_smp.active, 1, memory_order_seq_cst);
@@ -490,23 +509,6 @@ void prof_sampler_taken_over(int sig)
 	prof_smp.installed_signo = 0;
 	atomic_store_explicit(&prof_smp.signo, 0, memory_order_relaxed);
 	pthread_mutex_unlock(&prof_smp.lock);
-}
-
-/**
- * prof_sampler_timer_used() - the timer kind the last start armed.
- *
- * Not under the sampler's lock: the caller must be ordered after that
- * start (prof.c calls both under its session lock).
- *
- * Return: PROFRING_PROF_TIMER_THREAD or PROFRING_PROF_TIMER_PROCESS.
- */
-enum profring_prof_timer prof_sampler_timer_used(void)
-{
-	/* Relaxed: ordered after start by the caller (above). */
-	return atomic_load_explicit(&prof_smp.thread_timers,
-				    memory_order_relaxed)
-		       ? PROFRING_PROF_TIMER_THREAD
-		       : PROFRING_PROF_TIMER_PROCESS;
 }
 
 static uint64_t counter(_Atomic uint64_t *c)

@@ -54,7 +54,6 @@ int prof_sampler_start(const struct prof_sampler_config *c);
 int prof_sampler_stop(void);
 void prof_sampler_rescan(void);
 void prof_sampler_thread_enter(void);
-enum profring_prof_timer prof_sampler_timer_used(void);
 void prof_sampler_add_stats(struct profring_prof_stats *st,
 			    struct prof_counters *c);
 void prof_sampler_taken_over(int sig);

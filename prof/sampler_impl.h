@@ -32,7 +32,8 @@ extern _Thread_local struct prof_thread prof_self
 struct timer_entry {
 	pid_t tid;
 	bool seen; /* in the latest /proc/self/task listing */
-	timer_t timer;
+	timer_t timer; /* when fd is -1 */
+	int fd; /* its perf counter (perf_event.c), or -1 */
 	uint64_t base_ns; /* the thread's CPU clock when armed */
 };
 
@@ -75,6 +76,7 @@ struct sampler_state {
 	size_t capexited;
 	bool counting; /* a session runs: count threads */
 	int64_t exit_carry_ns; /* exiting threads' CPU (thread_cpu.c) */
+	bool perf; /* arm threads with perf counters (else timers) */
 	bool proc_timer_armed;
 	timer_t proc_timer;
 	int installed_signo; /* the signal our handler is installed for */

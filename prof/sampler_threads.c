@@ -11,6 +11,7 @@
  */
 #include "prof/sampler_impl.h"
 #include "prof/heap.h"
+#include "prof/perf_event.h"
 #include "prof/thread_cpu.h"
 
 #include "ring/clock.h"
@@ -73,6 +74,34 @@ static int timer_arm(pid_t tid, timer_t *out)
 	return 0;
 }
 
+/*
+ * Arm @e's thread: a perf counter while the session may use them (the
+ * first refusal by the kernel turns them off for the session: the
+ * threads after it get timers), else a POSIX timer.  The engine used is
+ * told in the counters.
+ */
+static int entry_arm(pid_t tid, struct timer_entry *e)
+{
+	int fd = -1, err;
+
+	if (prof_smp.perf) {
+		fd = prof_perf_arm(tid, prof_smp.installed_signo,
+				   prof_smp.period_ns);
+		if (fd == -EACCES || fd == -EPERM || fd == -ENOSYS ||
+		    fd == -ENOENT || fd == -EOPNOTSUPP || fd == -EINVAL)
+			prof_smp.perf = false;
+	}
+	e->fd = fd >= 0 ? fd : -1;
+	err = fd >= 0 ? 0 : timer_arm(tid, &e->timer);
+	if (!err)
+		/* Relaxed: a count for the report. */
+		atomic_fetch_or_explicit(&prof_smp.counters->engines,
+					 fd >= 0 ? PROF_ENGINE_PERF
+						 : PROF_ENGINE_TIMERS,
+					 memory_order_relaxed);
+	return err;
+}
+
 static struct timer_entry *timer_find(pid_t tid)
 {
 	size_t i;
@@ -89,7 +118,10 @@ static void timer_remove(pid_t tid)
 
 	if (!e)
 		return;
-	timer_delete(e->timer);
+	if (e->fd >= 0)
+		prof_perf_disarm(e->fd);
+	else
+		timer_delete(e->timer);
 	*e = prof_smp.timers[--prof_smp.ntimers];
 }
 
@@ -110,7 +142,7 @@ static int timer_add(pid_t tid)
 	v = &prof_smp.timers[prof_smp.ntimers];
 	/* Before the timer: its periods are counted from no earlier. */
 	v->base_ns = thread_cpu_ns(tid);
-	err = timer_arm(tid, &v->timer);
+	err = entry_arm(tid, v);
 	if (err)
 		return err;
 	v->tid = tid;
@@ -302,23 +334,33 @@ static void mask_our_signal(int how)
 void prof_smp_thread_exit(void *unused)
 {
 	struct timer_entry *e;
-	uint64_t now = 0;
+	uint64_t now = 0, after = 0, base;
+	bool ours;
 
 	(void)unused;
 	mask_our_signal(SIG_BLOCK);
-	prof_thread_cpu_now(&now);
 	prof_heap_ignore_begin();
 	pthread_mutex_lock(&prof_smp.lock);
 	/* A thread never armed (no entry): its CPU is not the session's. */
-	if (prof_smp.arming && (e = timer_find(prof_smp_tid()))) {
-		note_exited_name(prof_smp_tid());
-		if (now)
-			carry_sample(prof_smp_tid(),
-				     prof_thread_cpu_exit(prof_smp.generation,
-							  e->base_ns, now),
-				     0);
-	}
+	e = prof_smp.arming ? timer_find(prof_smp_tid()) : NULL;
+	ours = e != NULL;
+	base = e ? e->base_ns : 0;
+	if (ours && prof_thread_cpu_now(&now))
+		ours = false;
 	timer_remove(prof_smp_tid());
+	if (ours) {
+		note_exited_name(prof_smp_tid());
+		/* Its own tail, under its function (thread_cpu.c). */
+		carry_sample(prof_smp_tid(),
+			     prof_thread_cpu_exit(prof_smp.generation, base,
+						  now),
+			     0);
+		/* Disarming (a perf counter's close is dear): ours, shown
+		 * as such, under this function. */
+		if (!prof_thread_cpu_now(&after) && after > now)
+			carry_sample(prof_smp_tid(), (int64_t)(after - now),
+				     (uintptr_t)prof_smp_thread_exit);
+	}
 	pthread_mutex_unlock(&prof_smp.lock);
 	prof_heap_ignore_end();
 }

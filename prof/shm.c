@@ -226,9 +226,34 @@ void prof_counters_add(struct prof_counters *c, struct prof_counts *sum)
 	/* Relaxed: as above. */
 	sum->taken_over +=
 		atomic_load_explicit(&c->taken_over, memory_order_relaxed);
+	sum->engines |= /* relaxed: as above */
+		atomic_load_explicit(&c->engines, memory_order_relaxed);
 	if (!sum->signo) /* relaxed: as above */
 		sum->signo =
 			atomic_load_explicit(&c->signo, memory_order_relaxed);
+}
+
+/**
+ * prof_engines_name() - what drove the samples, for a profile's comment.
+ * @engines: PROF_ENGINE_* bits (struct prof_counters' engines).
+ */
+const char *prof_engines_name(uint32_t engines)
+{
+	switch (engines) {
+	case PROF_ENGINE_PERF:
+		return "per-thread perf_event cpu-clock counters";
+	case PROF_ENGINE_TIMERS:
+		return "per-thread CPU timers (tick-bound)";
+	case PROF_ENGINE_PERF | PROF_ENGINE_TIMERS:
+		return "per-thread perf_event counters, CPU timers where "
+		       "refused";
+	case 0:
+		return "no timer";
+	}
+	return engines & PROF_ENGINE_PERF ? "perf_event counters and CPU timers"
+	       : engines & PROF_ENGINE_TIMERS
+		       ? "per-thread and process CPU timers"
+		       : "process CPU timer";
 }
 
 /**

@@ -37,7 +37,7 @@
 /* The variable that carries "FD:ROOTPID" to the program. */
 #define PROF_SHM_ENV "PROFRING_PROF_SHM"
 #define PROF_SHM_MAGIC UINT64_C(0x316d6873666f7270) /* "profshm1" */
-#define PROF_SHM_VERSION 2u
+#define PROF_SHM_VERSION 3u
 /* Processes with a slot of their own; later ones share the last. */
 #define PROF_SHM_SLOTS 1024u
 
@@ -126,11 +126,13 @@ struct prof_counts {
 	uint64_t written, refused, truncated, unchecked, unwind_fallback;
 	uint64_t threads, maps_lost, taken_over;
 	uint64_t heap_allocs, heap_frees, heap_refused, heap_untracked;
+	uint32_t engines; /* PROF_ENGINE_* bits, of every process */
 	uint32_t processes; /* slots claimed */
 	uint32_t signo; /* the first process's signal */
 };
 
 void prof_shm_sum(const struct prof_shm *h, struct prof_counts *sum);
+const char *prof_engines_name(uint32_t engines);
 void prof_counters_add(struct prof_counters *c, struct prof_counts *sum);
 
 #endif /* PROFRING_PROF_SHM_H */

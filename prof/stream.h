@@ -161,7 +161,13 @@ struct prof_counters {
 	_Atomic uint64_t heap_untracked;
 	_Atomic uint32_t taken_over;
 	_Atomic uint32_t signo;
+	_Atomic uint32_t engines; /* PROF_ENGINE_* the session armed */
 };
+
+/* What drove a session's samples (struct prof_counters' engines bits). */
+#define PROF_ENGINE_PERF 1u /* perf_event cpu-clock counters per thread */
+#define PROF_ENGINE_TIMERS 2u /* POSIX CPU-time timers per thread */
+#define PROF_ENGINE_PROCESS 4u /* the process CPU-time timer */
 
 /*
  * prof_maps_changed() - the program's code mappings changed (dlopen or

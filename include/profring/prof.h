@@ -17,16 +17,21 @@
  *    profring_prof_stop() around the part to profile.
  *
  * Every thread is sampled in proportion to the CPU time it uses: each
- * thread gets its own CPU-time timer (timer_create on the thread's CPU
- * clock, delivered to that thread).  Threads that exist at start are found
+ * thread gets its own counter of its CPU time, delivering our signal to
+ * that thread at each period: a perf_event cpu-clock counter where the
+ * kernel lets a process sample itself (perf_event_paranoid <= 2), at the
+ * rate asked; else a POSIX CPU-time timer (timer_create on the thread's
+ * CPU clock).  Threads that exist at start are found
  * in /proc/self/task; threads created later with pthread_create() are armed
  * as they start (the library interposes pthread_create); threads started
  * some other way (thrd_create, a raw clone) are found by a rescan of
- * /proc/self/task every 200 ms.  The kernel checks CPU-time timers at its
- * tick, so a thread takes at most CONFIG_HZ signals a second (250 on
- * Debian); above that each signal stands for several periods (the timer's
- * overrun) and the profile weighs it by them, so the CPU time in the profile stays right
- * at any frequency up to PROFRING_PROF_MAX_HZ (10 kHz).
+ * /proc/self/task every 200 ms.  The kernel checks POSIX CPU-time timers
+ * at its tick, so with them a thread takes at most CONFIG_HZ signals a
+ * second (250 on Debian).  Either way each sample weighs the thread's CPU
+ * time since its last one, in periods, the remainder carried to the next,
+ * and a thread that exits leaves a sample for its time since its last, so
+ * the CPU time in the profile stays right at any frequency up to
+ * PROFRING_PROF_MAX_HZ (10 kHz) and for threads shorter than a period.
  *
  * Samples arrive on a real-time signal of the library's own, the highest
  * one from SIGRTMAX down to SIGRTMIN + 2 that nobody handles, never
@@ -95,7 +100,7 @@ extern "C" {
 #define PROFRING_PROF_ENV_HZ "PROFRING_PROF_HZ"
 /* @folded: the folded-stacks file. */
 #define PROFRING_PROF_ENV_FOLDED "PROFRING_PROF_FOLDED"
-/* @timer: "process" for PROFRING_PROF_TIMER_PROCESS; else per thread. */
+/* @timer: "process", "posix" (per-thread POSIX timers), else per thread. */
 #define PROFRING_PROF_ENV_TIMER "PROFRING_PROF_TIMER"
 /* @unwinder: "libunwind" for PROFRING_PROF_UNWIND_LIBUNWIND; else fp. */
 #define PROFRING_PROF_ENV_UNWIND "PROFRING_PROF_UNWIND"
@@ -122,10 +127,17 @@ extern "C" {
 
 /** enum profring_prof_timer - how samples are triggered. */
 enum profring_prof_timer {
-	/** One CPU-time timer per thread; the process timer if it cannot be had. */
+	/**
+	 * Per thread: a perf_event cpu-clock counter of the thread's CPU
+	 * time where the kernel lets a process sample itself
+	 * (perf_event_paranoid <= 2), else a POSIX CPU-time timer; the
+	 * process timer if neither can be had.
+	 */
 	PROFRING_PROF_TIMER_THREAD = 0,
 	/** One POSIX timer on CLOCK_PROCESS_CPUTIME_ID (never ITIMER_PROF). */
 	PROFRING_PROF_TIMER_PROCESS = 1,
+	/** Per thread, POSIX CPU-time timers only (tick-bound rates). */
+	PROFRING_PROF_TIMER_POSIX = 2,
 };
 
 /** enum profring_prof_unwinder - how the handler walks the stack. */
