@@ -183,6 +183,28 @@ check nofp_libunwind_runs test $? -eq 0
 check nofp_libunwind_stacks grep -q 'run_seventy;hot_seventy' \
 	"$TMP/nofp_unw.folded"
 
+# 4b. The rate: perf counters (where perf_event_paranoid allows) fire at
+# the rate asked, POSIX timers at the tick; the first comment says which.
+rate() { # NAME: signals per CPU-second (the demo prints its CPU)
+	cpu=$(sed -n 's/^prof_demo: \([0-9.]*\) s of CPU.*/\1/p' \
+		"$TMP/$1.out" "$TMP/$1.err" | head -1)
+	sig=$(sed -n 's/.*(signals \([0-9]*\) = .*/\1/p' "$TMP/$1.err")
+	awk -v c="$cpu" -v s="$sig" 'BEGIN { if (c > 0) printf "%d\n", s / c; else print 0 }'
+}
+record posix999 -F 999 --timer posix -- "$DEMO" --units 2
+echo "# --timer posix at 999 Hz: $(rate posix999) signals per CPU-second"
+check posix_timer_named sh -c "zcat '$TMP/posix999.pb.gz' | grep -aq 'per-thread CPU timers (tick-bound)'"
+paranoid=$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo 9)
+if [ "$paranoid" -le 2 ]; then
+	record perf999 -F 999 -- "$DEMO" --units 2
+	r=$(rate perf999)
+	echo "# default timer at 999 Hz: $r signals per CPU-second"
+	check perf_counter_named sh -c "zcat '$TMP/perf999.pb.gz' | grep -aq 'perf_event cpu-clock counters'"
+	check perf_counter_rate test "$r" -ge 600
+else
+	echo "SKIP prof_perf_counter (perf_event_paranoid $paranoid > 2)"
+fi
+
 # 5. The setitimer fallback.
 record proc -F 1000 --timer process -- "$DEMO" --units 2
 check process_timer_runs test $? -eq 0
