@@ -338,7 +338,7 @@ static int dec_mapping(struct dec *d, struct proto_reader *r)
 
 static const struct field_spec line_fields[] = {
 	FIELD(1, FK_U64, struct d_line, function_id, "line.function_id"),
-	UNUSED(2, "line.line"),
+	FIELD(2, FK_I64, struct d_line, line, "line.line"),
 	{ 0 },
 };
 

@@ -80,6 +80,7 @@ struct d_map {
 /* A line's number is checked to be a varint and not kept. */
 struct d_line {
 	uint64_t function_id;
+	int64_t line;
 	size_t func; /* index, DOC_NONE for function_id 0 */
 };
 

@@ -3,9 +3,9 @@
  * pprof/folded.c - the profile as folded stacks (pprof.h:
  * prof_folded_write()), as flamegraph.pl and speedscope read them.
  *
- * Frames are named as in the pprof encoding (through builder.c's tables),
- * an inlined function being a frame of its own,
- * joins them root first with ';', sorts the paths and adds up the
+ * Frames are named as in the pprof encoding (builder.c's tables; an
+ * inlined function is a frame of its own).  The writer joins them root
+ * first with ';', sorts the paths and adds up the
  * sampling periods of equal paths: a line's count is CPU time in periods
  * (period_ns each), so its share is the share of pprof's cpu/nanoseconds
  * value, not of the signals (profile.h).  A heap profile's lines count

@@ -180,8 +180,8 @@ int prof_report(const char *path, FILE *out, const struct prof_report_opts *o,
 
 	if (errlen)
 		err[0] = '\0';
-	rc = prof_summary_load(path, o ? o->sample_index : -1, &p, msg,
-			       sizeof(msg));
+	rc = prof_summary_load_opts(path, o ? o->sample_index : -1,
+				    o && o->by_line, &p, msg, sizeof(msg));
 	if (rc) {
 		if (errlen)
 			snprintf(err, errlen, "%s: %s%s", path,

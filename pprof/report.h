@@ -25,6 +25,7 @@
 #ifndef PROFRING_PROF_REPORT_H
 #define PROFRING_PROF_REPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -38,11 +39,13 @@
  * @by_thread:	also print the value per "tid" label.
  * @sample_index: which sample type (0-based); -1 means the profile's
  *		default_sample_type (the last sample type if it has none).
+ * @by_line:	rows per source line ("name file:line"), not per function.
  */
 struct prof_report_opts {
 	size_t top;
 	int by_thread;
 	int sample_index;
+	int by_line;
 };
 
 /**
@@ -187,6 +190,14 @@ int prof_summary_decode(const void *data, size_t len, int sample_index,
  */
 int prof_summary_load(const char *path, int sample_index,
 		      struct prof_summary **out, char *err, size_t errlen);
+
+/**
+ * prof_summary_load_opts() - prof_summary_load(), with frames named by
+ * line when @by_line: "name file:line" (as `go tool pprof -lines` does),
+ * each line of a location (an inlined function's too) a frame of its own.
+ */
+int prof_summary_load_opts(const char *path, int sample_index, bool by_line,
+			   struct prof_summary **out, char *err, size_t errlen);
 
 /**
  * prof_summary_free() - free a summary and the profile it points into.

@@ -7,7 +7,10 @@
  * location, its lines in order (line[0] is the innermost inlined
  * function).  A frame is named by its function's name (its system name if
  * the name is empty), or "0x<address>" when its location has no line or
- * the line no named function.  Frames are grouped by name: a sample's
+ * the line no named function; by line (prof_summary_load_opts() with
+ * @by_line), a named frame is "name file:line" instead (as `go tool
+ * pprof -lines` names it; "name:line" without a file, the name alone
+ * without a line number), built once per line of the profile.  Frames are grouped by name: a sample's
  * value goes to the flat value of its first frame and, once per sample,
  * to the cum value of every name among its frames.  Per thread, a
  * sample's value goes to its "tid" label's number (the samples without
@@ -70,6 +73,10 @@ struct summary {
 	size_t ngroups;
 	char *loc_text; /* the "0x<address>" names, one after another */
 	const char **loc_name; /* per location: its "0x<address>", or NULL */
+	bool by_line;
+	char *line_text; /* by line: the "name file:line" names */
+	const char **line_name; /* per line: its name, or NULL */
+	size_t *line_group;
 	size_t *str_group; /* per string: the group it names, if it does */
 	size_t *func_group, *loc_group;
 	struct loc_groups *lg; /* per location */
@@ -162,6 +169,47 @@ static int name_locs(struct summary *s)
 	return err;
 }
 
+/* By line: "name file:line" for each line of a named function. */
+static int name_lines(struct summary *s)
+{
+	const struct pprof_doc *doc = &s->doc;
+	size_t nl = doc->lines.n, at = 0, len;
+	int err;
+
+	if (!s->by_line)
+		return 0;
+	s->line_name = sum_alloc(s, nl, sizeof(*s->line_name), &err);
+	for (int pass = 0; !err && pass < 2; pass++) {
+		for (size_t i = 0; i < nl; i++) {
+			const struct d_line *l =
+				&VEC_AT(doc->lines, struct d_line, i);
+			const struct d_func *f;
+			int64_t x;
+
+			if (l->func == DOC_NONE ||
+			    (x = func_name_ix(doc, l->func)) < 0)
+				continue;
+			f = &VEC_AT(doc->funcs, struct d_func, l->func);
+			len = strlen(doc_str(doc, x)) +
+			      strlen(doc_str(doc, f->filename)) + 24;
+			if (pass) {
+				s->line_name[i] = s->line_text + at;
+				snprintf(s->line_text + at, len,
+					 l->line > 0 ? "%s%s%s:%" PRId64 : "%s",
+					 doc_str(doc, x),
+					 doc_str(doc, f->filename)[0] ? " "
+								      : "",
+					 doc_str(doc, f->filename), l->line);
+			}
+			at += len;
+		}
+		if (!pass)
+			s->line_text = sum_alloc(s, at, 1, &err);
+		at = 0;
+	}
+	return err;
+}
+
 /* A frame name and where it came from: a string index, or a location. */
 struct name_ref {
 	const char *name;
@@ -185,6 +233,7 @@ static int make_groups(struct summary *s)
 {
 	const struct pprof_doc *doc = &s->doc;
 	size_t ns = doc->strs.n, nf = doc->funcs.n, nl = doc->locs.n, n = 0;
+	size_t nn = s->by_line ? doc->lines.n : 0;
 	struct name_ref *refs;
 	int err;
 
@@ -193,9 +242,11 @@ static int make_groups(struct summary *s)
 		s->func_group = sum_alloc(s, nf, sizeof(*s->func_group), &err);
 	if (!err)
 		s->loc_group = sum_alloc(s, nl, sizeof(*s->loc_group), &err);
+	if (!err && nn)
+		s->line_group = sum_alloc(s, nn, sizeof(*s->line_group), &err);
 	if (!err)
-		s->names = sum_alloc(s, ns + nl, sizeof(*s->names), &err);
-	refs = err ? NULL : sum_alloc(s, ns + nl, sizeof(*refs), &err);
+		s->names = sum_alloc(s, ns + nl + nn, sizeof(*s->names), &err);
+	refs = err ? NULL : sum_alloc(s, ns + nl + nn, sizeof(*refs), &err);
 	if (err)
 		return err;
 	for (size_t i = 0; i < ns; i++)
@@ -212,14 +263,23 @@ static int make_groups(struct summary *s)
 	for (size_t i = 0; i < nl; i++)
 		if (s->loc_name[i])
 			refs[n++] = (struct name_ref){ s->loc_name[i], ns + i };
+	for (size_t i = 0; i < nn; i++) {
+		s->line_group[i] = DOC_NONE;
+		if (s->line_name[i])
+			refs[n++] = (struct name_ref){ s->line_name[i],
+						       ns + nl + i };
+	}
 	qsort(refs, n, sizeof(*refs), name_ref_cmp);
 	for (size_t i = 0; i < n; i++) {
 		if (!s->ngroups || strcmp(refs[i].name, refs[i - 1].name))
 			s->names[s->ngroups++] = refs[i].name;
 		if (refs[i].origin < ns)
 			s->str_group[refs[i].origin] = s->ngroups - 1;
-		else
+		else if (refs[i].origin < ns + nl)
 			s->loc_group[refs[i].origin - ns] = s->ngroups - 1;
+		else
+			s->line_group[refs[i].origin - ns - nl] =
+				s->ngroups - 1;
 	}
 	for (size_t i = 0; i < nf; i++) {
 		int64_t x = func_name_ix(doc, i);
@@ -241,6 +301,10 @@ static size_t frame_group(const struct summary *s, size_t li, size_t k)
 
 	if (k >= l->nline)
 		return s->loc_group[li];
+	if (s->by_line)
+		return s->line_group[l->line0 + k] != DOC_NONE
+			       ? s->line_group[l->line0 + k]
+			       : s->loc_group[li];
 	f = VEC_AT(s->doc.lines, struct d_line, l->line0 + k).func;
 	if (f == DOC_NONE || s->func_group[f] == DOC_NONE)
 		return s->loc_group[li];
@@ -586,8 +650,8 @@ static int fill_comments(struct summary *s)
 static int summarize(struct summary *s, int sample_index)
 {
 	static int (*const steps[])(struct summary *) = {
-		fill_comments, name_locs,  make_groups, group_locs,
-		sum_samples,   fill_funcs, sum_tids,	fill_tables,
+		fill_comments, name_locs,  name_lines, make_groups, group_locs,
+		sum_samples,   fill_funcs, sum_tids,   fill_tables,
 	};
 	int err = fill_header(s, sample_index);
 
@@ -602,6 +666,8 @@ static void free_work(struct summary *s)
 	free(s->str_group);
 	free(s->func_group);
 	free(s->loc_group);
+	free(s->line_group);
+	free(s->line_name);
 	free(s->lg);
 	free(s->lgroups);
 	free(s->flat);
@@ -609,7 +675,8 @@ static void free_work(struct summary *s)
 	free(s->gstamp);
 	free(s->lstamp);
 	free(s->rows.data);
-	s->str_group = s->func_group = s->loc_group = NULL;
+	s->str_group = s->func_group = s->loc_group = s->line_group = NULL;
+	s->line_name = NULL;
 	s->lg = NULL;
 	s->lgroups = NULL;
 	s->flat = s->cum = NULL;
@@ -626,6 +693,7 @@ void prof_summary_free(struct prof_summary *p)
 	free_work(s);
 	free(s->loc_name);
 	free(s->loc_text);
+	free(s->line_text);
 	free(s->comments);
 	free(s->names);
 	free(s->funcs);
@@ -636,8 +704,8 @@ void prof_summary_free(struct prof_summary *p)
 	free(s);
 }
 
-int prof_summary_decode(const void *data, size_t len, int sample_index,
-			struct prof_summary **out, char *err, size_t errlen)
+static int decode(const void *data, size_t len, int sample_index, bool by_line,
+		  struct prof_summary **out, char *err, size_t errlen)
 {
 	struct summary *s = calloc(1, sizeof(*s));
 	struct pprof_err e = { .msg = err, .len = errlen };
@@ -649,6 +717,7 @@ int prof_summary_decode(const void *data, size_t len, int sample_index,
 	if (!s)
 		return pprof_err_nomem(&e);
 	s->e = &e;
+	s->by_line = by_line;
 	rc = pprof_doc_decode(&s->doc, data, len, &e);
 	if (!rc)
 		rc = summarize(s, sample_index);
@@ -664,8 +733,14 @@ int prof_summary_decode(const void *data, size_t len, int sample_index,
 	return 0;
 }
 
-int prof_summary_load(const char *path, int sample_index,
-		      struct prof_summary **out, char *err, size_t errlen)
+int prof_summary_decode(const void *data, size_t len, int sample_index,
+			struct prof_summary **out, char *err, size_t errlen)
+{
+	return decode(data, len, sample_index, false, out, err, errlen);
+}
+
+int prof_summary_load_opts(const char *path, int sample_index, bool by_line,
+			   struct prof_summary **out, char *err, size_t errlen)
 {
 	uint8_t *data;
 	size_t len;
@@ -684,7 +759,14 @@ int prof_summary_load(const char *path, int sample_index,
 					: strerror(-rc));
 	if (rc)
 		return rc;
-	rc = prof_summary_decode(data, len, sample_index, out, err, errlen);
+	rc = decode(data, len, sample_index, by_line, out, err, errlen);
 	free(data);
 	return rc;
+}
+
+int prof_summary_load(const char *path, int sample_index,
+		      struct prof_summary **out, char *err, size_t errlen)
+{
+	return prof_summary_load_opts(path, sample_index, false, out, err,
+				      errlen);
 }

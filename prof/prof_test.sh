@@ -152,6 +152,23 @@ else
 	fails=$((fails + 1))
 fi
 check report_leaf_inlined test "$(leaf_row "$TMP/demo.report")" = churn
+# By line: rows "name file:line" (DWARF), as go tool pprof -lines has them.
+"$PROF" report --lines "$TMP/demo.pb.gz" >"$TMP/demo.lines" 2>&1
+first_line_row() { # FILE: "name file:line" of the first row
+	awk '/flat%/ { on = 1; next }
+	on && NF >= 7 { print $(NF - 1), $NF; exit }' "$1"
+}
+echo "# report --lines: $(first_line_row "$TMP/demo.lines")"
+check report_lines grep -q ' churn [^ ]*prof_demo\.c:[0-9][0-9]*$' "$TMP/demo.lines"
+if command -v go >/dev/null 2>&1; then
+	(cd "$TMP" && HOME="$TMP" go tool pprof -top -lines demo.pb.gz) \
+		>"$TMP/demo.golines" 2>&1
+	go_first=$(awk '/flat%/ { on = 1; next }
+		on && NF >= 7 { print $6, $7; exit }' "$TMP/demo.golines")
+	echo "# go tool pprof -lines: $go_first"
+	check report_lines_like_go test "$(first_line_row "$TMP/demo.lines")" = \
+		"$go_first"
+fi
 check folded_parses folded_ok "$TMP/demo.folded" \
 	"$(awk '{ sum += $NF } END { print sum + 0 }' "$TMP/demo.folded")"
 

@@ -8,7 +8,8 @@
  *		[--http ADDR:PORT] [--timer thread|posix|process] [--unwind fp|libunwind]
  *		[--frames N] [--buffer-words N] [--children] [-q]
  *		-- cmd [args...]
- *	profring-prof report [-n top] [--threads] [-s TYPE] [file.pb.gz]
+ *	profring-prof report [-n top] [--threads] [--lines] [-s TYPE]
+ *		[file.pb.gz]
  *
  * --heap alone profiles memory only; -o with it profiles CPU too.
  * --trace also writes what was collected as a profring trace (CPU samples
@@ -17,6 +18,8 @@
  * --http serves the program's /debug/pprof/ endpoints from the launcher
  * while it runs (prof/record_http.c); --heap-rate alone with it samples
  * the heap for the endpoints, no file written.
+ * report --lines shows a row per source line ("name file:line", inlined
+ * functions' lines too), as go tool pprof -lines does.
  * report -s picks the sample type by name (alloc_space, inuse_objects,
  * cpu, ...) or 0-based index; the default is the profile's own.
  *
@@ -51,7 +54,7 @@ static int usage(bool asked)
 		"                            [--timer thread|posix|process] [--unwind fp|libunwind]\n"
 		"                            [--frames N] [--buffer-words N] [--children] [-q]\n"
 		"                            -- cmd [args...]\n"
-		"       profring-prof report [-n top] [--threads] [-s sample-type]\n"
+		"       profring-prof report [-n top] [--threads] [--lines] [-s sample-type]\n"
 		"                            [file.pb.gz]\n");
 	return asked ? 0 : 2;
 }
@@ -134,6 +137,7 @@ static int report(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "top", required_argument, NULL, 'n' },
 		{ "threads", no_argument, NULL, 'T' },
+		{ "lines", no_argument, NULL, 'L' },
 		{ "sample-index", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -144,7 +148,8 @@ static int report(int argc, char **argv)
 	int c;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":n:s:Th", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":n:s:TLh", longopts, NULL)) !=
+	       -1) {
 		switch (c) {
 		case 's':
 			stype = optarg;
@@ -162,6 +167,9 @@ static int report(int argc, char **argv)
 		case 'T':
 			o.by_thread = 1;
 			break;
+		case 'L':
+			o.by_line = 1;
+			break;
 		case 'h':
 			return usage(true);
 		case ':':
@@ -170,7 +178,7 @@ static int report(int argc, char **argv)
 				argv[optind - 1]);
 			return 2;
 		default:
-			if (optopt == 'T' || optopt == 'h')
+			if (optopt == 'T' || optopt == 'L' || optopt == 'h')
 				fprintf(stderr,
 					"profring-prof: report: %s takes no "
 					"argument\n",
