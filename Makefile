@@ -262,6 +262,12 @@ $(BUILD)/bench/malloc_storm: bench/work/malloc_storm.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g $(FRAMEPTR) -o $@ $< -lpthread
 
+# Instructions per operation of the write paths under callgrind
+# (bench/opcount.sh): the library as built, called as the benchmarks call it.
+$(BUILD)/bench/opcount: bench/work/opcount.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(call link,)
+
 $(BUILD)/bench/%: bench/%.c $(BUILD)/obj/bench/harness.o $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call link,$(BENCH_LIBS))
