@@ -278,6 +278,12 @@ $(BUILD)/bench/symbolize_bench: bench/symbolize_bench.c $(BUILD)/obj/bench/harne
 	@mkdir -p $(dir $@)
 	$(call link,$(PPROF_LIBS) $(BENCH_LIBS))
 
+# Instructions per operation of the write paths under callgrind
+# (bench/opcount.sh): the library as built, called as the benchmarks call it.
+$(BUILD)/bench/opcount: bench/work/opcount.c $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(call link,)
+
 $(BUILD)/bench/%: bench/%.c $(BUILD)/obj/bench/harness.o $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call link,$(BENCH_LIBS))

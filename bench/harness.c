@@ -17,7 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <profring/profbuf.h>
@@ -70,11 +73,13 @@ int bench_pin_cpu(int cpu)
 static void usage(const char *prog, int status)
 {
 	fprintf(status ? stderr : stdout,
-		"usage: %s [--reps N] [--seconds S] [--batch K] [--pin]\n"
+		"usage: %s [--reps N] [--seconds S] [--batch K] [--pin] "
+		"[--noise]\n"
 		"  --reps N     timed repetitions of every case (default 5)\n"
 		"  --seconds S  duration of each timed-duration run (default 1)\n"
 		"  --batch K    operations per timed batch (default 128)\n"
-		"  --pin        pin threads to CPUs\n",
+		"  --pin        pin threads to CPUs\n"
+		"  --noise      a CPU hog on the last CPU while it runs\n",
 		prog);
 	exit(status);
 }
@@ -99,6 +104,52 @@ static double parse_seconds(const char *prog, const char *s)
 	return v;
 }
 
+/* ---- --noise: a CPU hog beside the benchmark -------------------------- */
+
+static pid_t noise_pid;
+
+static void noise_stop(void)
+{
+	if (noise_pid <= 0)
+		return;
+	kill(noise_pid, SIGKILL);
+	waitpid(noise_pid, NULL, 0);
+	noise_pid = 0;
+}
+
+/*
+ * noise_start() - fork a child that spins on the last CPU (CPU 0 is where
+ * --pin puts the benchmark) until the benchmark exits: noise_stop() at
+ * exit, and the kernel kills it should the benchmark die first
+ * (PR_SET_PDEATHSIG).  A process, not a thread, so that the benchmarks
+ * that count or signal their own threads see none of it.  The hog does
+ * integer work and touches no memory of its own beyond the stack: it
+ * takes the other core's (or SMT sibling's) pipeline, as a busy
+ * neighbour does.
+ */
+static void noise_start(void)
+{
+	pid_t parent = getpid();
+	pid_t pid = fork();
+
+	if (pid < 0) {
+		fprintf(stderr, "bench: --noise: fork: %s\n", strerror(errno));
+		exit(1);
+	}
+	if (pid == 0) {
+		volatile uint64_t x = 1;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(0);
+		bench_pin_cpu(bench_ncpus() - 1);
+		for (;;)
+			x = x * 6364136223846793005ull + 1442695040888963407ull;
+	}
+	noise_pid = pid;
+	atexit(noise_stop);
+}
+
 /**
  * bench_parse_args() - parse the common options; exit on an error.
  * @argc, @argv: as given to main()
@@ -111,6 +162,7 @@ void bench_parse_args(int argc, char **argv, struct bench_opts *o)
 		{ "seconds", required_argument, NULL, 's' },
 		{ "batch", required_argument, NULL, 'b' },
 		{ "pin", no_argument, NULL, 'p' },
+		{ "noise", no_argument, NULL, 'n' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -128,11 +180,15 @@ void bench_parse_args(int argc, char **argv, struct bench_opts *o)
 			o->batch = (unsigned int)parse_count(argv[0], optarg);
 		else if (c == 'p')
 			o->pin = true;
+		else if (c == 'n')
+			o->noise = true;
 		else
 			usage(argv[0], c == 'h' ? 0 : 2);
 	}
 	if (optind != argc)
 		usage(argv[0], 2);
+	if (o->noise)
+		noise_start();
 }
 
 /* ---- running cases --------------------------------------------------- */
@@ -325,9 +381,11 @@ void bench_report_begin(const char *program, const struct bench_opts *o)
 	strftime(date, sizeof(date), "%Y-%m-%d %H:%M:%S UTC", gmtime(&now));
 	snprintf(info, sizeof(info),
 		 "%s; %s; %d CPUs; %s; reps %u (+%u warm-up), seconds %g, "
-		 "batch %u, pin %s; clock_gettime %.1f ns",
+		 "batch %u, pin %s, noise %s; clock_gettime %.1f ns",
 		 date, model, bench_ncpus(), compiler(), o->reps, o->warmup,
-		 o->seconds, o->batch, o->pin ? "yes" : "no", timer_overhead());
+		 o->seconds, o->batch, o->pin ? "yes" : "no",
+		 o->noise ? "yes (a hog on the last CPU)" : "no",
+		 timer_overhead());
 	printf("%s: %s\n\n", program, info);
 	print_header(stdout,
 		     "%-10s %-6s %-14s %-22s %-14s %-22s %6s %-6s %-4s %s\n",

@@ -41,6 +41,8 @@
  *           (--seconds)
  * @batch:   operations per timed batch (--batch)
  * @pin:     pin threads to CPUs (--pin)
+ * @noise:   run a CPU hog on the last CPU while the benchmark runs
+ *           (--noise): bench_parse_args() starts it, exit stops it
  */
 struct bench_opts {
 	unsigned int reps;
@@ -48,6 +50,7 @@ struct bench_opts {
 	double seconds;
 	unsigned int batch;
 	bool pin;
+	bool noise;
 };
 
 /*

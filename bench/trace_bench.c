@@ -14,7 +14,7 @@
  *    of a 16-frame stack already interned in this generation (the hit
  *    path), tracebuf_ev_emit() of { counter, stack id }, tracebuf_end();
  * 3. 0 and 4 arguments (the 2 above, plus counter & 63 and the 48-bit
- *    value >> 20), with tracebuf_emit(), for information.
+ *    value >> 20), with tracebuf_emit(), with the same goals as 2.
  *
  * Each repetition writes REP_EVENTS events in timed batches of --batch.
  * Between batches, untimed, the stream is drained with non-blocking
@@ -48,7 +48,7 @@
  *    fewer bytes than tracebuf's worst-case event are left.  It has no
  *    generation, no buffer hand-off, no batch header, no signal nesting,
  *    no argument check and is inlined, so tracebuf can only approach it:
- *    the goal is emit <= 1.5 x floor.  What it wrote is decoded and
+ *    the goal is emit <= 1.3 x floor, at 0, 2 and 4 arguments (issue 18).  What it wrote is decoded and
  *    checked after every batch, untimed (so nothing can be optimised
  *    away).  The stack row's floor writes { counter, 1 }: the id, not the
  *    interning, which the floor cannot do without a table (stacktab_bench
@@ -670,8 +670,8 @@ struct group {
 static const struct group groups[] = {
 	{ "emit 2 args", "tracebuf_emit", 2, false, 3, false },
 	{ "emit stack", "begin+stack+emit", 2, true, 2, true },
-	{ "emit 0 args", "tracebuf_emit", 0, false, 3, true },
-	{ "emit 4 args", "tracebuf_emit", 4, false, 3, true },
+	{ "emit 0 args", "tracebuf_emit", 0, false, 3, false },
+	{ "emit 4 args", "tracebuf_emit", 4, false, 3, false },
 };
 
 static const char *const anchor_names[] = { "floor", "seqlock" };
@@ -696,7 +696,7 @@ static void group_report(const struct group *g, const struct ev_case *c,
 			 i == 1 ? "" : " (+2 lock add)");
 		row.anchor = &st[i];
 		row.anchor_name = anchor_names[i - 1];
-		row.goal_ratio = i == 1 ? 1.5 : 1.0;
+		row.goal_ratio = i == 1 ? 1.3 : 1.0;
 		row.note = note;
 		bench_report_row(&row);
 	}

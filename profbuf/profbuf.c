@@ -429,15 +429,6 @@ static inline void put_record(struct profbuf *b, uint32_t tag_count,
 			      PB_STAMP_COMMITTED, memory_order_release);
 }
 
-static bool header_all_zero(const uint64_t *hdr, size_t nhdr)
-{
-	uint64_t any = 0;
-
-	for (size_t i = 0; i < nhdr; i++)
-		any |= hdr[i];
-	return !any;
-}
-
 /*
  * write_with_overflow() - a pending overflow was seen (@o): emit it before
  * our record, or count our record as lost too.
@@ -507,28 +498,45 @@ write_with_overflow(struct profbuf *b, uint64_t o, const void *tag, int64_t now,
 	return 0;
 }
 
-RING_API int profbuf_write(struct profbuf *b, const void *tag, int64_t now,
-			   const uint64_t *hdr, size_t nhdr,
-			   const uintptr_t *stk, size_t nstk)
+/*
+ * copy_words() - @n words from @s to @d, inline.  The header is one to a
+ * few words: a loop the compiler turns into a memcpy() call (and a memset()
+ * for the padding) costs a call and an indirect jump each, more than the
+ * copy.  The empty asm keeps the loop a loop (it hides the index from
+ * loop-idiom recognition) and costs nothing.
+ */
+static inline void copy_words(uint64_t *restrict d, const uint64_t *restrict s,
+			      size_t n)
 {
-	uint32_t want;
-	struct pb_reservation rv;
-	uint64_t o;
+	for (size_t i = 0; i < n; i++) {
+		__asm__("" : "+r"(i));
+		d[i] = s[i];
+	}
+}
 
-	if (ring_unlikely(!b || nhdr > b->hdrsize || (nhdr && !hdr) ||
-			  (nstk && !stk) ||
-			  nstk > b->data_len - 2 - b->hdrsize ||
-			  header_all_zero(hdr, nhdr)))
-		return -EINVAL;
-	want = 2 + b->hdrsize + (uint32_t)nstk;
-	/*
-	 * Acquire: pairs with ovf_release_busy(), so that if we go on to
-	 * emit the overflow record its ovf_time is visible; and with the
-	 * fetch_or in profbuf_close(), so that a write that starts after
-	 * close returned (in happens-before order) sees CLOSED.
-	 */
-	o = atomic_load_explicit(&b->ovf, memory_order_acquire);
-	if (ring_unlikely(o & (OVF_CLOSED | OVF_COUNT_MASK))) {
+static inline void zero_words(uint64_t *d, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		__asm__("" : "+r"(i));
+		d[i] = 0;
+	}
+}
+
+/*
+ * write_slow() - everything profbuf_write() keeps off its fast path: a
+ * pending overflow or CLOSED, a shared buffer, SLEEPING, a rewind, no
+ * room.  The record was checked.
+ */
+static __attribute__((noinline)) int
+write_slow(struct profbuf *b, const void *tag, int64_t now, const uint64_t *hdr,
+	   size_t nhdr, const uintptr_t *stk, size_t nstk)
+{
+	uint32_t want = 2 + b->hdrsize + (uint32_t)nstk;
+	struct pb_reservation rv;
+	/* Acquire: as in profbuf_write() (a fresh look is as good). */
+	uint64_t o = atomic_load_explicit(&b->ovf, memory_order_acquire);
+
+	if (o & (OVF_CLOSED | OVF_COUNT_MASK)) {
 		int rc;
 
 		if (o & OVF_CLOSED)
@@ -545,6 +553,96 @@ RING_API int profbuf_write(struct profbuf *b, const void *tag, int64_t now,
 	if (rv.wake)
 		wake_reader(b);
 	return 0;
+}
+
+/*
+ * profbuf_write() is the profiler's per-sample cost, so its fast path -
+ * a private buffer, no overflow pending, room without rewinding, nobody
+ * asleep - is written out here in full, with one branch per question and
+ * one call (the stack's memcpy()); everything else goes to write_slow(),
+ * which runs the general reserve() and put_record().  Both follow the
+ * protocol above step by step: the same loads, CAS and stores with the
+ * same memory orders.
+ */
+RING_API int profbuf_write(struct profbuf *b, const void *tag, int64_t now,
+			   const uint64_t *hdr, size_t nhdr,
+			   const uintptr_t *stk, size_t nstk)
+{
+	uint32_t hs, len, pos, size, mask;
+	uint64_t o, old, r, any = 0, *d;
+	_Atomic uint32_t *stamp;
+
+	if (ring_unlikely(!b || !hdr))
+		return -EINVAL;
+	hs = b->hdrsize;
+	/*
+	 * nhdr 0 (an all-zero header) or above hdrsize, a stack missing or
+	 * longer than the ring: one branch.
+	 */
+	if (ring_unlikely(nhdr - 1 >= hs || nstk > b->data_len - 2 - hs ||
+			  (!stk && nstk)))
+		return -EINVAL;
+	for (size_t i = 0; i < nhdr; i++)
+		any |= hdr[i];
+	if (ring_unlikely(!any))
+		return -EINVAL;
+	len = 2 + hs + (uint32_t)nstk;
+	/*
+	 * Acquire: pairs with ovf_release_busy(), so that if we go on to
+	 * emit the overflow record its ovf_time is visible; and with the
+	 * fetch_or in profbuf_close(), so that a write that starts after
+	 * close returned (in happens-before order) sees CLOSED.
+	 */
+	o = atomic_load_explicit(&b->ovf, memory_order_acquire);
+	if (ring_unlikely((o & (OVF_CLOSED | OVF_COUNT_MASK)) || b->shared))
+		goto slow;
+	/*
+	 * Reserve: reserve() with n = 1, SLEEPING clear and no rewind.  The
+	 * room tests count unsigned, as the distances from r up to w: never
+	 * more than the ring, unless r moved past our stale w (another
+	 * writer's record was read meanwhile) or the reader sealed w's tag
+	 * count 2^29 ahead.  Both look like "no room" here and go the slow
+	 * way, whose reserve() tells them apart.
+	 */
+	old = atomic_load_explicit(&b->w, memory_order_relaxed);
+	size = b->data_len;
+	do {
+		/*
+		 * Acquire: pairs with the release store of r in
+		 * give_back_run(), as in reserve().
+		 */
+		r = atomic_load_explicit(&b->r, memory_order_acquire);
+		pos = ring_pindex_data(old) & (size - 1);
+		if (ring_unlikely(old & PB_SLEEPING) || pos + len > size ||
+		    ring_pindex_data(old) - ring_pindex_data(r) + len > size ||
+		    ((ring_pindex_tag(old) - ring_pindex_tag(r)) &
+		     RING_TAG_COUNT_MASK) >= b->tag_len)
+			goto slow;
+		/* Relaxed: as in reserve(); the stamp publishes. */
+	} while (!atomic_compare_exchange_weak_explicit(
+		&b->w, &old, ring_pindex_add(old, len, 1), memory_order_relaxed,
+		memory_order_relaxed));
+	ring_perturb();
+	/* Fill: put_record() for a private buffer with no rewind marker. */
+	d = pb_data(b) + pos;
+	mask = b->tag_len - 1;
+	stamp = &pb_stamps(b)[ring_pindex_tag(old) & mask];
+	pb_tags(b)[ring_pindex_tag(old) & mask] = tag;
+	d[0] = len;
+	d[1] = (uint64_t)now;
+	copy_words(d + 2, hdr, nhdr);
+	zero_words(d + 2 + nhdr, hs - nhdr);
+	if (nstk) /* stk may be NULL then */
+		memcpy(d + 2 + hs, stk, nstk * sizeof(*d));
+	ring_perturb();
+	/*
+	 * Release: pairs with the acquire load of the stamp in scan_run():
+	 * the record and the tag are visible before the stamp.
+	 */
+	atomic_store_explicit(stamp, PB_STAMP_COMMITTED, memory_order_release);
+	return 0;
+slow:
+	return write_slow(b, tag, now, hdr, nhdr, stk, nstk);
 }
 
 RING_API int profbuf_close(struct profbuf *b)

@@ -170,13 +170,30 @@ static inline bool ring_grace_slot_ours(struct ring_grace *g,
 					    memory_order_relaxed);
 }
 
+/*
+ * The ways are checked as ring_grace_slot_ours() does, with the array's
+ * bounds and the token loaded once for all of them: the token changes
+ * only from 0 to the thread's one value (a handler may set it between
+ * our load and a way's check, but a way then holds no slot of ours yet:
+ * a cached slot is one claimed with the token already set).
+ */
 static inline struct ring_grace_slot *ring_grace_slot(struct ring_grace *g)
 {
+	uintptr_t base = (uintptr_t)g->slots;
+	uintptr_t span = (uintptr_t)g->nslots * sizeof(struct ring_grace_slot);
+	/* Relaxed: only this thread (and its handlers) store it. */
+	uint64_t token = atomic_load_explicit(&ring_grace_tls.token,
+					      memory_order_relaxed);
+
 	for (int i = 0; i < RING_GRACE_TLS_WAYS; i++) {
 		/* One load per way, checked on the copy: see above. */
 		struct ring_grace_slot *slot = ring_grace_tls.slot[i];
 
-		if (ring_likely(ring_grace_slot_ours(g, slot)))
+		/* Relaxed: our own slot's owner only changes by us. */
+		if (ring_likely((uintptr_t)slot - base < span &&
+				atomic_load_explicit(&slot->owner,
+						     memory_order_relaxed) ==
+					token))
 			return slot;
 	}
 	return ring_grace_slot_slow(g);

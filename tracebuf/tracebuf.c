@@ -202,18 +202,27 @@ static struct tb_chunk *refill(struct tracebuf_ev *ev)
 	return c;
 }
 
+/* refill(), or NULL counted lost: the slow half of room_for(). */
+static __attribute__((noinline)) struct tb_chunk *
+refill_or_count(struct tracebuf_ev *ev)
+{
+	struct tb_chunk *c = refill(ev);
+
+	if (!c)
+		tb_count_lost(ev);
+	return c;
+}
+
 /* The buffer to write @need bytes into, or NULL (counted lost). */
-static struct tb_chunk *room_for(struct tracebuf_ev *ev, size_t need)
+static inline __attribute__((always_inline)) struct tb_chunk *
+room_for(struct tracebuf_ev *ev, size_t need)
 {
 	struct tb_thread *th = ev_thread(ev);
 	struct tb_chunk *c = th->buf[ev->gen & 1][ev->level];
 
 	if (ring_likely(c && c->pos + need <= ev->t->buf_size))
 		return c;
-	c = refill(ev);
-	if (!c)
-		tb_count_lost(ev);
-	return c;
+	return refill_or_count(ev);
 }
 
 void tb_count_lost(struct tracebuf_ev *ev)
@@ -224,18 +233,51 @@ void tb_count_lost(struct tracebuf_ev *ev)
 				  memory_order_relaxed);
 }
 
-/* Event header: type byte and time delta. */
-static uint8_t *put_event_head(struct tb_chunk *c, unsigned int type,
-			       unsigned int code)
+/* Event header: type byte and time delta to @now. */
+static inline __attribute__((always_inline)) uint8_t *
+put_event_head_at(struct tb_chunk *c, unsigned int type, unsigned int code,
+		  uint64_t now)
 {
 	uint8_t *p = c->data + c->pos;
-	uint64_t now = ring_clock_ticks();
 
 	*p++ = (uint8_t)(type << 3 | code);
 	p += ring_varint_put(p, now > c->last ? now - c->last : 0);
 	if (now > c->last)
 		c->last = now;
 	return p;
+}
+
+static inline __attribute__((always_inline)) uint8_t *
+put_event_head(struct tb_chunk *c, unsigned int type, unsigned int code)
+{
+	return put_event_head_at(c, type, code, ring_clock_ticks());
+}
+
+/* An event of @nargs arguments at @now into @c, which has room for it. */
+static inline __attribute__((always_inline)) void
+put_event_at(struct tb_chunk *c, unsigned int type, const uint64_t *args,
+	     unsigned int nargs, uint64_t now)
+{
+	uint8_t *p = put_event_head_at(c, type, nargs, now);
+
+	for (unsigned int i = 0; i < nargs; i++)
+		p += ring_varint_put(p, args[i]);
+	c->pos = (uint32_t)(p - c->data);
+}
+
+static inline __attribute__((always_inline)) void
+put_event(struct tb_chunk *c, unsigned int type, const uint64_t *args,
+	  unsigned int nargs)
+{
+	put_event_at(c, type, args, nargs, ring_clock_ticks());
+}
+
+/* Whether tb_emit() refuses @type and @nargs (-EINVAL). */
+static inline bool bad_event(unsigned int type, const uint64_t *args,
+			     unsigned int nargs)
+{
+	return !type || type > TRACEBUF_MAX_TYPE || nargs > TRACEBUF_MAX_ARGS ||
+	       (nargs && !args);
 }
 
 static bool mem_type(unsigned int type)
@@ -246,27 +288,28 @@ static bool mem_type(unsigned int type)
 RING_API int tracebuf_ev_emit(struct tracebuf_ev *ev, unsigned int type,
 			      const uint64_t *args, unsigned int nargs)
 {
-	if (ring_unlikely(mem_type(type)))
-		return -EINVAL; /* tracemem.c's alone */
-	return tb_emit(ev, type, args, nargs);
+	struct tb_chunk *c;
+
+	if (ring_unlikely(mem_type(type) || bad_event(type, args, nargs)))
+		return -EINVAL; /* memory types: tracemem.c's alone */
+	c = room_for(ev, 1 + RING_VARINT_MAX * (1 + nargs));
+	if (ring_unlikely(!c))
+		return -ENOSPC;
+	put_event(c, type, args, nargs);
+	return 0;
 }
 
 int tb_emit(struct tracebuf_ev *ev, unsigned int type, const uint64_t *args,
 	    unsigned int nargs)
 {
 	struct tb_chunk *c;
-	uint8_t *p;
 
-	if (ring_unlikely(!type || type > TRACEBUF_MAX_TYPE ||
-			  nargs > TRACEBUF_MAX_ARGS || (nargs && !args)))
+	if (ring_unlikely(bad_event(type, args, nargs)))
 		return -EINVAL;
 	c = room_for(ev, 1 + RING_VARINT_MAX * (1 + nargs));
 	if (ring_unlikely(!c))
 		return -ENOSPC;
-	p = put_event_head(c, type, nargs);
-	for (unsigned int i = 0; i < nargs; i++)
-		p += ring_varint_put(p, args[i]);
-	c->pos = (uint32_t)(p - c->data);
+	put_event(c, type, args, nargs);
 	return 0;
 }
 
@@ -311,59 +354,158 @@ RING_API uint32_t tracebuf_ev_string(struct tracebuf_ev *ev, const char *s)
 	return stacktab_put(ev->t->strings[ev->gen & 1], w, 1 + (len + 7) / 8);
 }
 
-int tb_begin(struct tracebuf *t, struct tracebuf_ev *ev, bool will_emit)
+/* tb_begin()'s refusal: @ev's section was entered; leave it. */
+static __attribute__((noinline, cold)) int begin_refused(struct tracebuf_ev *ev)
+{
+	struct ring_grace_section sec = { ev->section_slot, ev->section_saved };
+	struct tb_thread *th = ev->thread;
+
+	if (ev->gen)
+		atomic_fetch_add_explicit(&th->lost[ev->gen & 1][1], 1,
+					  memory_order_relaxed);
+	ring_grace_exit(&sec);
+	return ev->gen ? -ENOSPC : -ESHUTDOWN;
+}
+
+static __attribute__((noinline, cold)) int no_slot(struct tracebuf *t,
+						   bool will_emit)
+{
+	if (will_emit)
+		atomic_fetch_add_explicit(&t->lost_noslot, 1,
+					  memory_order_relaxed);
+	return -ENOSPC;
+}
+
+static inline __attribute__((always_inline)) int
+begin(struct tracebuf *t, struct tracebuf_ev *ev, bool will_emit)
 {
 	struct ring_grace_section sec;
-	struct tb_thread *th;
 
-	if (ring_unlikely(!t || !ev))
-		return -EINVAL;
-	if (ring_unlikely(!ring_grace_enter(&t->grace, &sec))) {
-		if (will_emit)
-			atomic_fetch_add_explicit(&t->lost_noslot, 1,
-						  memory_order_relaxed);
-		return -ENOSPC;
-	}
+	if (ring_unlikely(!ring_grace_enter(&t->grace, &sec)))
+		return no_slot(t, will_emit);
 	ev->t = t;
 	ev->section_slot = sec.slot;
 	ev->section_saved = sec.saved;
 	ev->level = (unsigned int)(sec.saved & RING_GRACE_DEPTH_MASK);
 	/* Acquire: pairs with the release store of gen in close_gen(). */
 	ev->gen = atomic_load_explicit(&t->gen, memory_order_acquire);
-	th = &t->threads[sec.slot - t->grace.slots];
-	ev->thread = th;
-	if (ring_unlikely(!ev->gen || ev->level > 1)) {
-		if (ev->gen)
-			atomic_fetch_add_explicit(&th->lost[ev->gen & 1][1], 1,
-						  memory_order_relaxed);
-		ring_grace_exit(&sec);
-		return ev->gen ? -ENOSPC : -ESHUTDOWN;
-	}
+	ev->thread = &t->threads[sec.slot - t->grace.slots];
+	if (ring_unlikely(!ev->gen || ev->level > 1))
+		return begin_refused(ev);
 	return 0;
+}
+
+int tb_begin(struct tracebuf *t, struct tracebuf_ev *ev, bool will_emit)
+{
+	if (ring_unlikely(!t || !ev))
+		return -EINVAL;
+	return begin(t, ev, will_emit);
 }
 
 RING_API int tracebuf_begin(struct tracebuf *t, struct tracebuf_ev *ev)
 {
-	return tb_begin(t, ev, true);
+	if (ring_unlikely(!t || !ev))
+		return -EINVAL;
+	return begin(t, ev, true);
 }
 
-RING_API void tracebuf_end(struct tracebuf_ev *ev)
+static inline void end(struct tracebuf_ev *ev)
 {
 	struct ring_grace_section sec = { ev->section_slot, ev->section_saved };
 
 	ring_grace_exit(&sec);
 }
 
+RING_API void tracebuf_end(struct tracebuf_ev *ev)
+{
+	end(ev);
+}
+
+/* tracebuf_emit()'s refill: room_for()'s slow half, with an ev for it. */
+static __attribute__((noinline)) struct tb_chunk *
+emit_refill(struct tracebuf *t, struct ring_grace_section sec, uint64_t gen,
+	    unsigned int level)
+{
+	struct tracebuf_ev ev = {
+		.t = t,
+		.thread = &t->threads[sec.slot - t->grace.slots],
+		.gen = gen,
+		.section_slot = sec.slot,
+		.section_saved = sec.saved,
+		.level = level,
+	};
+
+	return refill_or_count(&ev);
+}
+
+/* tracebuf_emit()'s refusal by begin(), as there. */
+static __attribute__((noinline, cold)) int
+emit_refused(struct tracebuf *t, struct ring_grace_section sec, uint64_t gen,
+	     unsigned int level)
+{
+	struct tracebuf_ev ev = {
+		.t = t,
+		.thread = &t->threads[sec.slot - t->grace.slots],
+		.gen = gen,
+		.section_slot = sec.slot,
+		.section_saved = sec.saved,
+		.level = level,
+	};
+
+	return begin_refused(&ev);
+}
+
+/*
+ * tracebuf_emit() is begin + emit + end in one body: the tracer's
+ * per-event cost, so no call inside it but the rare refill, and no
+ * struct tracebuf_ev in memory.  The same section, loads and stores as
+ * the three calls, in the same order, with the same results (a refusal
+ * of begin() comes before a bad argument).
+ *
+ * The clock is read first: RDTSC takes tens of cycles (more under a
+ * hypervisor) but nothing waits for it until the time delta is encoded,
+ * so the section and buffer look-ups run in its shadow.  Reading it a
+ * few instructions before the section is what the CPU may do anyway
+ * (RDTSC is not ordered with loads); an event stamped before a refill's
+ * batch time gets delta 0, as any event whose clock read lost a race.
+ */
 RING_API int tracebuf_emit(struct tracebuf *t, unsigned int type,
 			   const uint64_t *args, unsigned int nargs)
 {
-	struct tracebuf_ev ev;
-	int rc = tracebuf_begin(t, &ev);
+	uint64_t now = ring_clock_ticks();
+	struct ring_grace_section sec;
+	struct tb_thread *th;
+	struct tb_chunk *c;
+	unsigned int level;
+	uint64_t gen;
+	int rc = 0;
 
-	if (rc)
-		return rc;
-	rc = tracebuf_ev_emit(&ev, type, args, nargs);
-	tracebuf_end(&ev);
+	if (ring_unlikely(!t))
+		return -EINVAL;
+	if (ring_unlikely(!ring_grace_enter(&t->grace, &sec)))
+		return no_slot(t, true);
+	level = (unsigned int)(sec.saved & RING_GRACE_DEPTH_MASK);
+	/* Acquire: pairs with the release store of gen in close_gen(). */
+	gen = atomic_load_explicit(&t->gen, memory_order_acquire);
+	if (ring_unlikely(!gen || level > 1))
+		return emit_refused(t, sec, gen, level);
+	if (ring_unlikely(mem_type(type) || bad_event(type, args, nargs))) {
+		rc = -EINVAL;
+		goto out;
+	}
+	th = &t->threads[sec.slot - t->grace.slots];
+	c = th->buf[gen & 1][level];
+	if (ring_unlikely(!c || c->pos + 1 + RING_VARINT_MAX * (1 + nargs) >
+					t->buf_size)) {
+		c = emit_refill(t, sec, gen, level);
+		if (!c) {
+			rc = -ENOSPC;
+			goto out;
+		}
+	}
+	put_event_at(c, type, args, nargs, now);
+out:
+	ring_grace_exit(&sec);
 	return rc;
 }
 

@@ -305,6 +305,9 @@ static void emit_errors(void)
 	KT_CHECK_EQ(tracebuf_emit(t, 32, a, 1), -EINVAL);
 	KT_CHECK_EQ(tracebuf_emit(t, 8, a, 7), -EINVAL);
 	KT_CHECK_EQ(tracebuf_emit(t, 8, NULL, 2), -EINVAL);
+	/* The memory events are tracemem.c's alone, on every path. */
+	KT_CHECK_EQ(tracebuf_emit(t, TRACEBUF_EV_ALLOC, a, 3), -EINVAL);
+	KT_CHECK_EQ(tracebuf_emit(t, TRACEBUF_EV_EXISTS, a, 3), -EINVAL);
 	KT_CHECK_EQ(tracebuf_emit(NULL, 8, a, 1), -EINVAL);
 	KT_CHECK_EQ(tracebuf_name_type(t, 8, "x", "uq"), -EINVAL);
 	KT_CHECK_EQ(tracebuf_name_type(t, 0, "x", "u"), -EINVAL);
