@@ -393,7 +393,7 @@ bench-prof: $(PROF_TOOLS) $(BUILD)/bench/malloc_storm
 	bash bench/http_overhead.sh --build $(BUILD)
 
 # Agreement with perf (issue 16): python3.11, xz -9 -T1, sqlite3, xz -9 -T2
-# and deep C++ recursion recorded by both, 3 runs each, interleaved; each
+# and deep C++ recursion recorded by both, 5 runs each, interleaved; each
 # function's flat share beside perf's and the total-variation distances
 # (bench/results/agree/agree.md; AGREE_FLAGS="--quick" or "--runs 5").
 # Not part of check or bench-prof: it needs perf, python3.11, xz, sqlite3.

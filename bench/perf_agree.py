@@ -41,10 +41,10 @@ with the default 5 runs; --quick: 2 runs and smaller inputs, under a minute.
 --kernel drop: perf's kernel samples dropped instead of charged to their
 user-space frame (bench/agree/leaves.py).
 
-Exits 0 with a "skipped:" line when perf, go or the profiler is missing or
-kernel.perf_event_paranoid is above 2.  Raw data (profiles, perf.data,
-per-run shares as JSON, the report as agree.md) goes to --out
-(bench/results/agree).
+Exits 0 with a "skipped:" line when perf, go or the profiler is missing, or
+kernel.perf_event_paranoid is above 2 and it does not run as root.  Raw
+data (profiles, perf.data, per-run shares as JSON, the report as agree.md)
+goes to --out (bench/results/agree).
 """
 import argparse
 import itertools
@@ -119,7 +119,8 @@ def programs(args, work):
          None if sq else "no sqlite3 (apt-get install sqlite3)"),
         ("xz -9 -T2", [xz or "xz", "-9", "-T2", "--block-size=1MiB", "-c",
                        text], None, None if xz else "no xz"),
-        ("c++ recursion", [recurse, "3" if args.quick else "10"], None, cxx_err),
+        ("c++ recursion", [recurse, "3" if args.quick else "10"], None,
+         cxx_err),
     ]
 
 
