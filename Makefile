@@ -14,6 +14,10 @@
 #   make fuzz       each libFuzzer target for FUZZ_SECONDS
 #   make bench      the benchmarks against their anchors
 #   make bench-prof the profiler's overhead beside gperftools
+#   make bench-agree the profiler's flat shares beside perf's on five real
+#                   programs (bench/perf_agree.py, a few minutes; skips with
+#                   a reason without perf or above perf_event_paranoid 2;
+#                   AGREE_FLAGS=--quick for about a minute)
 #   make bench-plot the scaling and record-size curves (gnuplot)
 #   make demo       the main job: profile a workload with profring-prof
 #   make demo-stress a short profbuf stress run with signal storms
@@ -99,7 +103,7 @@ PROF_TOOLS := $(PROF_SO) $(BUILD)/tools/profring-prof $(DEMOS)
 
 .PHONY: all deps check run-tests tsan asan stress stress-perturb stress-tsan \
 	stress-asan stress-build run-stress bench demo demo-stress bench-prof \
-	install format clean fuzz fuzz-build fuzz-replay bench-plot
+	install format clean fuzz fuzz-build fuzz-replay bench-plot bench-agree
 
 all: $(LIB_A) $(BUILD)/libprofring.so $(PROF_SO) $(TOOLS) $(DEMOS)
 
@@ -398,6 +402,14 @@ bench-prof: $(PROF_TOOLS) $(BUILD)/bench/malloc_storm
 	bash bench/launch_overhead.sh --build $(BUILD)
 	bash bench/heap_overhead.sh --build $(BUILD)
 	bash bench/http_overhead.sh --build $(BUILD)
+
+# Agreement with perf (issue 16): python3.11, xz -9 -T1, sqlite3, xz -9 -T2
+# and deep C++ recursion recorded by both, 5 runs each, interleaved; each
+# function's flat share beside perf's and the total-variation distances
+# (bench/results/agree/agree.md; AGREE_FLAGS="--quick" or "--runs 5").
+# Not part of check or bench-prof: it needs perf, python3.11, xz, sqlite3.
+bench-agree: $(PROF_TOOLS)
+	python3 bench/perf_agree.py --build $(BUILD) $(AGREE_FLAGS)
 
 # The main job: profile the bundled workload (two threads, 70% / 30% of
 # the CPU in hot_seventy / hot_thirty) and print its top functions.
