@@ -15,7 +15,6 @@
  * function's DWARF (libc's, without libc6-dbg) give the symbol table's
  * name alone.
  */
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -119,24 +118,6 @@ static void inline_frames(void)
 	KT_CHECK_EQ(prof_symbolize_frames(s, probed - 1, f, 1, NULL), 1);
 	KT_CHECK(f[0].name && !strcmp(f[0].name, "inner_fn"));
 	prof_symbolizer_free(s);
-}
-
-/* Run a shell command; nonzero, said loudly, if it failed. */
-__attribute__((format(printf, 1, 2))) static int run_cmd(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	int n, rc;
-
-	va_start(ap, fmt);
-	n = vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(cmd))
-		return -1;
-	rc = system(cmd);
-	if (rc)
-		fprintf(stderr, "  `%s` failed (status %d)\n", cmd, rc);
-	return rc;
 }
 
 /* This executable's mapping of the probed address, from /proc/self/maps. */

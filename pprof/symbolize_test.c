@@ -13,7 +13,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <link.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -374,27 +373,6 @@ static void symbolize_hostile_files(void)
 }
 
 /* ---- separate debug files ---- */
-
-/* Run a shell command; nonzero, said loudly, if it failed. */
-__attribute__((format(printf, 1, 2))) static int run_cmd(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-	int n, rc;
-
-	va_start(ap, fmt);
-	n = vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	if (n < 0 || (size_t)n >= sizeof(cmd))
-		return -1;
-	rc = system(cmd);
-	if (rc)
-		fprintf(stderr,
-			"  `%s` failed (status %d): binutils (objcopy, strip) "
-			"missing?\n",
-			cmd, rc);
-	return rc;
-}
 
 /* A stripped copy of this executable, mapped, and where its functions are. */
 struct stripped {

@@ -3,6 +3,7 @@
  * testing/tmpfiles.c - a private temporary directory per test program and
  * whole-file helpers (testing/tmpfiles.h).
  */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -77,4 +78,24 @@ int write_bytes(const char *path, const void *p, size_t n)
 		return -1;
 	ok = fwrite(p, 1, n, f) == n;
 	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
+int run_cmd(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+	int n, rc;
+
+	va_start(ap, fmt);
+	n = vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(cmd))
+		return -1;
+	rc = system(cmd);
+	if (rc)
+		fprintf(stderr,
+			"  `%s` failed (status %d): binutils (objcopy, strip) "
+			"missing?\n",
+			cmd, rc);
+	return rc;
 }

@@ -60,4 +60,12 @@ char *read_text(const char *path, size_t *len);
  */
 int write_bytes(const char *path, const void *p, size_t n);
 
+/**
+ * run_cmd() - run a shell command (printf-style): the tests' binutils
+ * steps (strip, objcopy).
+ *
+ * Return: 0, or nonzero (its status) after saying on stderr what failed.
+ */
+__attribute__((format(printf, 1, 2))) int run_cmd(const char *fmt, ...);
+
 #endif /* PROFRING_TESTING_TMPFILES_H */

@@ -421,12 +421,12 @@ RING_API void tracebuf_end(struct tracebuf_ev *ev)
 	end(ev);
 }
 
-/* tracebuf_emit()'s refill: room_for()'s slow half, with an ev for it. */
-static __attribute__((noinline)) struct tb_chunk *
-emit_refill(struct tracebuf *t, struct ring_grace_section sec, uint64_t gen,
-	    unsigned int level)
+/* The event tracebuf_emit()'s slow paths hand to the general code. */
+static struct tracebuf_ev emit_ev(struct tracebuf *t,
+				  struct ring_grace_section sec, uint64_t gen,
+				  unsigned int level)
 {
-	struct tracebuf_ev ev = {
+	return (struct tracebuf_ev){
 		.t = t,
 		.thread = &t->threads[sec.slot - t->grace.slots],
 		.gen = gen,
@@ -434,6 +434,14 @@ emit_refill(struct tracebuf *t, struct ring_grace_section sec, uint64_t gen,
 		.section_saved = sec.saved,
 		.level = level,
 	};
+}
+
+/* tracebuf_emit()'s refill: room_for()'s slow half, with an ev for it. */
+static __attribute__((noinline)) struct tb_chunk *
+emit_refill(struct tracebuf *t, struct ring_grace_section sec, uint64_t gen,
+	    unsigned int level)
+{
+	struct tracebuf_ev ev = emit_ev(t, sec, gen, level);
 
 	return refill_or_count(&ev);
 }
@@ -443,14 +451,7 @@ static __attribute__((noinline, cold)) int
 emit_refused(struct tracebuf *t, struct ring_grace_section sec, uint64_t gen,
 	     unsigned int level)
 {
-	struct tracebuf_ev ev = {
-		.t = t,
-		.thread = &t->threads[sec.slot - t->grace.slots],
-		.gen = gen,
-		.section_slot = sec.slot,
-		.section_saved = sec.saved,
-		.level = level,
-	};
+	struct tracebuf_ev ev = emit_ev(t, sec, gen, level);
 
 	return begin_refused(&ev);
 }

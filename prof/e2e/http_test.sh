@@ -51,6 +51,7 @@ W=$(cd "$BUILD/e2e" && pwd)/httpwork
 CLIENT="python3 $(cd "$(dirname "$0")" && pwd)/http_client.py"
 CHECK_PREFIX=http_
 . "$(dirname "$0")/../../testing/testlib.sh"
+. "$(dirname "$0")/http_lib.sh"
 
 # start NAME VAR=VALUE...: httpwork under the profiler in the background,
 # until $TMP/NAME.stop exists; its pid in $PID, its port (once it says it
@@ -91,11 +92,6 @@ start s PROFRING_PROF_HTTP=127.0.0.1:0 PROFRING_PROF_HEAP_RATE=65536
 echo "  serving on port ${PORT:-?}, pid ${PID:-?}"
 check started test -n "$PORT" -a -n "$PID"
 
-pprof() {
-	out=$1
-	shift
-	(cd "$TMP" && HOME="$TMP" timeout 60 go tool pprof "$@") >"$TMP/$out" 2>&1
-}
 U=http://127.0.0.1:$PORT/debug/pprof
 
 $CLIENT "$PORT" body GET /debug/pprof/ >"$TMP/index"
@@ -113,17 +109,7 @@ check heap_default grep -q 'inuse_space/bytes\[dflt\]' "$TMP/heap.raw"
 # The allocator is interposed in the plain build only (ASan owns malloc).
 if [ "$LABEL" != asan ]; then
 	check allocs_site grep -q 'alloc_site' "$TMP/allocs.raw"
-	pprof allocs.top -top -sample_index=alloc_objects "$U/allocs"
-	pprof delta.top -top -sample_index=alloc_objects "$U/allocs?seconds=1"
-	total() { sed -n 's/.*of \([0-9.]*\) total.*/\1/p' "$TMP/$1" | head -1; }
-	echo "  alloc_objects: all $(total allocs.top), last second $(total delta.top)"
-	smaller() {
-		a=$(total allocs.top)
-		d=$(total delta.top)
-		[ -n "$a" ] && [ -n "$d" ] &&
-			awk -v a="$a" -v d="$d" 'BEGIN { exit !(d > 0 && d < a) }'
-	}
-	check allocs_delta smaller
+	check allocs_delta allocs_delta_smaller "$U"
 fi
 
 # One CPU profile at a time.
@@ -142,12 +128,6 @@ $CLIENT "$PORT" symbol "$W" "$PID" hot_spin >"$TMP/symbol"
 check symbol_post grep -q '^0x[0-9a-f]* hot_spin$' "$TMP/symbol"
 
 # Bad requests: one status each, nothing else.
-status_is() {
-	want=$1
-	shift
-	got=$($CLIENT "$PORT" "$@")
-	[ "$got" = "$want" ] || { echo "  $*: $got, want $want"; false; }
-}
 long=$(python3 -c 'print("/debug/pprof/" + "a" * 20000)')
 check bad_request_line status_is 400 raw 'BAD LINE\r\n\r\n'
 # A line without a space: the library closes the connection unanswered.

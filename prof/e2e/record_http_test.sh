@@ -39,6 +39,7 @@ W=$(cd "$BUILD/e2e" && pwd)/httpwork
 CLIENT="python3 $(cd "$(dirname "$0")" && pwd)/http_client.py"
 CHECK_PREFIX=record_http_
 . "$(dirname "$0")/../../testing/testlib.sh"
+. "$(dirname "$0")/http_lib.sh"
 
 # start NAME ARGS... -- CMD...: the launcher in the background; $PORT once
 # it says it serves (within 20 s).
@@ -60,19 +61,6 @@ finish() {
 	touch "$TMP/$1.stop"
 	wait "$JOB"
 	st=$?
-}
-
-pprof() {
-	out=$1
-	shift
-	(cd "$TMP" && HOME="$TMP" timeout 60 go tool pprof "$@") >"$TMP/$out" 2>&1
-}
-
-status_is() {
-	want=$1
-	shift
-	got=$($CLIENT "$PORT" "$@")
-	[ "$got" = "$want" ] || { echo "  $*: $got, want $want"; false; }
 }
 
 touch "$TMP/plain.stop"
@@ -121,17 +109,7 @@ check allocs_site grep -q 'alloc_site' "$TMP/allocs.raw"
 pprof heap.raw -raw "$U/heap"
 check heap_default grep -q 'inuse_space/bytes\[dflt\]' "$TMP/heap.raw"
 check heap_site grep -q 'alloc_site' "$TMP/heap.raw"
-pprof allocs.top -top -sample_index=alloc_objects "$U/allocs"
-pprof delta.top -top -sample_index=alloc_objects "$U/allocs?seconds=1"
-total() { sed -n 's/.*of \([0-9.]*\) total.*/\1/p' "$TMP/$1" | head -1; }
-echo "  alloc_objects: all $(total allocs.top), last second $(total delta.top)"
-smaller() {
-	a=$(total allocs.top)
-	d=$(total delta.top)
-	[ -n "$a" ] && [ -n "$d" ] &&
-		awk -v a="$a" -v d="$d" 'BEGIN { exit !(d > 0 && d < a) }'
-}
-check allocs_delta smaller
+check allocs_delta allocs_delta_smaller "$U"
 
 $CLIENT "$PORT" status GET "/debug/pprof/profile?seconds=3" >"$TMP/first" &
 sleep 1
