@@ -276,6 +276,13 @@ $(BUILD)/bench/malloc_storm: bench/work/malloc_storm.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g $(FRAMEPTR) -o $@ $< -lpthread
 
+# sample_cost_bench: what one CPU sample costs the sampled thread (the
+# profiler linked in, as prof_stress links it).
+$(BUILD)/bench/sample_cost_bench: bench/sample_cost_bench.c $(BUILD)/obj/bench/harness.o \
+		$(PROF_OBJS) $(PPROF_A) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(call link,$(PROF_LIBS) $(BENCH_LIBS),-fno-omit-frame-pointer)
+
 # symbolize_bench: the symbolizer's (pprof/) speed with lines and inlines.
 $(BUILD)/bench/symbolize_bench: bench/symbolize_bench.c $(BUILD)/obj/bench/harness.o \
 		$(PPROF_A) $(LIB_A)
