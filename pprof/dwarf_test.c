@@ -28,8 +28,15 @@
 static volatile unsigned long sink;
 static uintptr_t probed;
 
+/* GCC clones a function it can specialize (outer_fn.constprop.0). */
+#ifdef __clang__
+#define NOINLINE __attribute__((noinline))
+#else
+#define NOINLINE __attribute__((noinline, noclone))
+#endif
+
 /* clang-format off */
-__attribute__((noinline, noclone)) static void probe(void)
+NOINLINE static void probe(void)
 {
 	probed = (uintptr_t)__builtin_return_address(0);
 	sink++;
@@ -46,7 +53,7 @@ static inline __attribute__((always_inline)) void inner_fn(unsigned long n)
 static const unsigned int inner_call_line = __LINE__ - 4;
 
 static const unsigned int outer_start = __LINE__ + 1;
-__attribute__((noinline, noclone)) static void outer_fn(unsigned long n)
+NOINLINE static void outer_fn(unsigned long n)
 {
 	sink += 3;
 	inner_fn(n);
