@@ -23,14 +23,16 @@
  * on memory, not a loss of samples).
  *
  * Frames.  For an address, the compilation unit that covers it
- * (dwfl_module_addrdie), then the function whose code holds it, from a
+ * (dwfl_module_addrdie, by .debug_aranges; clang writes none, and libdw
+ * 0.188 then finds nothing: a table of the units' ranges, made once per
+ * file, instead), then the function whose code holds it, from a
  * table of the unit's functions by address made at its first lookup (a
  * walk of the unit's DIEs for each address, as dwarf_getscopes() does,
  * cost 4.7 times binutils' addr2line on libc), then the inlined instances
  * inside that function that hold it, walking down its DIEs: every
  * DW_TAG_inlined_subroutine is a frame, and the function the last one.
  * The innermost frame's
- * line is the line table's (dwfl_module_getsrc); each outer frame's is
+ * line is the unit's line table's (dwarf_getsrc_die); each outer frame's is
  * the call site its inner one records (DW_AT_call_file, DW_AT_call_line).
  * A function's name is its DW_AT_linkage_name (mangled, as the symbol
  * table has it) or else DW_AT_name, through DW_AT_abstract_origin and
@@ -76,8 +78,10 @@
 	X(dwfl_offline_section_address) \
 	X(dwfl_module_getdwarf)         \
 	X(dwfl_module_addrdie)          \
-	X(dwfl_module_getsrc)           \
-	X(dwfl_lineinfo)                \
+	X(dwfl_module_nextcu)           \
+	X(dwarf_getsrc_die)             \
+	X(dwarf_linesrc)                \
+	X(dwarf_lineno)                 \
 	X(dwarf_child)                  \
 	X(dwarf_siblingof)              \
 	X(dwarf_haspc)                  \
@@ -131,6 +135,13 @@ struct fn_range {
 	Dwarf_Die die;
 };
 
+/* A unit's code range (struct pprof_dwarf's cus). */
+struct cu_range {
+	uint64_t lo, hi;
+	Dwarf_Die *cu; /* libdwfl's, valid as long as the module */
+	Dwarf_Addr bias;
+};
+
 /* A unit's functions, by address: made at its first lookup. */
 struct cu_funcs {
 	uint64_t key; /* the unit's DIE offset + 1 */
@@ -147,6 +158,9 @@ struct pprof_dwarf {
 	Dwfl_Callbacks cb;
 	struct keyed_table addrs; /* struct addr_entry */
 	struct keyed_table units; /* struct cu_funcs */
+	struct cu_range *cus; /* by address, when there are no aranges */
+	size_t ncus;
+	bool cus_done;
 	struct prof_frame *frames;
 	size_t nframes, capframes;
 };
@@ -409,6 +423,72 @@ static size_t inlined_at(Dwarf_Die *fn, Dwarf_Addr pc, Dwarf_Die *chain)
 	return n;
 }
 
+static int cu_range_cmp(const void *a, const void *b)
+{
+	const struct cu_range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+/*
+ * The units' ranges, walked once: for files without .debug_aranges
+ * (clang does not write them by default), where dwfl_module_addrdie()
+ * finds nothing.  Without memory, what was tabled so far.
+ */
+static void table_units(struct pprof_dwarf *d)
+{
+	Dwarf_Die *cu = NULL;
+	Dwarf_Addr bias, base, lo, hi;
+	size_t cap = 0;
+
+	d->cus_done = true;
+	while ((cu = dw.dwfl_module_nextcu(d->mod, cu, &bias))) {
+		ptrdiff_t off = 0;
+
+		while ((off = dw.dwarf_ranges(cu, off, &base, &lo, &hi)) > 0) {
+			struct cu_range *r;
+
+			if (lo >= hi)
+				continue;
+			r = array_grow(d->cus, &cap, d->ncus + 1, sizeof(*r));
+			if (!r)
+				goto sort;
+			d->cus = r;
+			d->cus[d->ncus++] =
+				(struct cu_range){ lo + bias, hi + bias, cu,
+						   bias };
+		}
+	}
+sort:
+	qsort(d->cus, d->ncus, sizeof(*d->cus), cu_range_cmp);
+}
+
+/* The unit whose code holds @vaddr: by the aranges, else by the table. */
+static Dwarf_Die *unit_at(struct pprof_dwarf *d, uint64_t vaddr,
+			  Dwarf_Addr *bias)
+{
+	Dwarf_Die *cu = dw.dwfl_module_addrdie(d->mod, vaddr, bias);
+	size_t lo = 0, hi;
+
+	if (cu)
+		return cu;
+	if (!d->cus_done)
+		table_units(d);
+	hi = d->ncus;
+	while (lo < hi) { /* the first range starting after vaddr */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (d->cus[mid].lo <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || vaddr >= d->cus[lo - 1].hi)
+		return NULL;
+	*bias = d->cus[lo - 1].bias;
+	return d->cus[lo - 1].cu;
+}
+
 /*
  * The frames at @vaddr, innermost first, into @out (room for MAX_DEPTH):
  * the unit that covers it (dwfl_module_addrdie()), the function of the
@@ -419,9 +499,9 @@ static size_t lookup(struct pprof_dwarf *d, uint64_t vaddr,
 		     struct prof_frame *out)
 {
 	Dwarf_Addr bias;
-	Dwarf_Die *cu = dw.dwfl_module_addrdie(d->mod, vaddr, &bias);
+	Dwarf_Die *cu = unit_at(d, vaddr, &bias);
 	Dwarf_Die chain[MAX_DEPTH], *fn;
-	Dwfl_Line *l = dw.dwfl_module_getsrc(d->mod, vaddr);
+	Dwarf_Line *l;
 	struct cu_funcs *f;
 	const char *file = NULL;
 	unsigned int line = 0;
@@ -430,9 +510,12 @@ static size_t lookup(struct pprof_dwarf *d, uint64_t vaddr,
 
 	if (!cu || !(f = unit(d, cu)) || !(fn = function_at(f, vaddr - bias)))
 		return 0;
+	l = dw.dwarf_getsrc_die(cu, vaddr - bias);
 	if (l) {
-		file = dw.dwfl_lineinfo(l, NULL, &lineno, NULL, NULL, NULL);
-		line = lineno > 0 ? (unsigned int)lineno : 0;
+		file = dw.dwarf_linesrc(l, NULL, NULL);
+		line = !dw.dwarf_lineno(l, &lineno) && lineno > 0
+			       ? (unsigned int)lineno
+			       : 0;
 	}
 	ni = inlined_at(fn, vaddr - bias, chain);
 	for (size_t i = ni; i-- > 0 && n < MAX_DEPTH - 1;) {
