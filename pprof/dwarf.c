@@ -274,11 +274,25 @@ static void call_site(Dwarf_Die *cu, Dwarf_Die *inl, const char **file,
 		*file = dw.dwarf_filesrc(files, v, NULL, NULL);
 }
 
-static void set_decl(Dwarf_Die *die, struct prof_frame *f)
+/*
+ * A function's file and start line.  dwarf_decl_file() of libdw 0.188
+ * refuses DWARF 5's file 0 (clang names the unit's own file so): then the
+ * unit's file table is read here.
+ */
+static void set_decl(Dwarf_Die *cu, Dwarf_Die *die, struct prof_frame *f)
 {
+	Dwarf_Attribute a;
+	Dwarf_Files *files;
+	Dwarf_Word v;
+	size_t n;
 	int line = 0;
 
 	f->decl_file = dw.dwarf_decl_file(die);
+	if (!f->decl_file &&
+	    dw.dwarf_attr_integrate(die, DW_AT_decl_file, &a) &&
+	    !dw.dwarf_formudata(&a, &v) &&
+	    !dw.dwarf_getsrcfiles(cu, &files, &n) && v < n)
+		f->decl_file = dw.dwarf_filesrc(files, v, NULL, NULL);
 	f->start_line = !dw.dwarf_decl_line(die, &line) && line > 0
 				? (unsigned)line
 				: 0;
@@ -522,14 +536,14 @@ static size_t lookup(struct pprof_dwarf *d, uint64_t vaddr,
 		out[n] = (struct prof_frame){ .name = func_name(&chain[i]),
 					      .file = file,
 					      .line = line };
-		set_decl(&chain[i], &out[n]);
+		set_decl(cu, &chain[i], &out[n]);
 		n++;
 		call_site(cu, &chain[i], &file, &line);
 	}
 	out[n] = (struct prof_frame){ .name = func_name(fn),
 				      .file = file,
 				      .line = line };
-	set_decl(fn, &out[n]);
+	set_decl(cu, fn, &out[n]);
 	return n + 1;
 }
 
