@@ -417,7 +417,8 @@ bench-lttng: $(LTTNG_EMIT) $(BUILD)/tools/profring-trace
 	bash bench/lttng_bench.sh --build $(BUILD) $(LTTNG_BENCH_FLAGS)
 
 # profring-prof's wall and CPU overhead on prof_demo at 99 Hz and 1 kHz,
-# beside gperftools' libprofiler.so in the same run
+# beside gperftools' libprofiler.so in the same run, and at 999 Hz beside
+# perf record -F 999 -g (those two rows skip without perf)
 # (bench/results/prof_overhead.md; PROF_BENCH_FLAGS="--reps 15"); then the
 # wall time the launcher adds to a process, beside perf record
 # (bench/results/launch_overhead.md).
