@@ -14,6 +14,7 @@
 #   make fuzz       each libFuzzer target for FUZZ_SECONDS
 #   make bench      the benchmarks against their anchors
 #   make bench-prof the profiler's overhead beside gperftools
+#   make bench-lttng tracebuf's emit beside LTTng-UST (skips without it)
 #   make bench-agree the profiler's flat shares beside perf's on five real
 #                   programs (bench/perf_agree.py, a few minutes; skips with
 #                   a reason without perf or above perf_event_paranoid 2;
@@ -70,6 +71,9 @@ HAVE_LIBDW := $(shell printf '\043include <elfutils/libdwfl.h>\n' | \
 # prof/: the profiler.  libunwind is used when its header is there.
 HAVE_LIBUNWIND := $(shell printf '\043include <libunwind.h>\n' | \
 	$(CC) -E -x c - >/dev/null 2>&1 && echo yes)
+# bench/lttng_bench.sh's driver needs LTTng-UST's headers (liblttng-ust-dev).
+HAVE_LTTNG_UST := $(shell printf '\043include <lttng/tracepoint.h>\n' | \
+	$(CC) -E -x c - >/dev/null 2>&1 && echo yes)
 # record.c, record_http.c and trace_out.c are the launcher's (tools/profring-prof), not
 # the library's;
 # malloc_hook.c (the interposed malloc family) goes into
@@ -103,7 +107,8 @@ PROF_TOOLS := $(PROF_SO) $(BUILD)/tools/profring-prof $(DEMOS)
 
 .PHONY: all deps check run-tests tsan asan stress stress-perturb stress-tsan \
 	stress-asan stress-build run-stress bench demo demo-stress bench-prof \
-	install format clean fuzz fuzz-build fuzz-replay bench-plot bench-agree
+	install format clean fuzz fuzz-build fuzz-replay bench-plot bench-agree \
+	bench-lttng
 
 all: $(LIB_A) $(BUILD)/libprofring.so $(PROF_SO) $(TOOLS) $(DEMOS)
 
@@ -295,6 +300,18 @@ $(BUILD)/bench/opcount: bench/work/opcount.c $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call link,)
 
+# LTTng-UST against tracebuf_emit() (bench/lttng_bench.sh): a tracepoint
+# with two integer fields, and the same events through tracebuf; built only
+# when <lttng/tracepoint.h> is there.
+LTTNG_EMIT := $(if $(HAVE_LTTNG_UST),$(BUILD)/bench/lttng_emit)
+$(BUILD)/bench/lttng_emit: bench/work/lttng_emit.c bench/work/lttng_tp.c \
+		bench/work/lttng_tp.h $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) -Ibench/work $(CFLAGS) $(DEPFLAGS) \
+		-MF $(dir $@).$(notdir $@).d -MT $@ -o $@ \
+		bench/work/lttng_emit.c bench/work/lttng_tp.c $(LIB_A) \
+		$(LDFLAGS) -llttng-ust -ldl $(LDLIBS)
+
 $(BUILD)/bench/%: bench/%.c $(BUILD)/obj/bench/harness.o $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call link,$(BENCH_LIBS))
@@ -397,10 +414,18 @@ bench: $(BENCHES)
 	@unset BENCH_APPEND; for b in $(BENCHES); do \
 		$$b $(BENCH_FLAGS) || exit 1; export BENCH_APPEND=1; \
 	done
+	$(MAKE) bench-lttng
 	$(MAKE) bench-prof
 
+# tracebuf_emit() with 2 arguments beside an LTTng-UST tracepoint recorded
+# by a live session (bench/results/lttng.md; LTTNG_BENCH_FLAGS="--reps 5").
+# Skips, with a line saying why, without liblttng-ust-dev or lttng-tools.
+bench-lttng: $(LTTNG_EMIT) $(BUILD)/tools/profring-trace
+	bash bench/lttng_bench.sh --build $(BUILD) $(LTTNG_BENCH_FLAGS)
+
 # profring-prof's wall and CPU overhead on prof_demo at 99 Hz and 1 kHz,
-# beside gperftools' libprofiler.so in the same run
+# beside gperftools' libprofiler.so in the same run, and at 999 Hz beside
+# perf record -F 999 -g (those two rows skip without perf)
 # (bench/results/prof_overhead.md; PROF_BENCH_FLAGS="--reps 15"); then the
 # wall time the launcher adds to a process, beside perf record
 # (bench/results/launch_overhead.md).

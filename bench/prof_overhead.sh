@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 #
 # bench/prof_overhead.sh - wall-time overhead of the profring sampling
-# profiler (libprofring-prof.so), next to gperftools' CPU profiler.
+# profiler (libprofring-prof.so), next to gperftools' CPU profiler and
+# perf record.
 #
 # usage: bash bench/prof_overhead.sh [--units U] [--reps R] [--warmup W]
 #                                    [--out FILE] [--no-append]
@@ -12,13 +13,20 @@
 #
 # What it measures.  The workload is build/tools/prof_demo --units U: two
 # threads, 70% / 30% of the CPU time in hot_seventy() / hot_thirty().  It
-# is run, as a whole process, under five configurations:
+# is run, as a whole process, under seven configurations:
 #
 #   baseline      no profiler
 #   profring 99   LD_PRELOAD=libprofring-prof.so PROFRING_PROF=... PROFRING_PROF_HZ=99
-#   profring 1000 the same at 1000 Hz (per-thread CPU-time timers)
+#   profring 1000 the same at 1000 Hz (per-thread perf_event cpu-clock
+#                 counters by default)
+#   profring 999  the same at 999 Hz, the peer of perf's row
 #   gperftools 99   LD_PRELOAD=libprofiler.so.0 CPUPROFILE=... CPUPROFILE_FREQUENCY=99
 #   gperftools 1000 the same at 1000 Hz (setitimer(ITIMER_PROF), process-wide)
+#   perf 999      perf record -e cpu-clock -F 999 -g -q -o FILE -- env ...
+#                 (the kernel's sampling, frame-pointer call chains)
+#
+# The two 999 Hz rows are left out, with a line saying why, when perf is
+# not installed or perf_event_paranoid is above 2 for a non-root user.
 #
 # Every configuration is exec'd through env(1), the baseline too, and
 # timed by a small python3 wrapper with time.monotonic() around
@@ -34,13 +42,17 @@
 # over repetitions of run/baseline-of-the-same-repetition); the samples the
 # profiler delivered (profring: N of its "profring-prof: wrote FILE: N
 # samples" stderr line; gperftools: the sum of the record counts of its
-# legacy binary profile); the workload's own CPU seconds (prof_demo's
+# legacy binary profile; perf: the lines of `perf script -F tid -G`, and
+# its lost samples from `perf report`'s "Total Lost Samples" header); the
+# workload's own CPU seconds (prof_demo's
 # "X.XX s of CPU" line); samples per CPU-second; and the share of the
 # samples whose stack holds hot_seventy (profring: cum% from
 # `profring-prof report`; gperftools: records with a PC inside
 # hot_seventy's [value, value+size) from `nm -S`, the PCs moved to file
 # addresses with the prof_demo lines of the maps text at the end of the
-# profile and prof_demo's program headers).
+# profile and prof_demo's program headers; perf: the Children % of
+# hot_seventy in `perf report --children --sort sym -g none`).  perf's
+# process CPU time (wait4) is perf's and the workload's together.
 #
 # Every profile is checked right after its run: the script stops with
 # status 1, before any table is printed, when a profile is missing, holds
@@ -52,7 +64,8 @@
 # that profiler, not a broken run.
 #
 # The goal, judged for the profring rows: overhead <= 1% and lower than
-# gperftools' at the same frequency (the 1 kHz row is the headline).  It
+# gperftools' at the same frequency (the 1 kHz row is the headline); the
+# 999 Hz row is judged against perf the same way.  It
 # is judged on the median-based and on the min-based overhead; when they
 # disagree the row says so.  The noise floor is the baseline's own spread,
 # (max - min) / median over its repetitions; an effect smaller than that
@@ -64,7 +77,8 @@
 # Needs: make's build/ outputs (build/tools/prof_demo,
 # build/libprofring-prof.so, build/tools/profring-prof), python3, nm,
 # gperftools' libprofiler.so.0 ($GPERFTOOLS_LIB, default
-# /usr/lib/x86_64-linux-gnu/libprofiler.so.0).  Exit status: 0 on
+# /usr/lib/x86_64-linux-gnu/libprofiler.so.0); perf (linux-perf) for the
+# 999 Hz rows, optional.  Exit status: 0 on
 # success, 1 on a failed run or a broken profile, 2 on a usage error.
 
 set -eu
@@ -123,6 +137,15 @@ for c in python3 nm env; do
 		exit 1
 	}
 done
+
+# perf's rows: perf installed, and allowed to sample this user's process.
+perf_skip=
+if ! command -v perf >/dev/null 2>&1; then
+	perf_skip="perf not found (linux-perf)"
+elif [ "$(id -u)" -ne 0 ] &&
+	[ "$(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo 4)" -gt 2 ]; then
+	perf_skip="perf_event_paranoid is $(cat /proc/sys/kernel/perf_event_paranoid 2>/dev/null || echo unreadable) (above 2) and not root"
+fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/prof_overhead.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -245,6 +268,11 @@ print("%d %d %d" % (total, hot, len(records)))
 EOF
 
 configs=(baseline pr99 pr1000 gp99 gp1000)
+if [ -z "$perf_skip" ]; then
+	configs+=(pr999 pf999)
+else
+	echo "prof_overhead.sh: perf rows skipped: $perf_skip" >&2
+fi
 data="$tmp/runs.tsv"
 : >"$data"
 
@@ -271,6 +299,8 @@ run_one() {
 	baseline) set -- env ;;
 	pr99) set -- env LD_PRELOAD="$plib" PROFRING_PROF="$prof" PROFRING_PROF_HZ=99 ;;
 	pr1000) set -- env LD_PRELOAD="$plib" PROFRING_PROF="$prof" PROFRING_PROF_HZ=1000 ;;
+	pr999) set -- env LD_PRELOAD="$plib" PROFRING_PROF="$prof" PROFRING_PROF_HZ=999 ;;
+	pf999) set -- perf record -e cpu-clock -F 999 -g -q -o "$prof" -- env ;;
 	gp99) set -- env LD_PRELOAD="$glib" CPUPROFILE="$prof" CPUPROFILE_FREQUENCY=99 ;;
 	gp1000) set -- env LD_PRELOAD="$glib" CPUPROFILE="$prof" CPUPROFILE_FREQUENCY=1000 ;;
 	esac
@@ -338,6 +368,27 @@ run_one() {
 		fi
 		hot=$(awk -v h="$ghot" -v t="$samples" 'BEGIN { printf "%.2f", 100 * h / t }')
 		;;
+	pf*)
+		if [ ! -s "$prof" ]; then
+			fail "perf wrote no perf.data" >&2
+			cat "$se" >&2
+			exit 1
+		fi
+		samples=$(perf script -i "$prof" -F tid -G 2>/dev/null | wc -l)
+		lost=$(perf report -i "$prof" --stdio 2>/dev/null |
+			sed -n 's/^# Total Lost Samples: \([0-9]*\)$/\1/p')
+		if [ "$samples" -eq 0 ]; then
+			fail "empty perf.data" >&2
+			exit 1
+		fi
+		# Children % of the hot_seventy line, without the % sign.
+		hot=$(perf report -i "$prof" --stdio --children --sort sym -q -g none 2>/dev/null |
+			awk '$NF == "hot_seventy" { sub(/%/, "", $1); print $1; exit }')
+		if [ -z "$hot" ]; then
+			fail "perf report does not name hot_seventy" >&2
+			exit 1
+		fi
+		;;
 	esac
 	if [ "$rep" -ge 0 ]; then
 		printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$cfg" "$rep" "$wall" "$cpu" \
@@ -375,9 +426,9 @@ compiler=$(readelf -p .comment "$demo" 2>/dev/null |
 	sed -n 's/^ *\[ *[0-9a-f]*\] *//p' | head -n 1)
 [ -n "$compiler" ] || compiler=$(${CC:-cc} --version 2>/dev/null | head -n 1)
 
-python3 - "$data" "$units" "$reps" "$date_s" "$kernel" "$cpu_model" "$ncpu" \
+PERF_SKIP="$perf_skip" python3 - "$data" "$units" "$reps" "$date_s" "$kernel" "$cpu_model" "$ncpu" \
 	"$compiler" "$tmp/table.md" <<'EOF'
-import statistics, sys
+import os, statistics, sys
 
 data, units, reps, date_s, kernel, cpu_model, ncpu, compiler, outp = sys.argv[1:]
 rows = {}
@@ -393,8 +444,11 @@ names = {
     "pr1000": ("profring", "1000"),
     "gp99": ("gperftools", "99"),
     "gp1000": ("gperftools", "1000"),
+    "pr999": ("profring", "999"),
+    "pf999": ("perf record", "999"),
 }
-order = ["baseline", "pr99", "pr1000", "gp99", "gp1000"]
+order = [c for c in ["baseline", "pr99", "pr1000", "gp99", "gp1000", "pr999",
+                     "pf999"] if c in rows]
 med = statistics.median
 base = rows["baseline"]
 bw = [base[r]["wall"] for r in sorted(base)]
@@ -430,7 +484,7 @@ for cfg in order:
 def pct(x):
     return "%+.2f%%" % x
 
-def verdict(cfg, other):
+def verdict(cfg, other, peer="gperftools"):
     s, g = st[cfg], st[other]
     ok_med = s["ov_med"] <= 1.0 and s["ov_med"] < g["ov_med"]
     ok_min = s["ov_min"] <= 1.0 and s["ov_min"] < g["ov_min"]
@@ -443,9 +497,9 @@ def verdict(cfg, other):
             "met" if ok_med else "not met", "met" if ok_min else "not met")
     why = []
     for key, label in (("ov_med", "median"), ("ov_min", "min")):
-        why.append("%s %s %s 1%%, %s gperftools %s" % (
+        why.append("%s %s %s 1%%, %s %s %s" % (
             label, pct(s[key]), "<=" if s[key] <= 1.0 else ">",
-            "<" if s[key] < g[key] else ">=", pct(g[key])))
+            "<" if s[key] < g[key] else ">=", peer, pct(g[key])))
     resolved = (abs(s["ov_med"]) >= noise and
                 abs(g["ov_med"] - s["ov_med"]) >= noise)
     note = "; " + "; ".join(why)
@@ -469,6 +523,8 @@ for cfg in order:
         goal = verdict("pr99", "gp99")
     elif cfg == "pr1000":
         goal = "(headline) " + verdict("pr1000", "gp1000")
+    elif cfg == "pr999":
+        goal = "(vs perf) " + verdict("pr999", "pf999", "perf")
     lines.append("| %s | %s | %.3f | %.3f | %s | %s | %s | %g (%d..%d) | %.2f | %.1f | %.1f%% (%.1f..%.1f) | %s |" % (
         name, hz, s["med"], s["min"], pct(s["ov_med"]), pct(s["ov_min"]),
         pct(s["ov_pair"]), s["samples"], s["smin"], s["smax"], s["cpu"],
@@ -488,8 +544,12 @@ notes.append("- Samples per CPU-second against the asked frequency: " + ", ".joi
     "%s %s Hz: %.1f (%.0f%%)" % (names[c][0], names[c][1], st[c]["spc"],
                                   100 * st[c]["spc"] / float(names[c][1]))
     for c in order[1:]) + ".")
-lost = st["pr99"]["lost"] + st["pr1000"]["lost"]
+lost = sum(st[c]["lost"] for c in order if c.startswith("pr"))
 notes.append("- profring signals lost (ring full) over all runs: %d." % lost)
+if os.environ.get("PERF_SKIP"):
+    notes.append("- perf rows (profring 999, perf record 999) skipped: %s." % os.environ["PERF_SKIP"])
+if "pf999" in st:
+    notes.append("- perf record samples lost over all runs (perf report's Total Lost Samples): %d; perf's process CPU time is perf's own and the workload's together." % st["pf999"]["lost"])
 notes.append("- Every profile was checked: non-empty and with samples in hot_seventy.")
 
 hdr = []
