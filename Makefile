@@ -182,7 +182,7 @@ $(BUILD)/tools/prof_demo_nofp: tools/prof_demo.c
 E2E_PROGS := $(BUILD)/e2e/hostile $(BUILD)/e2e/hostile_static \
 	$(BUILD)/e2e/libdlloop.so $(BUILD)/e2e/runpath $(BUILD)/e2e/plug/libplug.so \
 	$(BUILD)/e2e/cxx $(BUILD)/e2e/heapwork $(BUILD)/e2e/httpwork \
-	$(BUILD)/e2e/shortthreads
+	$(BUILD)/e2e/shortthreads $(BUILD)/e2e/wallwork
 E2E_CFLAGS := -D_GNU_SOURCE -std=c11 -O2 -g $(FRAMEPTR)
 
 $(BUILD)/e2e/hostile: prof/e2e/hostile.c
@@ -198,6 +198,10 @@ $(BUILD)/e2e/httpwork: prof/e2e/httpwork.c
 	$(CC) $(E2E_CFLAGS) -o $@ $< -lpthread
 
 $(BUILD)/e2e/shortthreads: prof/e2e/shortthreads.c
+	@mkdir -p $(dir $@)
+	$(CC) $(E2E_CFLAGS) -o $@ $< -lpthread
+
+$(BUILD)/e2e/wallwork: prof/e2e/wallwork.c
 	@mkdir -p $(dir $@)
 	$(CC) $(E2E_CFLAGS) -o $@ $< -lpthread
 

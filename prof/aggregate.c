@@ -15,6 +15,10 @@
  *     sampled heap blocks are no longer in use;
  * A thread is (address space, tid): the same tid in an image after exec is
  * another thread of the profile, with the new image's code.
+ *   - a wall sample (PROF_REC_WALL) is counted as a sample is, with its
+ *     state (running, sleeping) in the key, and its stack becomes its
+ *     thread's last; a REPEAT adds its ticks to that last stack (none
+ *     yet: "[profring: no stack]").
  *
  * In-process mode (the collector thread inside the profiled program) has
  * one space, the process itself, symbolized from /proc/self/maps at the
@@ -57,6 +61,11 @@
 #define STACK_TABLE_FULL UINT32_MAX
 #define STACK_EMPTY (UINT32_MAX - 1)
 
+/* The key's thread half: a wall entry, its state; the thread index + 1. */
+#define KEY_WALL (UINT32_C(1) << 30)
+#define KEY_SLEEPING (UINT32_C(1) << 31)
+#define KEY_THREAD(k) ((uint32_t)(k) & (KEY_WALL - 1))
+
 /* The stack table's arena (address space, committed as used) and size. */
 #define AGG_STACKS_MAX_BYTES ((size_t)64 << 20)
 #define AGG_EXPECTED_STACKS 16384
@@ -75,12 +84,13 @@ struct agg_space {
 struct agg_thread {
 	uint32_t space;
 	uint32_t tid;
+	uint32_t wall_stack; /* its last wall sample's stack; 0: none */
 	char name[16]; /* comm: at most 15 bytes and a NUL; "" if unknown */
 };
 
 /* Keyed table entries (pprof/table.h): a nonzero 64-bit key first. */
 struct agg_entry {
-	uint64_t key; /* stack << 32 | thread index + 1 */
+	uint64_t key; /* stack << 32 | KEY_* | thread index + 1 */
 	uint64_t samples;
 	uint64_t periods;
 };
@@ -279,13 +289,26 @@ static int thread_of(struct prof_agg *a, uint32_t space, uint32_t tid,
 	return 0;
 }
 
+/* One more sample of @periods on (@stack, @who: KEY_* | thread + 1). */
+static int count(struct prof_agg *a, uint32_t stack, uint32_t who,
+		 uint64_t periods)
+{
+	struct agg_entry *e = keyed_table_insert(
+		&a->agg, (uint64_t)stack << 32 | who, NULL, NULL);
+
+	if (!e)
+		return -ENOMEM;
+	e->samples++;
+	e->periods += periods;
+	return 0;
+}
+
 static int take_sample(struct prof_agg *a, const struct profbuf_record *rec,
 		       pid_t pid)
 {
 	uint64_t periods = rec->hdr[PROF_HDR_KIND_PERIODS] & PROF_PERIODS_MASK;
 	uint32_t tid = (uint32_t)rec->hdr[PROF_HDR_TID];
 	uint32_t stack, space, thread;
-	struct agg_entry *e;
 	int err;
 
 	if (!periods || !tid)
@@ -306,13 +329,44 @@ static int take_sample(struct prof_agg *a, const struct profbuf_record *rec,
 			a->n.table_full++;
 		}
 	}
-	e = keyed_table_insert(&a->agg, (uint64_t)stack << 32 | (thread + 1),
-			       NULL, NULL);
-	if (!e)
-		return -ENOMEM;
-	e->samples++;
-	e->periods += periods;
-	return 0;
+	return count(a, stack, thread + 1, periods);
+}
+
+/* A wall record: its stack (PROF_REC_WALL) or its thread's last. */
+static int take_wall(struct prof_agg *a, const struct profbuf_record *rec,
+		     pid_t pid, bool repeat)
+{
+	uint64_t periods = rec->hdr[PROF_HDR_KIND_PERIODS] & PROF_PERIODS_MASK;
+	uint32_t tid = (uint32_t)rec->hdr[PROF_HDR_TID];
+	uint32_t stack = STACK_EMPTY, space, thread, flags = KEY_WALL;
+	int err;
+
+	if (!periods || !tid || rec->nstk < 1 || rec->stk[0] > 1 ||
+	    (repeat && rec->nstk != 1))
+		return -EBADMSG;
+	if (rec->stk[0] == PROF_WALL_SLEEPING)
+		flags |= KEY_SLEEPING;
+	err = space_of(a, pid, &space);
+	if (!err)
+		err = thread_of(a, space, tid, &thread);
+	if (err)
+		return err;
+	if (thread + 1 >= KEY_WALL)
+		return -EBADMSG;
+	if (repeat) {
+		if (a->threads[thread].wall_stack)
+			stack = a->threads[thread].wall_stack;
+	} else if (rec->nstk > 1) {
+		stack = stacktab_put(a->tab, rec->stk + 1, rec->nstk - 1);
+		if (!stack) {
+			stack = STACK_TABLE_FULL;
+			a->n.table_full++;
+		}
+		a->threads[thread].wall_stack = stack;
+	}
+	a->n.read++;
+	a->n.periods += periods;
+	return count(a, stack, flags | (thread + 1), periods);
 }
 
 static int take_heap(struct prof_agg *a, const struct profbuf_record *rec,
@@ -349,6 +403,12 @@ static int take_record(struct prof_agg *a, const struct profbuf_record *rec)
 	case PROF_REC_ALLOC:
 	case PROF_REC_FREE:
 		return take_heap(a, rec, pid);
+	case PROF_REC_WALL:
+	case PROF_REC_REPEAT:
+		return take_wall(
+			a, rec, pid,
+			prof_hdr_kind(rec->hdr[PROF_HDR_KIND_PERIODS]) ==
+				PROF_REC_REPEAT);
 	}
 	return -EBADMSG;
 }
@@ -414,10 +474,12 @@ static const char *special_name(uint32_t stack)
 static int fill_sample(struct prof_agg *a, const struct agg_entry *e,
 		       struct prof_sample *s)
 {
-	uint32_t stack = (uint32_t)(e->key >> 32);
-	const struct agg_thread *t = &a->threads[(uint32_t)e->key - 1];
+	uint32_t stack = (uint32_t)(e->key >> 32), who = (uint32_t)e->key;
+	const struct agg_thread *t = &a->threads[KEY_THREAD(who) - 1];
 
 	memset(s, 0, sizeof(*s));
+	if (who & KEY_WALL)
+		s->state = who & KEY_SLEEPING ? "sleeping" : "running";
 	s->tid = t->tid;
 	s->thread_name = t->name[0] ? t->name : NULL;
 	s->space = t->space;

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: MIT
+/*
+ * prof/e2e/wallwork.c - a thread that sleeps 70% of the time and computes
+ * 30%, for wall_test.sh: its "worker" thread loops for argv[1] seconds
+ * (default 3): compute_part() spins 22 ms, then sleep_part() sleeps 51 ms
+ * (nanosleep, restarted with the time left after EINTR: a wall-clock
+ * profiler's signals interrupt it).  A 73 ms cycle: not a multiple of
+ * the 20 ms wall tick, whose samples would otherwise land on the same
+ * phases of every cycle (aliasing: with a 100 ms cycle they showed 40%
+ * computing, not 30%).  The main
+ * thread waits in pthread_join().  stdout: one fixed line; stderr: the
+ * time each part took by the monotonic clock, and how many nanosleeps
+ * EINTR cut short.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+static volatile unsigned long sink;
+static unsigned long eintr;
+static unsigned long long sleep_ns, compute_ns; /* by the program's clock */
+
+static unsigned long long mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (unsigned long long)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* 22 ms of real time (on a busy machine, less CPU: it still runs). */
+__attribute__((noinline)) static void compute_part(void)
+{
+	unsigned long long end = mono_ns() + 22000000ull;
+
+	while (mono_ns() < end)
+		for (int i = 0; i < 1000; i++)
+			sink += (unsigned long)i * 7;
+}
+
+/* A frame of its own, so that sleep_part is its caller in the stack
+ * (libc's nanosleep has no frame pointer: the unwinder skips the caller
+ * of a frameless leaf). */
+__attribute__((noinline)) static void do_sleep(struct timespec *ts)
+{
+	while (nanosleep(ts, ts) && errno == EINTR)
+		eintr++;
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) static void sleep_part(void)
+{
+	struct timespec ts = { 0, 51000000 };
+
+	do_sleep(&ts);
+	__asm__ volatile("" ::: "memory");
+}
+
+static void *worker(void *arg)
+{
+	unsigned long long end = mono_ns() + *(unsigned long long *)arg;
+
+	pthread_setname_np(pthread_self(), "worker");
+	while (mono_ns() < end) {
+		unsigned long long t0 = mono_ns(), t1, t2;
+
+		compute_part();
+		t1 = mono_ns();
+		sleep_part();
+		t2 = mono_ns();
+		compute_ns += t1 - t0;
+		sleep_ns += t2 - t1;
+	}
+	return NULL;
+}
+
+int main(int argc, char **argv)
+{
+	unsigned long long ns =
+		(unsigned long long)((argc > 1 ? atof(argv[1]) : 3.0) * 1e9);
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, worker, &ns))
+		return 1;
+	pthread_join(t, NULL);
+	printf("wallwork done\n");
+	fprintf(stderr,
+		"wallwork: sleep_part %llu ns, compute_part %llu ns, "
+		"nanosleep EINTR %lu\n",
+		sleep_ns, compute_ns, eintr);
+	return 0;
+}
