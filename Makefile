@@ -276,6 +276,15 @@ $(BUILD)/bench/malloc_storm: bench/work/malloc_storm.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g $(FRAMEPTR) -o $@ $< -lpthread
 
+# Wall-clock mode's workloads (bench/wall_overhead.sh): plain programs.
+$(BUILD)/bench/wall_eintr: bench/work/wall_eintr.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g $(FRAMEPTR) -o $@ $<
+
+$(BUILD)/bench/wall_sleepers: bench/work/wall_sleepers.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g $(FRAMEPTR) -o $@ $< -lpthread
+
 # symbolize_bench: the symbolizer's (pprof/) speed with lines and inlines.
 $(BUILD)/bench/symbolize_bench: bench/symbolize_bench.c $(BUILD)/obj/bench/harness.o \
 		$(PPROF_A) $(LIB_A)
