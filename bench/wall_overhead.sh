@@ -12,8 +12,9 @@
 #    with PROFRING_PROF_MODE=wall (50 Hz), alternating, REPS times each:
 #    the compute loop's wall time and the process's CPU time (user + sys:
 #    the program, the ticker and the collector), medians.  Then the same
-#    process idle for 5 s (no compute): the CPU the profiler itself
-#    takes, which a loaded machine's noise does not hide.
+#    process idle for 5 s (no compute), its threads waking every 200 ms
+#    and then never: the CPU the profiler itself takes, which a loaded
+#    machine's noise does not hide.
 # 2. EINTR: bench/work/wall_eintr (three 1 s waits, each one call not
 #    retried) with poll, select, epoll_wait and nanosleep, plain and under
 #    `record --mode wall`; `sh -c 'for i in 1 2 3; do sleep 1; done'` and
@@ -31,18 +32,19 @@ trap 'rm -rf "$TMP"' EXIT
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-# run1 MODE [IDLE_S]: "compute_s cpu_s" of one run
+# run1 MODE [IDLE_S [NAP_MS]]: "compute_s cpu_s" of one run
 run1() {
 	idle=${2:-0}
+	nap=${3:-200}
 	if [ "$1" = wall ]; then
 		PROFRING_PROF="$TMP/w.pb.gz" PROFRING_PROF_MODE=wall \
 			/usr/bin/time -f "%U %S" -o "$TMP/t" \
 			env LD_PRELOAD="$LIB" "$BUILD/bench/wall_sleepers" \
-			"$THREADS" "$miters" "$idle" >"$TMP/o" 2>/dev/null
+			"$THREADS" "$miters" "$idle" "$nap" >"$TMP/o" 2>/dev/null
 	else
 		/usr/bin/time -f "%U %S" -o "$TMP/t" \
 			"$BUILD/bench/wall_sleepers" "$THREADS" "$miters" "$idle" \
-			>"$TMP/o"
+			"$nap" >"$TMP/o"
 	fi
 	echo "$(awk '{ print $2 }' "$TMP/o") $(awk '{ print $1 + $2 }' "$TMP/t")"
 }
@@ -62,9 +64,11 @@ for m in plain wall; do
 		"$(awk '{ print $2 }' "$TMP/$m" | median) s ($REPS runs)"
 done
 miters=0
-for m in plain wall; do
-	echo "idle $m: $THREADS sleeping threads for 5 s, process CPU" \
-		"$(run1 $m 5 | awk '{ print $2 }') s"
+for nap in 200 100000; do
+	for m in plain wall; do
+		echo "idle $m: $THREADS threads waking every $nap ms, 5 s," \
+			"process CPU $(run1 $m 5 $nap | awk '{ print $2 }') s"
+	done
 done
 
 for how in poll select epoll nanosleep; do

@@ -84,6 +84,9 @@ struct sampler_state {
 	/* Wall mode (wall.c): the ticker runs; its thread. */
 	bool wall;
 	pthread_t wall_thread;
+	/* A thread started: the ticker lists threads again (relaxed: a
+	 * hint, nothing published with it). */
+	atomic_bool wall_rescan;
 };
 
 extern struct sampler_state prof_smp;

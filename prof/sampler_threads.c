@@ -435,6 +435,10 @@ void prof_sampler_thread_enter(void)
 		}
 	} else if (prof_smp.counting) {
 		prof_smp_count(&prof_smp.counters->threads);
+	} else if (prof_smp.wall) {
+		/* Relaxed: a hint to the ticker (wall.c). */
+		atomic_store_explicit(&prof_smp.wall_rescan, true,
+				      memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&prof_smp.lock);
 	prof_heap_ignore_end();

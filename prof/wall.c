@@ -8,10 +8,16 @@
  * The ticker.  A thread of the library (started with every signal
  * blocked, so it never takes one; its allocations ignored by the heap
  * profiler; never sampled itself) wakes every period (1e9 / hz ns of
- * CLOCK_MONOTONIC, absolute deadlines; ticks it overslept are counted),
- * lists /proc/self/task and keeps, in a table of its own, an entry per
- * thread of the program but itself and the in-process collector: the
- * ticks it owes (real time since its last sample, in periods).  Then it
+ * CLOCK_MONOTONIC, absolute deadlines; ticks it overslept are counted)
+ * and keeps, in a table of its own, an entry per thread of the program
+ * but itself and the in-process collector: the ticks it owes (real time
+ * since its last sample, in periods).  It lists /proc/self/task every
+ * WALL_RESCAN_TICKS ticks (a third of its cost when done every tick), and
+ * at the next tick after a thread started through our pthread_create (it
+ * sets prof_smp.wall_rescan, sampler_threads.c); a thread started
+ * otherwise is found within WALL_RESCAN_TICKS ticks, and its time before
+ * that is not in the profile.  A thread that exited is skipped (its CPU
+ * clock cannot be read) until the next listing frees its entry.  Then it
  * visits the threads from a rotating start and sends at most
  * PROFRING_PROF_WALL_CAP signals a tick; every thread it does not reach
  * keeps owing, so a sample weighs all the ticks since the thread's last
@@ -99,6 +105,7 @@
 #define WALL_IDLE_NS 100000u /* CPU a thread may use and still not "run" */
 #define WALL_MAGIC UINT64_C(0x7761)
 #define WALL_MAX_WEIGHT 0xffffu
+#define WALL_RESCAN_TICKS 10u /* list /proc/self/task at least this often */
 
 /* si_value: magic 63..48, generation 47..32, state 31, slot 30..16,
  * weight 15..0. */
@@ -126,6 +133,7 @@ static struct {
 	uint32_t hi; /* slots at and above are free */
 	pid_t self;
 	uint32_t rotor;
+	unsigned int since_rescan; /* ticks since the last listing */
 	uint64_t period_ns;
 	atomic_bool quit; /* relaxed: a flag, nothing published with it */
 } ticker;
@@ -402,8 +410,14 @@ static void *ticker_main(void *unused)
 			ticks += (now - next) / ticker.period_ns;
 			next += (ticks - 1) * ticker.period_ns;
 		}
-		if (rescan() == 0)
-			break; /* the program's last thread is gone */
+		/* Relaxed: a hint; the listing itself is the truth. */
+		if ((atomic_exchange_explicit(&prof_smp.wall_rescan, false,
+					      memory_order_relaxed) ||
+		     ++ticker.since_rescan >= WALL_RESCAN_TICKS)) {
+			ticker.since_rescan = 0;
+			if (rescan() == 0)
+				break; /* the program's last thread is gone */
+		}
 		for (uint32_t i = 0; i < ticker.hi; i++)
 			if (ticker.t[i].tid)
 				ticker.t[i].owed += ticks;
@@ -429,6 +443,7 @@ int prof_wall_start(void)
 	if (!ticker.t)
 		return -ENOMEM;
 	ticker.rotor = ticker.hi = 0;
+	ticker.since_rescan = WALL_RESCAN_TICKS; /* list at the first tick */
 	ticker.period_ns = prof_smp.period_ns ? prof_smp.period_ns : 1;
 	/* Relaxed: the thread's creation publishes it. */
 	atomic_store_explicit(&ticker.quit, false, memory_order_relaxed);
