@@ -75,6 +75,7 @@ MALLOC_HOOK_OBJS := $(if $(SAN),,$(call objs,prof/malloc_hook.c))
 PROF_LIBS := $(PPROF_LIBS) -lrt -lm $(if $(HAVE_LIBUNWIND),-lunwind)
 # What the launcher links: it reads, aggregates and writes; it never samples.
 RECORD_OBJS := $(call objs,prof/record.c prof/trace_out.c prof/aggregate.c \
+	prof/aggregate_profile.c \
 	prof/heap_agg.c prof/shm.c prof/options.c prof/http_addr.c prof/unwind.c \
 	prof/record_http.c prof/http.c prof/serve_agg.c)
 PROF_SO := $(BUILD)/libprofring-prof.so
@@ -311,7 +312,9 @@ $(BUILD)/fuzz/perfmap_fuzz: fuzz/perfmap_fuzz.c $(PPROF_A) $(LIB_A)
 	$(call link,-fsanitize=fuzzer $(PPROF_LIBS))
 
 # The launcher's aggregation of records another process wrote.
-$(BUILD)/fuzz/agg_fuzz: fuzz/agg_fuzz.c $(BUILD)/obj/prof/aggregate.o $(BUILD)/obj/prof/heap_agg.o $(PPROF_A) $(LIB_A)
+$(BUILD)/fuzz/agg_fuzz: fuzz/agg_fuzz.c $(BUILD)/obj/prof/aggregate.o \
+		$(BUILD)/obj/prof/aggregate_profile.o $(BUILD)/obj/prof/heap_agg.o \
+		$(PPROF_A) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call link,-fsanitize=fuzzer $(PPROF_LIBS))
 
