@@ -208,7 +208,10 @@ enum profring_prof_unwinder {
  *		Without @output and @heap_output nothing is profiled until a
  *		request asks: /debug/pprof/profile?seconds=N samples the CPU
  *		for N seconds (1 to 3600, default 30; one at a time, and not
- *		while @output's CPU profile runs: 409); /debug/pprof/heap
+ *		while @output's CPU profile runs: 409);
+ *		/debug/pprof/wall?seconds=N the same in wall-clock mode
+ *		(PROFRING_PROF_MODE_WALL at PROFRING_PROF_DEFAULT_WALL_HZ;
+ *		it shares the sampler with /profile); /debug/pprof/heap
  *		and /debug/pprof/allocs (?seconds=N: the allocations of the
  *		next N seconds) serve the heap profile when heap sampling is
  *		on (@heap_output, or a nonzero @heap_rate), else 404.  Also
