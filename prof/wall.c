@@ -17,8 +17,9 @@
  * sets prof_smp.wall_rescan, sampler_threads.c); a thread started
  * otherwise is found within WALL_RESCAN_TICKS ticks, and its time before
  * that is not in the profile.  A thread that exited is skipped (its CPU
- * clock cannot be read) until the next listing frees its entry.  Then it
- * visits the threads from a rotating start and sends at most
+ * clock cannot be read) until the next listing frees its entry.  Each
+ * tick, every entry owes one more tick (or as many as were overslept),
+ * and the ticker visits the threads from a rotating start, sending at most
  * PROFRING_PROF_WALL_CAP signals a tick; every thread it does not reach
  * keeps owing, so a sample weighs all the ticks since the thread's last
  * one and the wall time in the profile stays right however many threads
@@ -42,7 +43,8 @@
  * a value, nothing published with it; the ticker zeroes a slot before
  * sending, and the kernel's delivery orders that store before the
  * handler's).  At a visit the ticker reads the thread's CPU clock
- * (thread_cpu_clock(), as the CPU mode's timers do):
+ * (prof_smp_thread_cpu_ns(): glibc's encoding of a thread's CPU clock,
+ * which the CPU mode's timers use too):
  *   - slot still 0: the signal is pending (the thread has not run since):
  *     nothing, the ticks stay owed;
  *   - CPU less than WALL_IDLE_NS past the slot: it has not run since its
@@ -81,7 +83,8 @@
  *
  * Cost to the program: the signal interrupts blocking calls; those the
  * kernel does not restart under SA_RESTART (nanosleep, poll, epoll_wait,
- * select, ...) return EINTR (README, "Wall-clock mode").
+ * select, ...) return EINTR (README, "Wall-clock profiles", has what
+ * that did to real programs).
  */
 #include "prof/sampler_impl.h"
 #include "prof/heap.h"
