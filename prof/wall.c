@@ -7,29 +7,34 @@
  *
  * The ticker.  A thread of the library (started with every signal
  * blocked, so it never takes one; its allocations ignored by the heap
- * profiler; never sampled itself) wakes every period (1e9 / hz ns of
- * CLOCK_MONOTONIC, absolute deadlines; ticks it overslept are counted)
- * and keeps, in a table of its own, an entry per thread of the program
- * but itself and the in-process collector: the ticks it owes (real time
- * since its last sample, in periods).  It lists /proc/self/task every
+ * profiler; never sampled itself) wakes on CLOCK_MONOTONIC deadlines a
+ * period apart on average (1e9 / hz ns, each interval drawn uniformly
+ * from half to one and a half periods: ticks a fixed period apart would
+ * land on the same phases of every cycle of a program whose own cycle is
+ * a multiple of it, 100 ms under 50 Hz, and show it 10 points off) and
+ * keeps, in a table of its own, an entry per thread of the program but
+ * itself and the in-process collector: the real time it owes the thread
+ * since its last sample (a sample carries it in whole periods, the
+ * remainder owed on).  It lists /proc/self/task every
  * WALL_RESCAN_TICKS ticks (a third of its cost when done every tick), and
  * at the next tick after a thread started through our pthread_create (it
  * sets prof_smp.wall_rescan, sampler_threads.c); a thread started
  * otherwise is found within WALL_RESCAN_TICKS ticks, and its time before
  * that is not in the profile.  A thread that exited is skipped (its CPU
  * clock cannot be read) until the next listing frees its entry.  Each
- * tick, every entry owes one more tick (or as many as were overslept),
- * and the ticker visits the threads from a rotating start, sending at most
- * PROFRING_PROF_WALL_CAP signals a tick; every thread it does not reach
- * keeps owing, so a sample weighs all the ticks since the thread's last
- * one and the wall time in the profile stays right however many threads
- * there are (at worst their samples grow rarer and heavier).
+ * tick, every entry is owed the time since the last tick, and the ticker
+ * visits the threads owed a whole period or more from a rotating start,
+ * sending at most PROFRING_PROF_WALL_CAP signals a tick; every thread it
+ * does not reach keeps owing, so a sample weighs all the time since the
+ * thread's last one and the wall time in the profile stays right however
+ * many threads there are (at worst their samples grow rarer and
+ * heavier).
  *
  * The signal.  The sampler's real-time signal, sent with
  * rt_tgsigqueueinfo() to the thread, si_code SI_QUEUE, si_pid our pid,
  * and in si_value (64 bits): a magic tag, the session's generation (low
  * 16 bits), the state (running or sleeping), the thread's slot and the
- * ticks it stands for.  So the handler (sampler.c) knows the signal for
+ * periods it stands for.  So the handler (sampler.c) knows the signal for
  * the current session's (a signal of an earlier session, or one the
  * program forged with sigqueue() and a wrong tag, is ignored) and writes
  * a PROF_REC_WALL record with that weight, never weighed by CPU time
@@ -46,13 +51,13 @@
  * (prof_smp_thread_cpu_ns(): glibc's encoding of a thread's CPU clock,
  * which the CPU mode's timers use too):
  *   - slot still 0: the signal is pending (the thread has not run since):
- *     nothing, the ticks stay owed;
+ *     nothing, the time stays owed;
  *   - CPU less than WALL_IDLE_NS past the slot: it has not run since its
  *     sample but to take it (the handler's tail, sigreturn, its blocking
  *     call entered again): a PROF_REC_REPEAT record, written by the
  *     ticker into the ring with the thread's tid, state sleeping, for the
- *     ticks owed; the aggregation adds them to the thread's last wall
- *     stack;
+ *     whole periods owed; the aggregation adds them to the thread's last
+ *     wall stack;
  *   - else a signal.
  * The state.  The handler tells it from the interrupted context (x86-64,
  * arm64): a thread the signal took out of a blocking system call was
@@ -128,7 +133,7 @@ struct wall_thread {
 	pid_t tid; /* 0: a free slot */
 	bool seen; /* in the latest listing */
 	bool sent; /* a signal was sent since it was found */
-	uint64_t owed; /* ticks since its last sample */
+	uint64_t owed_ns; /* real time since its last sample */
 };
 
 static struct {
@@ -138,6 +143,7 @@ static struct {
 	uint32_t rotor;
 	unsigned int since_rescan; /* ticks since the last listing */
 	uint64_t period_ns;
+	uint64_t rng; /* xorshift64 state, for the ticks' jitter */
 	atomic_bool quit; /* relaxed: a flag, nothing published with it */
 } ticker;
 
@@ -161,7 +167,7 @@ bool prof_wall_is_ours(const siginfo_t *si)
 }
 
 /**
- * prof_wall_weight() - the ticks a wall signal stands for, and its state
+ * prof_wall_weight() - the periods a wall signal stands for, and its state
  * (PROF_WALL_*) in @state.  Async-signal-safe.
  */
 uint64_t prof_wall_weight(const siginfo_t *si, uint64_t *state)
@@ -314,35 +320,37 @@ static int rescan(void)
 	return n;
 }
 
-/* A REPEAT record for @e (see the protocol). */
+/* A REPEAT record for @e's whole periods owed (see the protocol). */
 static void repeat(struct wall_thread *e)
 {
-	uint64_t hdr[PROF_HDR_WORDS];
+	uint64_t hdr[PROF_HDR_WORDS], periods = e->owed_ns / ticker.period_ns;
 	uintptr_t state = PROF_WALL_SLEEPING;
 	int rc;
 
 	hdr[PROF_HDR_KIND_PERIODS] =
-		prof_hdr_kind_word(PROF_REC_REPEAT, e->owed);
+		prof_hdr_kind_word(PROF_REC_REPEAT, periods);
 	hdr[PROF_HDR_TID] = (uint64_t)e->tid;
 	hdr[PROF_HDR_PID] = (uint64_t)prof_smp.pid;
 	rc = profbuf_write(prof_smp.buf, NULL, (int64_t)ring_clock_ticks(), hdr,
 			   PROF_HDR_WORDS, &state, 1);
 	prof_smp_count(rc ? &prof_smp.counters->refused
 			  : &prof_smp.counters->written);
-	e->owed = 0;
+	e->owed_ns -= periods * ticker.period_ns;
 }
 
 /* Send @e's thread (slot @i) its signal.  Return: true if sent. */
 static bool send_signal(struct wall_thread *e, uint32_t i)
 {
-	uint64_t w = e->owed < WALL_MAX_WEIGHT ? e->owed : WALL_MAX_WEIGHT;
-	uint64_t v = WALL_MAGIC << 48 |
-		     ((uint64_t)(unsigned int)prof_smp.generation & 0xffffu)
-			     << 32 |
-		     (uint64_t)!wall_guess_running(e->tid) << 31 |
-		     (uint64_t)i << 16 | w;
+	uint64_t w = e->owed_ns / ticker.period_ns;
+	uint64_t v =
+		WALL_MAGIC << 48 |
+		((uint64_t)(unsigned int)prof_smp.generation & 0xffffu) << 32 |
+		(uint64_t)!wall_guess_running(e->tid) << 31 | (uint64_t)i << 16;
 	siginfo_t si;
 
+	if (w > WALL_MAX_WEIGHT)
+		w = WALL_MAX_WEIGHT;
+	v |= w;
 	memset(&si, 0, sizeof(si));
 	si.si_signo = prof_smp.installed_signo;
 	si.si_code = SI_QUEUE;
@@ -355,7 +363,7 @@ static bool send_signal(struct wall_thread *e, uint32_t i)
 		    prof_smp.installed_signo, &si))
 		return false;
 	e->sent = true;
-	e->owed -= w;
+	e->owed_ns -= w * ticker.period_ns;
 	return true;
 }
 
@@ -370,8 +378,8 @@ static void visit(void)
 	     k++, i = (i + 1) % ticker.hi) {
 		struct wall_thread *e = &ticker.t[i];
 
-		if (!e->tid || !e->owed)
-			continue;
+		if (!e->tid || e->owed_ns < ticker.period_ns)
+			continue; /* not a whole period owed yet */
 		cpu = prof_smp_thread_cpu_ns(e->tid);
 		if (!cpu)
 			continue; /* gone: the next listing frees it */
@@ -391,28 +399,39 @@ static void visit(void)
 	ticker.rotor = i;
 }
 
+/*
+ * The next interval: the period times a uniform 0.5 to 1.5 (mean: the
+ * period), so that a program whose own cycle is a multiple of the period
+ * is not sampled at the same phases of every cycle (aliasing).
+ */
+static uint64_t next_interval(void)
+{
+	ticker.rng ^= ticker.rng << 13;
+	ticker.rng ^= ticker.rng >> 7;
+	ticker.rng ^= ticker.rng << 17;
+	return ticker.period_ns / 2 + ticker.rng % (ticker.period_ns + 1);
+}
+
 static void *ticker_main(void *unused)
 {
-	uint64_t next = ring_clock_mono_ns(), now, ticks;
+	uint64_t last = ring_clock_mono_ns(), next = last, now;
 	struct timespec ts;
 
 	(void)unused;
 	prof_heap_ignore_thread(); /* our allocations are not the program's */
 	ticker.self = (pid_t)syscall(SYS_gettid);
+	ticker.rng = last | 1;
 	/* Relaxed: a flag (stop joins us after setting it). */
 	while (!atomic_load_explicit(&ticker.quit, memory_order_relaxed)) {
-		next += ticker.period_ns;
+		next += next_interval();
 		ts.tv_sec = (time_t)(next / 1000000000u);
 		ts.tv_nsec = (long)(next % 1000000000u);
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts,
 				       NULL) == EINTR)
 			;
 		now = ring_clock_mono_ns();
-		ticks = 1;
-		if (now >= next + ticker.period_ns) { /* overslept */
-			ticks += (now - next) / ticker.period_ns;
-			next += (ticks - 1) * ticker.period_ns;
-		}
+		if (now > next + ticker.period_ns)
+			next = now; /* overslept: the time is owed all the same */
 		/* Relaxed: a hint; the listing itself is the truth. */
 		if ((atomic_exchange_explicit(&prof_smp.wall_rescan, false,
 					      memory_order_relaxed) ||
@@ -423,7 +442,8 @@ static void *ticker_main(void *unused)
 		}
 		for (uint32_t i = 0; i < ticker.hi; i++)
 			if (ticker.t[i].tid)
-				ticker.t[i].owed += ticks;
+				ticker.t[i].owed_ns += now - last;
+		last = now;
 		visit();
 	}
 	return NULL;

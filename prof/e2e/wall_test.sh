@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: MIT
 #
 # prof/e2e/wall_test.sh - wall-clock mode (prof/wall.c): prof/e2e/wallwork's
-# worker thread computes ~30 ms (compute_part) and sleeps ~70 ms
+# worker thread computes 22 ms (compute_part) and sleeps 51 ms
 # (sleep_part) in a loop for 3 s; profiled with `record --mode wall` and
-# in-process (PROFRING_PROF_MODE=wall):
+# in-process (PROFRING_PROF_MODE=wall); and under the launcher with a
+# 30 + 70 ms cycle, a multiple of the 20 ms period (aliasing, were the
+# ticks not jittered):
 #
 #	sh prof/e2e/wall_test.sh [BUILD [LABEL]]
 #
@@ -15,7 +17,7 @@
 # compute_part 20-40%; the "state" label says sleeping for at least 90% of
 # sleep_part's time and running for at least 80% of compute_part's; the
 # worker's total is within 15% of the 3 s it ran; a bad --mode is one line
-# and status 2.  About 8 s.  Skipped under LABEL tsan or asan (an
+# and status 2.  About 12 s.  Skipped under LABEL tsan or asan (an
 # uninstrumented program, as e2e_test.sh) and without go.
 BUILD=${1:-build}
 LABEL=${2:-check}
@@ -113,6 +115,13 @@ check record_status [ "$rc" = 0 ]
 check record_stdout [ "$out" = "wallwork done" ]
 check record_wall_type sh -c "go tool pprof -raw '$TMP/rec.pb.gz' 2>/dev/null | grep -q '^PeriodType: wall nanoseconds'"
 judge record "$TMP/rec.pb.gz" "$TMP/rec.err"
+
+# A 100 ms cycle, a multiple of the 20 ms period: without the ticks'
+# jitter (wall.c) they land on the same phases of every cycle.
+out=$(timeout -k 5 30 "$PROF" record -q --mode wall -o "$TMP/alias.pb.gz" -- \
+	"$PROG" 3 30 70 2>"$TMP/alias.err")
+check alias_status [ "$?" = 0 ]
+judge alias "$TMP/alias.pb.gz" "$TMP/alias.err"
 
 # In-process.
 out=$(PROFRING_PROF="$TMP/inproc.pb.gz" PROFRING_PROF_MODE=wall \

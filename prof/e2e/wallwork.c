@@ -2,12 +2,11 @@
 /*
  * prof/e2e/wallwork.c - a thread that sleeps 70% of the time and computes
  * 30%, for wall_test.sh: its "worker" thread loops for argv[1] seconds
- * (default 3): compute_part() spins 22 ms, then sleep_part() sleeps 51 ms
- * (nanosleep, restarted with the time left after EINTR: a wall-clock
- * profiler's signals interrupt it).  A 73 ms cycle: not a multiple of
- * the 20 ms wall tick, whose samples would otherwise land on the same
- * phases of every cycle (aliasing: with a 100 ms cycle they showed 40%
- * computing, not 30%).  The main
+ * (default 3): compute_part() spins 22 ms (argv[2]), then sleep_part()
+ * sleeps 51 ms (argv[3]; nanosleep, restarted with the time left after
+ * EINTR: a wall-clock profiler's signals interrupt it).  By default a
+ * 73 ms cycle, not a multiple of the 20 ms wall tick (wall.c jitters its
+ * ticks against aliasing; wall_test.sh also runs a 30 + 70 ms cycle).  The main
  * thread waits in pthread_join().  stdout: one fixed line; stderr: the
  * time each part took by the monotonic clock, and how many nanosleeps
  * EINTR cut short.
@@ -21,6 +20,7 @@
 static volatile unsigned long sink;
 static unsigned long eintr;
 static unsigned long long sleep_ns, compute_ns; /* by the program's clock */
+static long compute_ms = 22, sleep_ms = 51; /* argv[2], argv[3] */
 
 static unsigned long long mono_ns(void)
 {
@@ -33,7 +33,7 @@ static unsigned long long mono_ns(void)
 /* 22 ms of real time (on a busy machine, less CPU: it still runs). */
 __attribute__((noinline)) static void compute_part(void)
 {
-	unsigned long long end = mono_ns() + 22000000ull;
+	unsigned long long end = mono_ns() + compute_ms * 1000000ull;
 
 	while (mono_ns() < end)
 		for (int i = 0; i < 1000; i++)
@@ -52,7 +52,7 @@ __attribute__((noinline)) static void do_sleep(struct timespec *ts)
 
 __attribute__((noinline)) static void sleep_part(void)
 {
-	struct timespec ts = { 0, 51000000 };
+	struct timespec ts = { sleep_ms / 1000, sleep_ms % 1000 * 1000000 };
 
 	do_sleep(&ts);
 	__asm__ volatile("" ::: "memory");
@@ -82,6 +82,10 @@ int main(int argc, char **argv)
 		(unsigned long long)((argc > 1 ? atof(argv[1]) : 3.0) * 1e9);
 	pthread_t t;
 
+	if (argc > 3) {
+		compute_ms = atol(argv[2]);
+		sleep_ms = atol(argv[3]);
+	}
 	if (pthread_create(&t, NULL, worker, &ns))
 		return 1;
 	pthread_join(t, NULL);
