@@ -246,7 +246,7 @@ static void sample(const siginfo_t *si, void *ucontext)
 	prof_smp_count(rc ? &prof_smp.counters->refused
 			  : &prof_smp.counters->written);
 	if (wall)
-		prof_wall_done(si);
+		prof_wall_done(si, pcs[0]);
 }
 
 static void on_sample(int sig, siginfo_t *si, void *ucontext)

@@ -102,7 +102,7 @@ void prof_smp_count(_Atomic uint64_t *c);
 bool prof_wall_is_ours(const siginfo_t *si);
 uint64_t prof_wall_weight(const siginfo_t *si, uint64_t *state);
 uint64_t prof_wall_state(void *ucontext, uint64_t guess);
-void prof_wall_done(const siginfo_t *si);
+void prof_wall_done(const siginfo_t *si, uint64_t state);
 int prof_wall_start(void);
 void prof_wall_stop(void);
 

@@ -43,11 +43,11 @@
  * Threads that did not run.  A thread asleep since its last sample would
  * show the same stack again: async-profiler's answer, taken here, is not
  * to interrupt it and to count its last stack again.  The handler, as it
- * ends, stores the thread's CPU clock in the thread's slot (a static
- * array, so it never moves or goes away under a handler; relaxed atomics:
- * a value, nothing published with it; the ticker zeroes a slot before
- * sending, and the kernel's delivery orders that store before the
- * handler's).  At a visit the ticker reads the thread's CPU clock
+ * ends, stores the thread's CPU clock and the state it found in the
+ * thread's slot (a static array, so it never moves or goes away under a
+ * handler; relaxed atomics: a value, nothing published with it; the
+ * ticker zeroes a slot before sending, and the kernel's delivery orders
+ * that store before the handler's).  At a visit the ticker reads the thread's CPU clock
  * (prof_smp_thread_cpu_ns(): glibc's encoding of a thread's CPU clock,
  * which the CPU mode's timers use too):
  *   - slot still 0: the signal is pending (the thread has not run since):
@@ -55,9 +55,16 @@
  *   - CPU less than WALL_IDLE_NS past the slot: it has not run since its
  *     sample but to take it (the handler's tail, sigreturn, its blocking
  *     call entered again): a PROF_REC_REPEAT record, written by the
- *     ticker into the ring with the thread's tid, state sleeping, for the
- *     whole periods owed; the aggregation adds them to the thread's last
- *     wall stack;
+ *     ticker into the ring with the thread's tid, for the whole periods
+ *     owed; the aggregation adds them to the thread's last wall stack.
+ *     That is when the last sample found it in a blocking call (the slot
+ *     keeps the state beside the CPU time): it is still there, sleeping.
+ *     If the last sample found it in its own code, it was preempted since
+ *     (runnable) or it blocked right after the sample (on a loaded
+ *     machine a thread that was preempted for long often resumes, takes
+ *     the signal and blocks at once): its /proc/self/task/TID/stat tells
+ *     (a read for such threads only): R, a REPEAT, running; else its last
+ *     stack is stale, and it gets a signal;
  *   - else a signal.
  * The state.  The handler tells it from the interrupted context (x86-64,
  * arm64): a thread the signal took out of a blocking system call was
@@ -218,33 +225,27 @@ uint64_t prof_wall_state(void *ucontext, uint64_t guess)
 
 /**
  * prof_wall_done() - the handler is done with a wall signal: the thread's
- * CPU clock into its slot (see the protocol).  Async-signal-safe:
- * clock_gettime() is, and errno is the handler's to restore.
+ * CPU clock and the sample's @state (PROF_WALL_*) into its slot (see the
+ * protocol).  Async-signal-safe: clock_gettime() is, and errno is the
+ * handler's to restore.
  */
-void prof_wall_done(const siginfo_t *si)
+void prof_wall_done(const siginfo_t *si, uint64_t state)
 {
 	struct timespec ts;
-	uint64_t ns = 1;
+	uint64_t ns = 0;
 
 	if (!clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
 		ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 	/* Relaxed: a value (see the protocol); never 0, which is pending. */
-	atomic_store_explicit(&slots[WALL_V_SLOT(wall_value(si))], ns ? ns : 1,
+	atomic_store_explicit(&slots[WALL_V_SLOT(wall_value(si))],
+			      (ns | 1u) << 1 | (state & 1u),
 			      memory_order_relaxed);
 }
 
 /* ---- the ticker ---- */
 
-#if defined(__x86_64__) || defined(__aarch64__)
-/* The handler tells the state: no guess needed. */
-static bool wall_guess_running(pid_t tid)
-{
-	(void)tid;
-	return true;
-}
-#else
 /* Is thread @tid on a CPU or runnable ('R' in its stat)? */
-static bool wall_guess_running(pid_t tid)
+static bool stat_running(pid_t tid)
 {
 	char path[64], buf[512], *p;
 	ssize_t n;
@@ -262,7 +263,17 @@ static bool wall_guess_running(pid_t tid)
 	p = strrchr(buf, ')'); /* the name may hold anything */
 	return p && p[1] == ' ' && p[2] == 'R';
 }
+
+/* The state the signal carries: the handler tells it where it can. */
+static bool wall_guess_running(pid_t tid)
+{
+#if defined(__x86_64__) || defined(__aarch64__)
+	(void)tid;
+	return true;
+#else
+	return stat_running(tid);
 #endif
+}
 
 static struct wall_thread *entry_of(pid_t tid, uint32_t *free_slot)
 {
@@ -321,10 +332,9 @@ static int rescan(void)
 }
 
 /* A REPEAT record for @e's whole periods owed (see the protocol). */
-static void repeat(struct wall_thread *e)
+static void repeat(struct wall_thread *e, uintptr_t state)
 {
 	uint64_t hdr[PROF_HDR_WORDS], periods = e->owed_ns / ticker.period_ns;
-	uintptr_t state = PROF_WALL_SLEEPING;
 	int rc;
 
 	hdr[PROF_HDR_KIND_PERIODS] =
@@ -372,7 +382,7 @@ static void visit(void)
 {
 	unsigned int sent = 0;
 	uint32_t k, i = ticker.rotor < ticker.hi ? ticker.rotor : 0;
-	uint64_t cpu, after;
+	uint64_t cpu, slot, after;
 
 	for (k = 0; k < ticker.hi && sent < PROFRING_PROF_WALL_CAP;
 	     k++, i = (i + 1) % ticker.hi) {
@@ -385,14 +395,23 @@ static void visit(void)
 			continue; /* gone: the next listing frees it */
 		if (e->sent) {
 			/* Relaxed: see the protocol. */
-			after = atomic_load_explicit(&slots[i],
-						     memory_order_relaxed);
-			if (!after)
+			slot = atomic_load_explicit(&slots[i],
+						    memory_order_relaxed);
+			if (!slot)
 				continue; /* pending: it has not run */
-			if (cpu < after + WALL_IDLE_NS) {
-				repeat(e);
+			after = slot >> 1; /* (CPU ns | 1) << 1 | state */
+			if (cpu < after + WALL_IDLE_NS &&
+			    (slot & 1u) == PROF_WALL_SLEEPING) {
+				repeat(e, PROF_WALL_SLEEPING); /* still there */
 				continue;
 			}
+			if (cpu < after + WALL_IDLE_NS &&
+			    stat_running(e->tid)) {
+				repeat(e, PROF_WALL_RUNNING); /* preempted */
+				continue;
+			}
+			/* It ran; or it blocked right after a sample in its
+			 * own code, which is stale: a sample. */
 		}
 		sent += send_signal(e, i);
 	}
