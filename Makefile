@@ -83,6 +83,7 @@ MALLOC_HOOK_OBJS := $(if $(SAN),,$(call objs,prof/malloc_hook.c))
 PROF_LIBS := $(PPROF_LIBS) -lrt -lm $(if $(HAVE_LIBUNWIND),-lunwind)
 # What the launcher links: it reads, aggregates and writes; it never samples.
 RECORD_OBJS := $(call objs,prof/record.c prof/trace_out.c prof/aggregate.c \
+	prof/aggregate_profile.c \
 	prof/heap_agg.c prof/shm.c prof/options.c prof/http_addr.c prof/unwind.c \
 	prof/record_http.c prof/http.c prof/serve_agg.c)
 PROF_SO := $(BUILD)/libprofring-prof.so
@@ -191,7 +192,7 @@ $(BUILD)/tools/prof_demo_nofp: tools/prof_demo.c
 E2E_PROGS := $(BUILD)/e2e/hostile $(BUILD)/e2e/hostile_static \
 	$(BUILD)/e2e/libdlloop.so $(BUILD)/e2e/runpath $(BUILD)/e2e/plug/libplug.so \
 	$(BUILD)/e2e/cxx $(BUILD)/e2e/heapwork $(BUILD)/e2e/httpwork \
-	$(BUILD)/e2e/shortthreads
+	$(BUILD)/e2e/shortthreads $(BUILD)/e2e/wallwork
 E2E_CFLAGS := -D_GNU_SOURCE -std=c11 -O2 -g $(FRAMEPTR)
 
 $(BUILD)/e2e/hostile: prof/e2e/hostile.c
@@ -207,6 +208,10 @@ $(BUILD)/e2e/httpwork: prof/e2e/httpwork.c
 	$(CC) $(E2E_CFLAGS) -o $@ $< -lpthread
 
 $(BUILD)/e2e/shortthreads: prof/e2e/shortthreads.c
+	@mkdir -p $(dir $@)
+	$(CC) $(E2E_CFLAGS) -o $@ $< -lpthread
+
+$(BUILD)/e2e/wallwork: prof/e2e/wallwork.c
 	@mkdir -p $(dir $@)
 	$(CC) $(E2E_CFLAGS) -o $@ $< -lpthread
 
@@ -288,6 +293,15 @@ $(BUILD)/bench/sample_cost_bench: bench/sample_cost_bench.c $(BUILD)/obj/bench/h
 	@mkdir -p $(dir $@)
 	$(call link,$(PROF_LIBS) $(BENCH_LIBS),-fno-omit-frame-pointer)
 
+# Wall-clock mode's workloads (bench/wall_overhead.sh): plain programs.
+$(BUILD)/bench/wall_eintr: bench/work/wall_eintr.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g $(FRAMEPTR) -o $@ $<
+
+$(BUILD)/bench/wall_sleepers: bench/work/wall_sleepers.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g $(FRAMEPTR) -o $@ $< -lpthread
+
 # symbolize_bench: the symbolizer's (pprof/) speed with lines and inlines.
 $(BUILD)/bench/symbolize_bench: bench/symbolize_bench.c $(BUILD)/obj/bench/harness.o \
 		$(PPROF_A) $(LIB_A)
@@ -332,7 +346,9 @@ $(BUILD)/fuzz/perfmap_fuzz: fuzz/perfmap_fuzz.c $(PPROF_A) $(LIB_A)
 	$(call link,-fsanitize=fuzzer $(PPROF_LIBS))
 
 # The launcher's aggregation of records another process wrote.
-$(BUILD)/fuzz/agg_fuzz: fuzz/agg_fuzz.c $(BUILD)/obj/prof/aggregate.o $(BUILD)/obj/prof/heap_agg.o $(PPROF_A) $(LIB_A)
+$(BUILD)/fuzz/agg_fuzz: fuzz/agg_fuzz.c $(BUILD)/obj/prof/aggregate.o \
+		$(BUILD)/obj/prof/aggregate_profile.o $(BUILD)/obj/prof/heap_agg.o \
+		$(PPROF_A) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call link,-fsanitize=fuzzer $(PPROF_LIBS))
 

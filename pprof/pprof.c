@@ -29,6 +29,9 @@
  *	11, 12		period_type ("cpu", "nanoseconds"), period
  *	13		comment (packed string indices)
  *	14		default_sample_type: "cpu"
+ * A wall-clock profile (prof_profile.wall) says "wall" where a CPU
+ * profile says "cpu" (sample type, period type, default), and its samples
+ * have a label "state" (str: running or sleeping) when known.
  * A heap profile (prof_profile.heap_rate nonzero) differs as Go's
  * runtime/pprof heap profiles do: sample_type ("alloc_objects", "count"),
  * ("alloc_space", "bytes"), ("inuse_objects", "count"), ("inuse_space",
@@ -82,6 +85,7 @@ struct enc {
 	uint32_t tid_s; /* interned at first use: every string is used */
 	uint32_t thread_s;
 	uint32_t pid_s;
+	uint32_t state_s;
 };
 
 static void put_value_type(struct enc *e, uint32_t field, uint32_t type,
@@ -141,6 +145,14 @@ static void put_sample(struct enc *e, const struct prof_profile *p,
 		proto_put_int64(&e->sub, 1, e->thread_s);
 		proto_put_int64(&e->sub, 2,
 				pb_str_intern(&e->b, ps->thread_name));
+		proto_put_message(&e->msg, 3, &e->sub);
+	}
+	if (ps->state) {
+		if (!e->state_s)
+			e->state_s = pb_str_intern(&e->b, "state");
+		proto_buf_reset(&e->sub);
+		proto_put_int64(&e->sub, 1, e->state_s);
+		proto_put_int64(&e->sub, 2, pb_str_intern(&e->b, ps->state));
 		proto_put_message(&e->msg, 3, &e->sub);
 	}
 	if (ps->pid) {
@@ -301,7 +313,7 @@ static void put_header(struct enc *e, const struct prof_profile *p)
 	}
 	e->samples_s = pb_str_intern(&e->b, "samples");
 	e->count_s = pb_str_intern(&e->b, "count");
-	e->cpu_s = pb_str_intern(&e->b, "cpu");
+	e->cpu_s = pb_str_intern(&e->b, p->wall ? "wall" : "cpu");
 	e->ns_s = pb_str_intern(&e->b, "nanoseconds");
 	put_value_type(e, PF_SAMPLE_TYPE, e->samples_s, e->count_s);
 	put_value_type(e, PF_SAMPLE_TYPE, e->cpu_s, e->ns_s);

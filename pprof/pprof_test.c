@@ -467,6 +467,28 @@ static void pprof_roundtrip(void)
 	prof_symbolizer_free(s);
 }
 
+/* A wall-clock profile: "wall" where a CPU profile says "cpu". */
+static void pprof_wall_types(void)
+{
+	const char *path = tmp_path("wall.pb.gz");
+	struct prof_profile w = profile;
+	struct prof_summary *p;
+	char err[256];
+
+	w.wall = true;
+	KT_CHECK_EQ(prof_pprof_write(&w, NULL, path), 0);
+	KT_CHECK_EQ(prof_summary_load(path, -1, &p, err, sizeof(err)), 0);
+	KT_REQUIRE(p);
+	KT_CHECK_EQ(p->nsample_types, 2);
+	KT_CHECK_EQ(p->default_index, 1);
+	KT_CHECK(!strcmp(p->type, "wall"));
+	KT_CHECK(!strcmp(p->unit, "nanoseconds"));
+	KT_CHECK(!strcmp(p->period_type, "wall"));
+	KT_CHECK_EQ(p->period, PERIOD_NS);
+	KT_CHECK_EQ(p->total, 21 * (int64_t)PERIOD_NS);
+	prof_summary_free(p);
+}
+
 static void pprof_without_symbolizer(void)
 {
 	const char *path = tmp_path("nosym.pb.gz");
@@ -1278,6 +1300,7 @@ int main(void)
 	KT_RUN(proto_malformed);
 	KT_RUN(pprof_roundtrip);
 	KT_RUN(pprof_without_symbolizer);
+	KT_RUN(pprof_wall_types);
 	KT_RUN(writer_errors);
 	KT_RUN(folded_exact);
 	KT_RUN(decoder_refuses_truncation);

@@ -37,6 +37,8 @@
  * @space:	index of the address space its PCs belong to in the
  *		profile's @spaces (0 when there are none; the writers
  *		refuse a sample whose @space is out of range).
+ * @state:	wall profiles: "running" or "sleeping", a "state" label;
+ *		NULL: none.
  * @special:	NULL for a real stack; otherwise the name of a synthetic
  *		one-frame entry with no address, such as
  *		"[profring: lost samples]", whose @samples/@periods say how
@@ -52,6 +54,7 @@ struct prof_sample {
 	uint32_t pid;
 	unsigned int space;
 	const char *special;
+	const char *state;
 	bool return_addrs;
 	uint64_t heap[4];
 	uint64_t bytes;
@@ -87,6 +90,9 @@ struct prof_symbolizer;
  * @heap_alloc_default:	a heap profile whose default sample type is
  *			alloc_space (Go's /debug/pprof/allocs), not
  *			inuse_space.
+ * @wall:		a wall-clock profile: "wall" instead of "cpu" in the
+ *			sample and period types (@period_ns is then
+ *			nanoseconds of real time per tick).
  */
 struct prof_profile {
 	const struct prof_sample *samples;
@@ -100,6 +106,7 @@ struct prof_profile {
 	size_t nspaces;
 	uint64_t heap_rate;
 	bool heap_alloc_default;
+	bool wall;
 };
 
 #endif /* PROFRING_PROF_PROFILE_H */

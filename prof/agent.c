@@ -279,6 +279,7 @@ static void attach(void)
 	agent.cfg.unwinder = (enum profring_prof_unwinder)h->unwinder;
 	agent.cfg.max_frames = h->max_frames;
 	agent.cfg.counters = agent.ctr;
+	agent.cfg.wall = h->mode == PROFRING_PROF_MODE_WALL;
 	agent.attached = true;
 	say_hello(0);
 	report_maps();

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * prof/aggregate_test.c - records in, profile out: processes, images,
- * fork children, mappings, losses and records that make no sense.
+ * fork children, mappings, losses and records that make no sense; wall
+ * samples and their repeats.
  */
 #include "prof/aggregate.h"
 #include "prof/stream.h"
@@ -184,10 +185,79 @@ static void in_process_has_one_space(void)
 	profbuf_free(b);
 }
 
+/* The wall-clock entry of (@tid, @pc, @state), or NULL. */
+static const struct prof_sample *find_wall(const struct prof_profile *p,
+					   uint32_t tid, uint64_t pc,
+					   const char *state)
+{
+	for (size_t i = 0; i < p->nsamples; i++) {
+		const struct prof_sample *s = &p->samples[i];
+
+		if (s->tid == tid && s->state && !strcmp(s->state, state) &&
+		    ((!pc && s->special) ||
+		     (pc && s->npcs == 1 && s->pcs[0] == pc)))
+			return s;
+	}
+	return NULL;
+}
+
+/*
+ * Wall records: a sample is counted under its stack and state; a repeat
+ * adds to its thread's last wall stack (none yet: "no stack"), sleeping;
+ * a state word that is neither is nonsense.
+ */
+static void wall_samples_and_repeats(void)
+{
+	struct profbuf *b = ring();
+	struct prof_agg_counts n;
+	const struct prof_sample *s;
+	struct prof_profile p;
+	struct prof_agg *a;
+	uint64_t w[2];
+	int err;
+
+	KT_REQUIRE(b);
+	a = prof_agg_new(true, 0, &err);
+	KT_REQUIRE(a);
+	w[0] = PROF_WALL_SLEEPING;
+	KT_CHECK_EQ(put(b, PROF_REC_REPEAT, 2, 7, 9, w, 1), 0); /* no stack */
+	w[0] = PROF_WALL_RUNNING;
+	w[1] = 0x10;
+	KT_CHECK_EQ(put(b, PROF_REC_WALL, 1, 7, 9, w, 2), 0);
+	w[0] = PROF_WALL_SLEEPING;
+	w[1] = 0x20;
+	KT_CHECK_EQ(put(b, PROF_REC_WALL, 3, 7, 9, w, 2), 0);
+	KT_CHECK_EQ(put(b, PROF_REC_REPEAT, 4, 7, 9, w, 1), 0);
+	KT_CHECK_EQ(put(b, PROF_REC_REPEAT, 5, 7, 9, w, 1), 0);
+	w[0] = 2; /* no such state */
+	KT_CHECK_EQ(put(b, PROF_REC_WALL, 1, 7, 9, w, 2), 0);
+	drain(b, a);
+	prof_agg_counts(a, &n);
+	KT_CHECK_EQ(n.bad, 1);
+	KT_CHECK_EQ(n.read, 5);
+	KT_CHECK_EQ(n.periods, 15);
+	KT_CHECK_EQ(prof_agg_profile(a, &p), 0);
+	KT_CHECK_EQ(p.nsamples, 3);
+	s = find_wall(&p, 9, 0, "sleeping");
+	KT_REQUIRE(s);
+	KT_CHECK_EQ(s->periods, 2);
+	s = find_wall(&p, 9, 0x10, "running");
+	KT_REQUIRE(s);
+	KT_CHECK_EQ(s->periods, 1);
+	s = find_wall(&p, 9, 0x20, "sleeping");
+	KT_REQUIRE(s);
+	KT_CHECK_EQ(s->samples, 3);
+	KT_CHECK_EQ(s->periods, 12);
+	prof_agg_profile_free(&p);
+	prof_agg_free(a);
+	profbuf_free(b);
+}
+
 int main(void)
 {
 	KT_RUN(processes_and_images);
 	KT_RUN(losses_and_nonsense);
 	KT_RUN(in_process_has_one_space);
+	KT_RUN(wall_samples_and_repeats);
 	return ktest_exit();
 }

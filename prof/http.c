@@ -14,7 +14,8 @@
  * library), CONN_MEMORY bytes for a request's line and headers (a longer
  * one gets 414 or 431 from the library), CONN_TIMEOUT seconds of silence
  * close a connection, POST bodies at most BODY_MAX bytes (413), one CPU
- * profile at a time (the ops' claim: 409) and one heap delta per kind.
+ * or wall-clock profile at a time (the ops' claim: 409) and one heap
+ * delta per kind.
  * Nothing here runs in a signal handler; the program's threads never
  * wait on it.
  *
@@ -272,6 +273,9 @@ static enum MHD_Result index_page(struct MHD_Connection *conn)
 		"<a href=\"heap\">heap</a>: sampled live objects<br>\n"
 		"<a href=\"profile?seconds=30\">profile</a>: CPU profile "
 		"(?seconds=N, default 30)<br>\n"
+		"<a href=\"wall?seconds=30\">wall</a>: wall-clock profile, "
+		"every thread running or sleeping (?seconds=N, default 30)"
+		"<br>\n"
 		"<a href=\"symbol\">symbol</a>: address to function name "
 		"(POST addresses joined by +)<br>\n"
 		"</body></html>\n";
@@ -289,6 +293,25 @@ static enum MHD_Result cpu_profile(struct MHD_Connection *conn)
 	if (s < 0 || debug_asked(conn))
 		return bad_params(conn, s);
 	err = http.ops->cpu((unsigned int)s, &http.quit, &b);
+	if (err == -ENOENT)
+		return text(conn, MHD_HTTP_NOT_FOUND, http.ops->cpu_off);
+	return err ? failed(conn, err) : blob(conn, &b);
+}
+
+/* /wall: where no wall-clock profile is served (the launcher's), 404. */
+static enum MHD_Result wall_profile(struct MHD_Connection *conn)
+{
+	struct prof_blob b = { 0 };
+	long s = seconds_arg(conn, DEFAULT_SECONDS);
+	int err;
+
+	if (!http.ops->wall)
+		return text(conn, MHD_HTTP_NOT_FOUND,
+			    "wall-clock profiles are not served under the "
+			    "launcher yet\n");
+	if (s < 0 || debug_asked(conn))
+		return bad_params(conn, s);
+	err = http.ops->wall((unsigned int)s, &http.quit, &b);
 	if (err == -ENOENT)
 		return text(conn, MHD_HTTP_NOT_FOUND, http.ops->cpu_off);
 	return err ? failed(conn, err) : blob(conn, &b);
@@ -404,6 +427,8 @@ static enum MHD_Result route(struct MHD_Connection *conn, const char *url,
 		return index_page(conn);
 	if (!strcmp(name, "profile"))
 		return cpu_profile(conn);
+	if (!strcmp(name, "wall"))
+		return wall_profile(conn);
 	if (!strcmp(name, "heap"))
 		return heap_profile(conn, false);
 	if (!strcmp(name, "allocs"))

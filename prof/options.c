@@ -70,7 +70,8 @@ enum opt_kind {
 	OPT_UNWIND,
 	OPT_HEAP_RATE,
 	OPT_PERIOD,
-	OPT_KEEP
+	OPT_KEEP,
+	OPT_MODE
 };
 
 /* Set one option from its text; @name is how the user named it. */
@@ -132,6 +133,15 @@ static int set_opt(struct profring_prof_opts *o, enum opt_kind k,
 				name, eq, v, PROFRING_PROF_MAX_KEEP);
 		o->keep = (unsigned int)n;
 		return 0;
+	case OPT_MODE:
+		if (!strcmp(v, "cpu"))
+			o->mode = PROFRING_PROF_MODE_CPU;
+		else if (!strcmp(v, "wall"))
+			o->mode = PROFRING_PROF_MODE_WALL;
+		else
+			return fail(err, len, "%s%s%s: want cpu or wall", name,
+				    eq, v);
+		return 0;
 	case OPT_TIMER:
 		if (!strcmp(v, "thread"))
 			o->timer = PROFRING_PROF_TIMER_THREAD;
@@ -164,12 +174,25 @@ static int set_opt(struct profring_prof_opts *o, enum opt_kind k,
 	return -1;
 }
 
-/* The checks that need several options: the ring fits two samples. */
+/*
+ * The checks that need several options: the ring fits two samples; wall
+ * mode's rate, and what it does not go with (prof.h, @mode).
+ */
 static int check_together(const struct profring_prof_opts *o, const char *name,
 			  char *err, size_t len)
 {
 	unsigned int frames =
 		o->max_frames ? o->max_frames : PROFRING_PROF_DEFAULT_FRAMES;
+
+	if (o->mode == PROFRING_PROF_MODE_WALL &&
+	    o->hz > PROFRING_PROF_MAX_WALL_HZ)
+		return fail(err, len,
+			    "wall mode: want a sampling rate from 1 to %u Hz",
+			    PROFRING_PROF_MAX_WALL_HZ);
+	if (o->mode == PROFRING_PROF_MODE_WALL && (o->period || o->http))
+		return fail(err, len,
+			    "wall mode: not with a period or an HTTP server "
+			    "(they serve CPU profiles)");
 
 	if (o->buffer_words && o->buffer_words < min_buffer_words(frames))
 		return fail(err, len,
@@ -291,6 +314,7 @@ static const struct {
 	{ 't', OPT_TIMER, "--timer" },
 	{ 'u', OPT_UNWIND, "--unwind" },
 	{ 'r', OPT_HEAP_RATE, "--heap-rate" },
+	{ 'm', OPT_MODE, "--mode" },
 };
 
 /* --http ADDR: the address, checked now (one line), not when serving. */
@@ -318,6 +342,7 @@ int prof_record_parse(int argc, char **argv, struct prof_record_args *a,
 		{ "output", required_argument, NULL, 'o' },
 		{ "folded", required_argument, NULL, 'f' },
 		{ "timer", required_argument, NULL, 't' },
+		{ "mode", required_argument, NULL, 'm' },
 		{ "unwind", required_argument, NULL, 'u' },
 		{ "frames", required_argument, NULL, 'd' },
 		{ "buffer-words", required_argument, NULL, 'b' },
@@ -396,6 +421,10 @@ int prof_record_parse(int argc, char **argv, struct prof_record_args *a,
 	a->cmd_index = optind;
 	if (check_together(&a->opts, "--buffer-words", err, len))
 		return -1;
+	if (a->opts.mode == PROFRING_PROF_MODE_WALL && (a->http || heap))
+		return fail(err, len,
+			    "record: --mode wall: not with --http or --heap "
+			    "(not supported yet)");
 	if (!out && !heap)
 		out = PROFRING_PROF_DEFAULT_OUTPUT;
 	if (a->opts.heap_rate && !heap && !a->http)
@@ -528,6 +557,7 @@ int prof_opts_from_env(struct profring_prof_opts *o, char *err, size_t len)
 		{ PROFRING_PROF_ENV_HEAP_RATE, OPT_HEAP_RATE },
 		{ PROFRING_PROF_ENV_PERIOD, OPT_PERIOD },
 		{ PROFRING_PROF_ENV_KEEP, OPT_KEEP },
+		{ PROFRING_PROF_ENV_MODE, OPT_MODE },
 	};
 	char *abs;
 

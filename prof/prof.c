@@ -62,6 +62,7 @@ static struct {
 	char *period_cpu, *period_heap; /* their patterns */
 	uint64_t heap_rate;
 	unsigned int hz;
+	bool wall; /* PROFRING_PROF_MODE_WALL */
 	enum profring_prof_unwinder unwinder;
 	struct profbuf *buf;
 	struct prof_collector *collector;
@@ -85,6 +86,13 @@ static int check_opts(const struct profring_prof_opts *o)
 	if (o->timer != PROFRING_PROF_TIMER_THREAD &&
 	    o->timer != PROFRING_PROF_TIMER_PROCESS &&
 	    o->timer != PROFRING_PROF_TIMER_POSIX)
+		return -EINVAL;
+	if (o->mode != PROFRING_PROF_MODE_CPU &&
+	    o->mode != PROFRING_PROF_MODE_WALL)
+		return -EINVAL;
+	/* Wall mode: its own rate bound; not with what serves CPU. */
+	if (o->mode == PROFRING_PROF_MODE_WALL &&
+	    (o->hz > PROFRING_PROF_MAX_WALL_HZ || o->period || o->http))
 		return -EINVAL;
 	if (o->unwinder != PROFRING_PROF_UNWIND_FP &&
 	    o->unwinder != PROFRING_PROF_UNWIND_LIBUNWIND)
@@ -139,7 +147,10 @@ static int periodic_setup(const struct profring_prof_opts *o)
 
 static int session_setup(const struct profring_prof_opts *o)
 {
-	session.hz = o->hz ? o->hz : PROFRING_PROF_DEFAULT_HZ;
+	session.wall = o->mode == PROFRING_PROF_MODE_WALL;
+	session.hz = o->hz	    ? o->hz
+		     : session.wall ? PROFRING_PROF_DEFAULT_WALL_HZ
+				    : PROFRING_PROF_DEFAULT_HZ;
 	session.unwinder = o->unwinder;
 	if (o->period) /* periodic.c writes the files: none at stop */
 		return periodic_setup(o);
@@ -243,6 +254,7 @@ RING_API int profring_prof_start(const struct profring_prof_opts *opts)
 	cfg.max_frames =
 		o->max_frames ? o->max_frames : PROFRING_PROF_DEFAULT_FRAMES;
 	cfg.exclude_tid = prof_collector_tid(session.collector);
+	cfg.wall = session.wall;
 	memset(&session.counters, 0, sizeof(session.counters));
 	cfg.counters = &session.counters;
 	session.start_realtime_ns = (int64_t)ring_clock_ns(CLOCK_REALTIME);
@@ -303,8 +315,10 @@ static void format_comments(char c[PROF_NCOMMENTS][PROF_COMMENT_LEN],
 		 "profring-prof: %u Hz, %s on signal %u, %s unwinding",
 		 session.hz,
 		 /* Relaxed: written by start, which the caller follows. */
-		 prof_engines_name(atomic_load_explicit(
-			 &session.counters.engines, memory_order_relaxed)),
+		 session.wall ? "wall clock (a ticker thread)"
+			      : prof_engines_name(atomic_load_explicit(
+					&session.counters.engines,
+					memory_order_relaxed)),
 		 /* Relaxed: written by start, which the caller follows. */
 		 atomic_load_explicit(&session.counters.signo,
 				      memory_order_relaxed),
@@ -386,6 +400,7 @@ static int write_outputs(const struct profring_prof_stats *st)
 					     PROF_COMMENT_LEN))
 		p.ncomments = PROF_NCOMMENTS;
 	p.period_ns = 1000000000u / session.hz;
+	p.wall = session.wall;
 	p.time_nanos = session.start_realtime_ns;
 	p.duration_nanos =
 		(int64_t)ring_clock_mono_ns() - session.start_mono_ns;

@@ -226,6 +226,31 @@ static void api_errors(void)
 	o.unwinder = (enum profring_prof_unwinder)7;
 	KT_CHECK_EQ(profring_prof_start(&o), -EINVAL);
 	o = opts_at(100);
+	o.mode = (enum profring_prof_mode)7;
+	KT_CHECK_EQ(profring_prof_start(&o), -EINVAL);
+	o = opts_at(PROFRING_PROF_MAX_WALL_HZ + 1);
+	o.mode = PROFRING_PROF_MODE_WALL;
+	KT_CHECK_EQ(profring_prof_start(&o), -EINVAL);
+	o = opts_at(100);
+	o.mode = PROFRING_PROF_MODE_WALL;
+	o.http = "127.0.0.1:0";
+	KT_CHECK_EQ(profring_prof_start(&o), -EINVAL);
+	/* A wall session of a sleeping process: its books balance. */
+	o = opts_at(100);
+	o.mode = PROFRING_PROF_MODE_WALL;
+	KT_REQUIRE(profring_prof_start(&o) == 0);
+	{
+		/* Our signal cuts a sleep short (EINTR): go on sleeping. */
+		struct timespec ts = { 0, 200000000 };
+
+		while (nanosleep(&ts, &ts) && errno == EINTR)
+			;
+	}
+	KT_CHECK_EQ(profring_prof_stop(), 0);
+	KT_CHECK_EQ(profring_prof_get_stats(&st), 0);
+	KT_CHECK_EQ(st.signals, st.read + st.lost);
+	KT_CHECK(st.read >= 10); /* 20 ticks of the main thread, about */
+	o = opts_at(100);
 	KT_REQUIRE(profring_prof_start(&o) == 0);
 	KT_CHECK_EQ(profring_prof_start(&o), -EBUSY);
 	KT_CHECK_EQ(profring_prof_stop(), 0);

@@ -358,7 +358,11 @@ static void format_comments(const struct prof_record_args *a,
 	describe_end(o->status, end, sizeof(end));
 	snprintf(c[0], COMMENT_LEN,
 		 "profring-prof: %u Hz, %s on signal %u, %s unwinding",
-		 a->opts.hz, prof_engines_name(k->engines), k->signo,
+		 a->opts.hz,
+		 a->opts.mode == PROFRING_PROF_MODE_WALL
+			 ? "wall clock (a ticker thread)"
+			 : prof_engines_name(k->engines),
+		 k->signo,
 		 a->opts.unwinder == PROFRING_PROF_UNWIND_LIBUNWIND
 			 ? "libunwind"
 			 : "frame-pointer");
@@ -403,6 +407,7 @@ static int write_profile(const struct prof_record_args *a, struct reader *rd,
 		    p.spaces, p.nspaces, comments[NCOMMENTS - 1], COMMENT_LEN))
 		p.ncomments = NCOMMENTS;
 	p.period_ns = 1000000000u / a->opts.hz;
+	p.wall = a->opts.mode == PROFRING_PROF_MODE_WALL;
 	p.time_nanos = o->start_realtime_ns;
 	p.duration_nanos = o->duration_ns;
 	p.comments = lines;
@@ -481,7 +486,8 @@ static void warn(const struct prof_record_args *a, const struct outcome *o)
 			"profring-prof: %" PRIu64 " mapping records were lost "
 			"(ring full): some code is shown as raw addresses\n",
 			o->counts.maps_lost);
-	if (cpu >= 0.2 && seen < cpu / 2 && !o->counts.taken_over)
+	if (cpu >= 0.2 && seen < cpu / 2 && !o->counts.taken_over &&
+	    a->opts.mode != PROFRING_PROF_MODE_WALL) /* seen: wall time */
 		fprintf(stderr,
 			"profring-prof: the samples account for %.2f s of the "
 			"program's %.2f s of CPU: it may block signal %u, run "
@@ -661,6 +667,7 @@ int prof_record_run(const struct prof_record_args *args, char **argv)
 		.unwinder = a->opts.unwinder,
 		.children = a->children,
 		.cpu = a->output != NULL,
+		.mode = a->opts.mode,
 	};
 	struct reader rd = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	struct prof_record_view view = { 0 };
@@ -675,7 +682,9 @@ int prof_record_run(const struct prof_record_args *args, char **argv)
 
 	prog_name = argv[0];
 	if (!full.opts.hz)
-		full.opts.hz = PROFRING_PROF_DEFAULT_HZ;
+		full.opts.hz = full.opts.mode == PROFRING_PROF_MODE_WALL
+				       ? PROFRING_PROF_DEFAULT_WALL_HZ
+				       : PROFRING_PROF_DEFAULT_HZ;
 	if (!full.opts.max_frames)
 		full.opts.max_frames = PROFRING_PROF_DEFAULT_FRAMES;
 	if (!full.opts.buffer_words)

@@ -43,7 +43,9 @@
  * si_value; a signal from an earlier session's timer that arrives during
  * a later session is ignored, and so is any signal that did not come from
  * a timer or a perf counter of ours (kill(), sigqueue(); perf_event.c
- * says how a counter's signal is told).
+ * says how a counter's signal is told).  In wall mode the signals come
+ * from wall.c's ticker instead of timers, tagged with the generation in
+ * si_value too (wall.c's protocol), and weigh real time, not CPU time.
  *
  * Timers.  Each thread gets a counter of its own CPU time whose signal
  * goes to that thread, so threads are sampled in proportion to their CPU
@@ -191,7 +193,7 @@ static bool signal_is_ours(const siginfo_t *si)
 {
 	return (si->si_code == SI_TIMER &&
 		si->si_value.sival_int == prof_smp.generation) ||
-	       prof_perf_is_ours(si);
+	       prof_perf_is_ours(si) || prof_wall_is_ours(si);
 }
 
 /*
@@ -213,24 +215,38 @@ static uint64_t weigh(const siginfo_t *si)
 				     expiries);
 }
 
+/*
+ * A wall signal's record (wall.c): PROF_REC_WALL, its ticks, the state
+ * word before the PCs; a timer's, PROF_REC_SAMPLE weighed by CPU time.
+ */
 static void sample(const siginfo_t *si, void *ucontext)
 {
-	uintptr_t pcs[PROFRING_PROF_MAX_FRAMES];
-	uint64_t hdr[PROF_HDR_WORDS];
+	uintptr_t pcs[1 + PROFRING_PROF_MAX_FRAMES];
+	uint64_t hdr[PROF_HDR_WORDS], state;
+	bool wall = prof_wall_is_ours(si);
 	size_t n;
 	int rc;
 
 	if (!signal_is_ours(si))
 		return;
-	n = take_stack(ucontext, pcs);
-	hdr[PROF_HDR_KIND_PERIODS] =
-		prof_hdr_kind_word(PROF_REC_SAMPLE, weigh(si));
+	if (wall) {
+		n = 1 + take_stack(ucontext, pcs + 1);
+		hdr[PROF_HDR_KIND_PERIODS] = prof_hdr_kind_word(
+			PROF_REC_WALL, prof_wall_weight(si, &state));
+		pcs[0] = (uintptr_t)prof_wall_state(ucontext, state);
+	} else {
+		n = take_stack(ucontext, pcs);
+		hdr[PROF_HDR_KIND_PERIODS] =
+			prof_hdr_kind_word(PROF_REC_SAMPLE, weigh(si));
+	}
 	hdr[PROF_HDR_TID] = (uint64_t)prof_smp_tid();
 	hdr[PROF_HDR_PID] = (uint64_t)prof_smp.pid;
 	rc = profbuf_write(prof_smp.buf, NULL, (int64_t)ring_clock_ticks(), hdr,
 			   PROF_HDR_WORDS, pcs, n);
 	prof_smp_count(rc ? &prof_smp.counters->refused
 			  : &prof_smp.counters->written);
+	if (wall)
+		prof_wall_done(si, pcs[0]);
 }
 
 static void on_sample(int sig, siginfo_t *si, void *ucontext)
@@ -321,6 +337,7 @@ static void after_fork_in_child(void)
 	prof_smp.arming = false;
 	prof_smp.counting = false;
 	prof_smp.proc_timer_armed = false; /* timers are not inherited */
+	prof_smp.wall = false; /* nor the wall ticker (wall.c) */
 	/* Perf counters' descriptors are: they count the parent's threads. */
 	for (size_t i = 0; i < prof_smp.ntimers; i++)
 		if (prof_smp.timers[i].fd >= 0)
@@ -441,7 +458,8 @@ int prof_sampler_start(const struct prof_sampler_config *c)
 	prof_smp.pid = getpid();
 	prof_smp.nexited = 0;
 	prof_smp.exit_carry_ns = 0;
-	prof_smp.counting = true;
+	/* Wall mode: the ticker counts the threads it finds. */
+	prof_smp.counting = !c->wall;
 	/* Relaxed: a count for the report, read after the session. */
 	atomic_store_explicit(&c->counters->signo,
 			      (uint32_t)prof_smp.installed_signo,
@@ -449,11 +467,12 @@ int prof_sampler_start(const struct prof_sampler_config *c)
 	/* Relaxed: this, like the plain fields above, is published by the
 	 * seq_cst store of active below. */
 	atomic_store_explicit(&prof_smp.thread_timers,
-			      c->timer != PROFRING_PROF_TIMER_PROCESS,
+			      !c->wall &&
+				      c->timer != PROFRING_PROF_TIMER_PROCESS,
 			      memory_order_relaxed);
 	/* Publishes the fields above to the handler's seq_cst load. */
 	atomic_store_explicit(&prof_smp.active, 1, memory_order_seq_cst);
-	err = start_timers(c);
+	err = c->wall ? prof_wall_start() : start_timers(c);
 	if (err) {
 		/* Pairs with the handler's increment and load (Dekker). */
 		atomic_store_explicit(&prof_smp.active, 0,
@@ -476,6 +495,7 @@ out:
 int prof_sampler_stop(void)
 {
 	pthread_mutex_lock(&prof_smp.lock);
+	prof_wall_stop(); /* no wall signal or REPEAT record after this */
 	prof_smp.arming = false;
 	prof_smp.counting = false;
 	prof_smp_timers_delete_all();

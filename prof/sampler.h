@@ -36,6 +36,8 @@
  * @exclude_tid: a thread never to arm (the collector's).
  * @counters:	where the handler counts (never NULL): the session's own,
  *		or a slot in memory shared with the launcher.
+ * @wall:	wall-clock mode (wall.c): no CPU timers; a ticker thread
+ *		signals every thread each @period_ns of real time.
  */
 struct prof_sampler_config {
 	struct profbuf *buf;
@@ -45,6 +47,7 @@ struct prof_sampler_config {
 	unsigned int max_frames;
 	pid_t exclude_tid;
 	struct prof_counters *counters;
+	bool wall;
 };
 
 void prof_sampler_init_process(void);

@@ -14,6 +14,7 @@
 #include "prof/unwind.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -80,6 +81,12 @@ struct sampler_state {
 	bool proc_timer_armed;
 	timer_t proc_timer;
 	int installed_signo; /* the signal our handler is installed for */
+	/* Wall mode (wall.c): the ticker runs; its thread. */
+	bool wall;
+	pthread_t wall_thread;
+	/* A thread started: the ticker lists threads again (relaxed: a
+	 * hint, nothing published with it). */
+	atomic_bool wall_rescan;
 };
 
 extern struct sampler_state prof_smp;
@@ -91,7 +98,16 @@ pid_t prof_smp_tid(void);
 void prof_smp_stack_bounds(void);
 void prof_smp_count(_Atomic uint64_t *c);
 
-/* sampler_threads.c (all under prof_smp.lock) */
+/* wall.c: the handler's side (async-signal-safe) and the ticker's */
+bool prof_wall_is_ours(const siginfo_t *si);
+uint64_t prof_wall_weight(const siginfo_t *si, uint64_t *state);
+uint64_t prof_wall_state(void *ucontext, uint64_t guess);
+void prof_wall_done(const siginfo_t *si, uint64_t state);
+int prof_wall_start(void);
+void prof_wall_stop(void);
+
+/* sampler_threads.c (all under prof_smp.lock, but the first) */
+uint64_t prof_smp_thread_cpu_ns(pid_t tid);
 void prof_smp_timers_delete_all(void);
 int prof_smp_timers_sync(bool prune);
 int prof_smp_process_timer_set(uint64_t period_ns);

@@ -41,8 +41,11 @@ static struct timespec period_timespec(uint64_t ns)
 	return ts;
 }
 
-/* Thread @tid's CPU time now, or 0 if it cannot be read (it exited). */
-static uint64_t thread_cpu_ns(pid_t tid)
+/*
+ * Thread @tid's CPU time now, or 0 if it cannot be read (it exited).  Any
+ * thread may call it (wall.c's ticker does, unlocked).
+ */
+uint64_t prof_smp_thread_cpu_ns(pid_t tid)
 {
 	struct timespec ts;
 
@@ -141,7 +144,7 @@ static int timer_add(pid_t tid)
 	}
 	v = &prof_smp.timers[prof_smp.ntimers];
 	/* Before the timer: its periods are counted from no earlier. */
-	v->base_ns = thread_cpu_ns(tid);
+	v->base_ns = prof_smp_thread_cpu_ns(tid);
 	err = entry_arm(tid, v);
 	if (err)
 		return err;
@@ -351,10 +354,10 @@ void prof_smp_thread_exit(void *unused)
 	if (ours) {
 		note_exited_name(prof_smp_tid());
 		/* Its own tail, under its function (thread_cpu.c). */
-		carry_sample(prof_smp_tid(),
-			     prof_thread_cpu_exit(prof_smp.generation, base,
-						  now),
-			     0);
+		carry_sample(
+			prof_smp_tid(),
+			prof_thread_cpu_exit(prof_smp.generation, base, now),
+			0);
 		/* Disarming (a perf counter's close is dear): ours, shown
 		 * as such, under this function. */
 		if (!prof_thread_cpu_now(&after) && after > now)
@@ -432,6 +435,10 @@ void prof_sampler_thread_enter(void)
 		}
 	} else if (prof_smp.counting) {
 		prof_smp_count(&prof_smp.counters->threads);
+	} else if (prof_smp.wall) {
+		/* Relaxed: a hint to the ticker (wall.c). */
+		atomic_store_explicit(&prof_smp.wall_rescan, true,
+				      memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&prof_smp.lock);
 	prof_heap_ignore_end();

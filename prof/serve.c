@@ -8,7 +8,9 @@
  * sampler claimed from prof.c (one holder at a time: the session's CPU
  * profile or one request), a ring and a collector of its own, sampling
  * for the window, then the ring drained and the profile encoded.  The
- * session's heap sampling, if any, goes on beside it in its own ring.
+ * session's heap sampling, if any, goes on beside it in its own ring.  A
+ * wall-clock profile (/debug/pprof/wall) is the same with the sampler in
+ * wall mode (wall.c).
  *
  * A heap profile is made from the session's heap aggregation, lent by
  * prof_session_heap() while its collector waits (serve_agg.c).  /symbol
@@ -40,7 +42,7 @@
 #define COMMENT_LEN 256
 
 static int encode_cpu(struct prof_collector *c, struct prof_counters *k,
-		      unsigned int hz, int64_t t0, int64_t m0,
+		      unsigned int hz, bool wall, int64_t t0, int64_t m0,
 		      struct prof_blob *out)
 {
 	char comment[COMMENT_LEN];
@@ -55,10 +57,12 @@ static int encode_cpu(struct prof_collector *c, struct prof_counters *k,
 	if (err)
 		return err;
 	snprintf(comment, sizeof(comment),
-		 "profring-prof /debug/pprof/profile: %u Hz; signals %" PRIu64
+		 "profring-prof /debug/pprof/%s: %u Hz; signals %" PRIu64
 		 " = read %" PRIu64 " + lost %" PRIu64 "; threads %" PRIu64,
-		 hz, st.signals, st.read, st.lost, st.threads);
+		 wall ? "wall" : "profile", hz, st.signals, st.read, st.lost,
+		 st.threads);
 	p.period_ns = 1000000000u / hz;
+	p.wall = wall;
 	p.time_nanos = t0;
 	p.duration_nanos = (int64_t)ring_clock_mono_ns() - m0;
 	p.comments = &line;
@@ -70,7 +74,7 @@ static int encode_cpu(struct prof_collector *c, struct prof_counters *k,
 
 /* Sample for the window into @buf, read by @c; then encode. */
 static int cpu_window(struct profbuf *buf, struct prof_collector *c,
-		      unsigned int seconds, unsigned int hz,
+		      unsigned int seconds, unsigned int hz, bool wall,
 		      const _Atomic bool *quit, bool partial,
 		      struct prof_blob *out, bool *leak, bool *joined)
 {
@@ -83,6 +87,7 @@ static int cpu_window(struct profbuf *buf, struct prof_collector *c,
 		.max_frames = PROFRING_PROF_DEFAULT_FRAMES,
 		.exclude_tid = prof_collector_tid(c),
 		.counters = &counters,
+		.wall = wall,
 	};
 	int64_t t0 = (int64_t)ring_clock_ns(CLOCK_REALTIME);
 	int64_t m0 = (int64_t)ring_clock_mono_ns();
@@ -105,12 +110,12 @@ static int cpu_window(struct profbuf *buf, struct prof_collector *c,
 	*joined = true;
 	if (werr)
 		return werr;
-	return err ? err : encode_cpu(c, &counters, hz, t0, m0, out);
+	return err ? err : encode_cpu(c, &counters, hz, wall, t0, m0, out);
 }
 
-int prof_serve_cpu(unsigned int seconds, unsigned int hz,
-		   const _Atomic bool *quit, bool partial,
-		   struct prof_blob *out)
+static int serve_window(unsigned int seconds, unsigned int hz, bool wall,
+			const _Atomic bool *quit, bool partial,
+			struct prof_blob *out)
 {
 	struct prof_collector *c;
 	struct profbuf *buf;
@@ -128,7 +133,7 @@ int prof_serve_cpu(unsigned int seconds, unsigned int hz,
 	c = prof_collector_start(buf, &err);
 	if (!c)
 		goto free_buf;
-	err = cpu_window(buf, c, seconds, hz, quit, partial, out, &leak,
+	err = cpu_window(buf, c, seconds, hz, wall, quit, partial, out, &leak,
 			 &joined);
 	if (leak)
 		goto release;
@@ -144,6 +149,20 @@ release:
 	return err;
 }
 
+int prof_serve_cpu(unsigned int seconds, unsigned int hz,
+		   const _Atomic bool *quit, bool partial,
+		   struct prof_blob *out)
+{
+	return serve_window(seconds, hz, false, quit, partial, out);
+}
+
+int prof_serve_wall(unsigned int seconds, unsigned int hz,
+		    const _Atomic bool *quit, bool partial,
+		    struct prof_blob *out)
+{
+	return serve_window(seconds, hz, true, quit, partial, out);
+}
+
 /* ---- the session's server ----------------------------------------------- */
 
 static struct {
@@ -156,6 +175,13 @@ static int session_cpu(unsigned int seconds, const _Atomic bool *quit,
 {
 	return prof_serve_cpu(seconds, PROFRING_PROF_DEFAULT_HZ, quit, false,
 			      out);
+}
+
+static int session_wall(unsigned int seconds, const _Atomic bool *quit,
+			struct prof_blob *out)
+{
+	return prof_serve_wall(seconds, PROFRING_PROF_DEFAULT_WALL_HZ, quit,
+			       false, out);
 }
 
 static int session_heap(bool allocs, unsigned int seconds,
@@ -201,6 +227,7 @@ void prof_serve_session_stop(void)
 
 const struct prof_http_ops prof_serve_session_ops = {
 	.cpu = session_cpu,
+	.wall = session_wall,
 	.heap = session_heap,
 	.pid = session_pid,
 	.symbols = session_symbols,

@@ -31,6 +31,10 @@ struct prof_blob {
  * -ECANCELED early when it becomes true (the server is stopping).
  * @cpu:	the CPU profile of the next @seconds: 0; -EBUSY (one at a
  *		time); -ENOENT (no CPU sampling: @cpu_off says why); -errno.
+ * @wall:	the wall-clock profile of the next @seconds (wall.c, at
+ *		PROFRING_PROF_DEFAULT_WALL_HZ), as @cpu (it holds the same
+ *		sampler: one of the two at a time); NULL: not served here
+ *		(404).
  * @heap:	the heap profile now (@seconds 0), or the allocations of the
  *		next @seconds; default sample type alloc_space if @allocs,
  *		else inuse_space: 0; -ENOENT (heap sampling off: @heap_off
@@ -43,6 +47,8 @@ struct prof_blob {
 struct prof_http_ops {
 	int (*cpu)(unsigned int seconds, const _Atomic bool *quit,
 		   struct prof_blob *out);
+	int (*wall)(unsigned int seconds, const _Atomic bool *quit,
+		    struct prof_blob *out);
 	int (*heap)(bool allocs, unsigned int seconds, const _Atomic bool *quit,
 		    struct prof_blob *out);
 	pid_t (*pid)(void);
@@ -94,5 +100,9 @@ int prof_serve_heap(prof_heap_lender lend, bool allocs, unsigned int seconds,
 int prof_serve_cpu(unsigned int seconds, unsigned int hz,
 		   const _Atomic bool *quit, bool partial,
 		   struct prof_blob *out);
+/* prof_serve_cpu() in wall-clock mode: a wall profile of the window. */
+int prof_serve_wall(unsigned int seconds, unsigned int hz,
+		    const _Atomic bool *quit, bool partial,
+		    struct prof_blob *out);
 
 #endif /* PROFRING_PROF_SERVE_H */

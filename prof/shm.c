@@ -67,6 +67,7 @@ int prof_shm_create(const struct prof_shm_params *p, struct prof_shm_map *m)
 	h->hz = p->hz;
 	h->max_frames = p->max_frames;
 	h->timer = p->timer;
+	h->mode = p->mode;
 	h->unwinder = p->unwinder;
 	h->children = p->children;
 	h->cpu = p->cpu;

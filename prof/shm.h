@@ -59,6 +59,8 @@ struct prof_shm_slot {
  *	processes (the launcher validated them).
  * @children: forked descendants attach too (record --children).
  * @cpu: CPU sampling runs (0 with --heap alone).
+ * @mode: its enum profring_prof_mode (wall: wall.c's ticker instead of
+ *	CPU timers).
  * @heap_rate: the heap profiler's rate in bytes; 0: no heap profiling.
  * @root_pid: without @children, the one process that may attach (its
  *	execs keep the pid).
@@ -80,7 +82,7 @@ struct prof_shm {
 	uint32_t children;
 	int32_t root_pid;
 	uint32_t cpu;
-	uint32_t pad;
+	uint32_t mode;
 	uint64_t heap_rate;
 	_Atomic uint32_t attached;
 	_Atomic uint32_t next_slot;
@@ -113,6 +115,7 @@ struct prof_shm_params {
 	uint32_t unwinder;
 	bool children;
 	bool cpu;
+	uint32_t mode;
 	uint64_t heap_rate;
 };
 

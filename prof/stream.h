@@ -37,6 +37,13 @@
  *		allocator, and its ALLOC before the program has the block,
  *		so the ring holds them in order even when another thread
  *		frees it or the address is handed out again.
+ *   PROF_REC_WALL    a wall-clock sample (wall.c): periods = the wall
+ *		ticks it stands for; payload: a state word (PROF_WALL_*),
+ *		then the PCs as a sample's.
+ *   PROF_REC_REPEAT  a wall-clock sample of a thread that has not run
+ *		since its last one (written by wall.c's ticker, not by the
+ *		thread): its tid in the header, periods = ticks; payload: the
+ *		state word.  It counts again the thread's last wall stack.
  * Mappings are only ever added: code unloaded by dlclose stays known, so
  * that samples taken in it before are named (a later mapping over the same
  * addresses wins for later lookups).
@@ -64,7 +71,13 @@ enum prof_rec_kind {
 	PROF_REC_HELLO = 2,
 	PROF_REC_ALLOC = 3,
 	PROF_REC_FREE = 4,
+	PROF_REC_WALL = 5,
+	PROF_REC_REPEAT = 6,
 };
+
+/* The state word of PROF_REC_WALL and PROF_REC_REPEAT. */
+#define PROF_WALL_RUNNING 0u
+#define PROF_WALL_SLEEPING 1u
 
 /* PROF_REC_ALLOC's payload: address, size, flags, PCs. */
 #define PROF_ALLOC_ADDR 0

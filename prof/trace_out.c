@@ -186,6 +186,9 @@ static void take_record(struct prof_trace *pt, const struct profbuf_record *rec)
 		break;
 	case PROF_REC_MAP:
 		break; /* symbols are the profiles' business */
+	case PROF_REC_WALL:
+	case PROF_REC_REPEAT:
+		break; /* wall samples are not traced (yet) */
 	}
 }
 

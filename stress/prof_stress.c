@@ -10,7 +10,9 @@
  * main thread starts a session with random settings (frequency 99 Hz to
  * 10 kHz, per-thread timers or setitimer, frame pointers or libunwind,
  * with --tiny a ring of 64 words and a collector that naps 20 ms after
- * each read), lets it run 50-300 ms, stops it, and
+ * each read; with --wall, wall-clock sessions too, at 50 Hz to 1 kHz:
+ * the ticker signals threads as they come and go, and writes REPEAT
+ * records for those that sleep), lets it run 50-300 ms, stops it, and
  * checks the books:
  *
  *  - start and stop succeed, and a second stop finds no session
@@ -49,6 +51,7 @@ static struct {
 	bool tiny;
 	bool process;
 	bool libunwind;
+	bool wall;
 } opt = { .seconds = 5, .churners = 4, .seed = 1 };
 
 static const struct stress_flag flags[] = {
@@ -60,6 +63,7 @@ static const struct stress_flag flags[] = {
 	  &opt.tiny },
 	{ "process", "also setitimer sessions", STRESS_BOOL, &opt.process },
 	{ "libunwind", "also libunwind sessions", STRESS_BOOL, &opt.libunwind },
+	{ "wall", "also wall-clock sessions", STRESS_BOOL, &opt.wall },
 	{ NULL, NULL, 0, NULL },
 };
 
@@ -190,6 +194,10 @@ static void random_opts(struct profring_prof_opts *o, uint64_t *rng,
 	o->hz = hz[stress_rand(rng) % 5];
 	if (opt.process && !(stress_rand(rng) % 3))
 		o->timer = PROFRING_PROF_TIMER_PROCESS;
+	if (opt.wall && !(stress_rand(rng) % 2)) {
+		o->mode = PROFRING_PROF_MODE_WALL;
+		o->hz = hz[stress_rand(rng) % 3] / 2 + 1; /* 50 to 501 Hz */
+	}
 	if (opt.libunwind && prof_unwind_libunwind_available() &&
 	    !(stress_rand(rng) % 3))
 		o->unwinder = PROFRING_PROF_UNWIND_LIBUNWIND;
@@ -286,9 +294,10 @@ int main(int argc, char **argv)
 	/* Relaxed: the churners are joined. */
 	threads = atomic_load_explicit(&threads_created, memory_order_relaxed);
 	snprintf(fields, sizeof(fields),
-		 "churners=%ld tiny=%d process=%d libunwind=%d seconds=%.1f "
+		 "churners=%ld tiny=%d process=%d libunwind=%d wall=%d "
+		 "seconds=%.1f "
 		 "ops=%llu verified=%llu lost=%llu threads=%llu",
-		 opt.churners, opt.tiny, opt.process, opt.libunwind,
+		 opt.churners, opt.tiny, opt.process, opt.libunwind, opt.wall,
 		 (double)(stress_now_ns() - start) / 1e9, sessions, verified,
 		 lost, threads);
 	/* Relaxed: see violation(). */

@@ -37,6 +37,7 @@ scenarios() {
 		echo "--churners 4"
 		echo "--churners 4 --process --libunwind"
 		echo "--churners 2 --tiny"
+		echo "--churners 4 --wall"
 		;;
 	stacktab_stress)
 		echo "--signals --resets"

@@ -5,7 +5,7 @@
  *
  *	profring-prof record [-F hz] [-o out.pb.gz] [-f out.folded]
  *		[--heap heap.pb.gz] [--heap-rate BYTES] [--trace out.trace]
- *		[--http ADDR:PORT] [--timer thread|posix|process] [--unwind fp|libunwind]
+ *		[--http ADDR:PORT] [--mode cpu|wall] [--timer thread|posix|process] [--unwind fp|libunwind]
  *		[--frames N] [--buffer-words N] [--children] [-q]
  *		-- cmd [args...]
  *	profring-prof report [-n top] [--threads] [--lines] [-s TYPE]
@@ -51,8 +51,9 @@ static int usage(bool asked)
 		"usage: profring-prof record [-F hz] [-o out.pb.gz] [-f out.folded]\n"
 		"                            [--heap heap.pb.gz] [--heap-rate BYTES]\n"
 		"                            [--trace out.trace] [--http ADDR:PORT]\n"
-		"                            [--timer thread|posix|process] [--unwind fp|libunwind]\n"
-		"                            [--frames N] [--buffer-words N] [--children] [-q]\n"
+		"                            [--mode cpu|wall] [--timer thread|posix|process]\n"
+		"                            [--unwind fp|libunwind] [--frames N]\n"
+		"                            [--buffer-words N] [--children] [-q]\n"
 		"                            -- cmd [args...]\n"
 		"       profring-prof report [-n top] [--threads] [--lines] [-s sample-type]\n"
 		"                            [file.pb.gz]\n");

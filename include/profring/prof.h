@@ -74,6 +74,9 @@ extern "C" {
 #define PROFRING_PROF_DEFAULT_FRAMES 64
 #define PROFRING_PROF_MAX_HZ 10000
 #define PROFRING_PROF_DEFAULT_HZ 99
+#define PROFRING_PROF_DEFAULT_WALL_HZ 50
+#define PROFRING_PROF_WALL_CAP 16 /* signals per wall tick, at most */
+#define PROFRING_PROF_MAX_WALL_HZ 1000
 #define PROFRING_PROF_DEFAULT_OUTPUT "profring.pb.gz"
 #define PROFRING_PROF_DEFAULT_BUFFER_WORDS ((size_t)1 << 20) /* 8 MiB */
 #define PROFRING_PROF_MAX_BUFFER_WORDS ((size_t)1 << 27) /* 1 GiB */
@@ -118,6 +121,8 @@ extern "C" {
 #define PROFRING_PROF_ENV_PERIOD "PROFRING_PROF_PERIOD"
 /* @keep, a number of files. */
 #define PROFRING_PROF_ENV_KEEP "PROFRING_PROF_KEEP"
+/* @mode: "wall" for PROFRING_PROF_MODE_WALL; "cpu" (or unset): CPU. */
+#define PROFRING_PROF_ENV_MODE "PROFRING_PROF_MODE"
 /*
  * Read by the launcher only: the path of libprofring-prof.so to preload
  * (else it looks beside itself, one directory up, in ../lib, then on the
@@ -140,6 +145,24 @@ enum profring_prof_timer {
 	PROFRING_PROF_TIMER_POSIX = 2,
 };
 
+/** enum profring_prof_mode - what a session's samples measure. */
+enum profring_prof_mode {
+	/** CPU time: each thread in proportion to the CPU it uses. */
+	PROFRING_PROF_MODE_CPU = 0,
+	/**
+	 * Wall-clock time: every thread, running or sleeping, @hz times a
+	 * second of real time (default PROFRING_PROF_DEFAULT_WALL_HZ), by a
+	 * ticker thread of the library that sends our signal to each
+	 * thread (at most PROFRING_PROF_WALL_CAP a tick); a thread that has
+	 * not run since its last sample is not interrupted, its last stack
+	 * is counted again.  Samples carry a "state" label (running,
+	 * sleeping).  The signal interrupts the program's blocking calls:
+	 * those that are not restarted under SA_RESTART (nanosleep, poll,
+	 * epoll_wait, select...) return EINTR; see the README.
+	 */
+	PROFRING_PROF_MODE_WALL = 1,
+};
+
 /** enum profring_prof_unwinder - how the handler walks the stack. */
 enum profring_prof_unwinder {
 	/** Frame pointers, validated against the thread's stack bounds. */
@@ -157,8 +180,10 @@ enum profring_prof_unwinder {
 
 /**
  * struct profring_prof_opts - profiling options; all-zero means defaults.
- * @hz:		samples per CPU-second per thread; 0 means
- *		PROFRING_PROF_DEFAULT_HZ; at most PROFRING_PROF_MAX_HZ.
+ * @hz:		samples per CPU-second per thread (wall mode: per second
+ *		of real time); 0 means PROFRING_PROF_DEFAULT_HZ
+ *		(PROFRING_PROF_DEFAULT_WALL_HZ in wall mode); at most
+ *		PROFRING_PROF_MAX_HZ (wall mode: 1000).
  * @output:	CPU pprof file (gzip'd profile.proto); NULL means
  *		PROFRING_PROF_DEFAULT_OUTPUT, or no CPU profiling at all
  *		when @heap_output is set.
@@ -183,7 +208,10 @@ enum profring_prof_unwinder {
  *		Without @output and @heap_output nothing is profiled until a
  *		request asks: /debug/pprof/profile?seconds=N samples the CPU
  *		for N seconds (1 to 3600, default 30; one at a time, and not
- *		while @output's CPU profile runs: 409); /debug/pprof/heap
+ *		while @output's CPU profile runs: 409);
+ *		/debug/pprof/wall?seconds=N the same in wall-clock mode
+ *		(PROFRING_PROF_MODE_WALL at PROFRING_PROF_DEFAULT_WALL_HZ;
+ *		it shares the sampler with /profile); /debug/pprof/heap
  *		and /debug/pprof/allocs (?seconds=N: the allocations of the
  *		next N seconds) serve the heap profile when heap sampling is
  *		on (@heap_output, or a nonzero @heap_rate), else 404.  Also
@@ -212,6 +240,12 @@ enum profring_prof_unwinder {
  *		written.
  * @keep:	with @period, keep the last @keep files of each kind (the
  *		older ones are deleted); 0 keeps them all.
+ * @mode:	see enum profring_prof_mode (last in the struct: callers
+ *		built against an older header zero it with the rest).
+ *		Wall mode replaces CPU sampling for the session; its
+ *		profile's sample types are samples/count and
+ *		wall/nanoseconds.  It is refused (-EINVAL) with @period and
+ *		@http, which serve CPU profiles.
  *
  * The heap profiler.  libprofring-prof.so interposes malloc, free,
  * calloc, realloc, reallocarray, posix_memalign, aligned_alloc,
@@ -247,6 +281,7 @@ struct profring_prof_opts {
 	const char *http;
 	unsigned int period;
 	unsigned int keep;
+	enum profring_prof_mode mode;
 };
 
 /**

@@ -11,6 +11,7 @@
 # appears) runs under LD_PRELOAD with PROFRING_PROF_HTTP=127.0.0.1:0 and
 # heap sampling; the test finds the port in its stderr line, then checks:
 # the index; go tool pprof on /profile?seconds=2 finds hot_spin on top,
+# on /wall?seconds=1 a wall profile with running and sleeping samples,
 # on /allocs (alloc_space the default) finds alloc_site, on /heap
 # (inuse_space the default) too, and on /allocs?seconds=1 a delta smaller
 # than the whole; a second concurrent CPU profile gets 409; /cmdline and
@@ -102,6 +103,11 @@ check index index_ok
 pprof cpu.top -top "$U/profile?seconds=2"
 check cpu_hot_on_top awk '/flat%/ { getline; exit !($NF == "hot_spin") }' \
 	"$TMP/cpu.top"
+# Wall clock: every thread, a state each.
+pprof wall.raw -raw "$U/wall?seconds=1"
+check wall_type grep -q '^PeriodType: wall nanoseconds' "$TMP/wall.raw"
+check wall_running grep -q 'state:\[running\]' "$TMP/wall.raw"
+check wall_sleeping grep -q 'state:\[sleeping\]' "$TMP/wall.raw"
 pprof allocs.raw -raw "$U/allocs"
 check allocs_default grep -q 'alloc_space/bytes\[dflt\]' "$TMP/allocs.raw"
 pprof heap.raw -raw "$U/heap"

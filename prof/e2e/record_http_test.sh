@@ -14,7 +14,8 @@
 # about a second of samples, not the run's (the program ran 3 s before
 # it); /allocs (alloc_space the default) and /heap (inuse_space) find
 # alloc_site; /allocs?seconds=1 is a delta smaller than the whole; a
-# second concurrent CPU profile gets 409; /cmdline and /symbol are the
+# second concurrent CPU profile gets 409; /wall is 404 (not under the
+# launcher yet); /cmdline and /symbol are the
 # program's, not the launcher's; then the program is stopped: its output
 # and exit status are those of a run without the profiler, and the
 # launcher's own profile is written as without --http.  Apart: a wrapper
@@ -124,6 +125,7 @@ check cmdline_is_the_programs sh -c \
 $CLIENT "$PORT" symbol "$W" "$PID" hot_spin >"$TMP/symbol"
 check symbol_post grep -q '^0x[0-9a-f]* hot_spin$' "$TMP/symbol"
 check bad_seconds status_is 400 status GET '/debug/pprof/profile?seconds=x'
+check wall_not_yet status_is 404 status GET '/debug/pprof/wall?seconds=1'
 
 finish s
 check same_output test "$st" = "$plain_st" -a \
