@@ -298,7 +298,7 @@ static enum MHD_Result cpu_profile(struct MHD_Connection *conn)
 	return err ? failed(conn, err) : blob(conn, &b);
 }
 
-/* /wall: where no wall-clock profile is served (the launcher's), 404. */
+/* /wall: where no wall-clock profile is served, 404. */
 static enum MHD_Result wall_profile(struct MHD_Connection *conn)
 {
 	struct prof_blob b = { 0 };
@@ -306,14 +306,12 @@ static enum MHD_Result wall_profile(struct MHD_Connection *conn)
 	int err;
 
 	if (!http.ops->wall)
-		return text(conn, MHD_HTTP_NOT_FOUND,
-			    "wall-clock profiles are not served under the "
-			    "launcher yet\n");
+		return text(conn, MHD_HTTP_NOT_FOUND, http.ops->wall_off);
 	if (s < 0 || debug_asked(conn))
 		return bad_params(conn, s);
 	err = http.ops->wall((unsigned int)s, &http.quit, &b);
 	if (err == -ENOENT)
-		return text(conn, MHD_HTTP_NOT_FOUND, http.ops->cpu_off);
+		return text(conn, MHD_HTTP_NOT_FOUND, http.ops->wall_off);
 	return err ? failed(conn, err) : blob(conn, &b);
 }
 

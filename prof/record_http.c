@@ -5,7 +5,8 @@
  * launcher (http.c's server, serve.h's ops) from what it reads.
  *
  * The launcher samples the program for the whole run and aggregates every
- * record it reads, so a CPU profile of a window is a difference: each
+ * record it reads, so a CPU profile of a window (a wall-clock one under
+ * --mode wall, /debug/pprof/wall) is a difference: each
  * (stack, thread)'s samples at the window's start are remembered, and the
  * profile at its end has only what came since.  The window is the
  * reader's: it lags the program by at most the reader's period (0.1 s) at
@@ -59,6 +60,7 @@ struct window {
 
 static int encode_window(struct window *w, struct prof_blob *out)
 {
+	const char *name = view->wall ? "wall" : "profile";
 	char comment[COMMENT_LEN];
 	const char *line = comment;
 	struct prof_agg_counts c1;
@@ -73,10 +75,11 @@ static int encode_window(struct window *w, struct prof_blob *out)
 		goto out;
 	prof_agg_counts(view->agg, &c1);
 	snprintf(comment, sizeof(comment),
-		 "profring-prof record --http /debug/pprof/profile: %u Hz; "
+		 "profring-prof record --http /debug/pprof/%s: %u Hz; "
 		 "in the window samples read %" PRIu64 ", lost %" PRIu64,
-		 view->hz, c1.read - w->c0.read, c1.lost - w->c0.lost);
+		 name, view->hz, c1.read - w->c0.read, c1.lost - w->c0.lost);
 	p.period_ns = 1000000000u / view->hz;
+	p.wall = view->wall;
 	p.time_nanos = w->t0;
 	p.duration_nanos = (int64_t)ring_clock_mono_ns() - w->m0;
 	p.comments = &line;
@@ -88,15 +91,14 @@ out:
 	return err;
 }
 
-static int record_cpu(unsigned int seconds, const _Atomic bool *quit,
-		      struct prof_blob *out)
+/* A window of the run's samples (CPU or wall, as the run is). */
+static int window(unsigned int seconds, const _Atomic bool *quit,
+		  struct prof_blob *out)
 {
 	struct window w = { 0 };
 	struct prof_counts k;
 	int err;
 
-	if (!view->cpu)
-		return -ENOENT;
 	/* Acquire: pairs with the release store below by the last holder. */
 	if (atomic_exchange_explicit(&cpu_busy, true, memory_order_acquire))
 		return -EBUSY;
@@ -118,6 +120,18 @@ static int record_cpu(unsigned int seconds, const _Atomic bool *quit,
 	/* Release: pairs with the acquire exchange above. */
 	atomic_store_explicit(&cpu_busy, false, memory_order_release);
 	return err;
+}
+
+static int record_cpu(unsigned int seconds, const _Atomic bool *quit,
+		      struct prof_blob *out)
+{
+	return view->cpu ? window(seconds, quit, out) : -ENOENT;
+}
+
+static int record_wall(unsigned int seconds, const _Atomic bool *quit,
+		       struct prof_blob *out)
+{
+	return view->wall ? window(seconds, quit, out) : -ENOENT;
 }
 
 /* ---- heap: serve_agg.c's, from the launcher's aggregation ---------------- */
@@ -178,11 +192,13 @@ static int record_symbols(const uint64_t *pcs, size_t n, FILE *out)
 
 static const struct prof_http_ops record_ops = {
 	.cpu = record_cpu,
+	.wall = record_wall,
 	.heap = record_heap,
 	.pid = record_pid,
 	.symbols = record_symbols,
 	.cpu_off = "CPU profiling is off: record with -o FILE too (--heap "
-		   "alone profiles memory only)\n",
+		   "alone profiles memory only), without --mode wall\n",
+	.wall_off = "wall-clock profiling is off: record with --mode wall\n",
 	.heap_off = "heap profiling is off: record with --heap-rate BYTES "
 		    "(or --heap FILE)\n",
 };

@@ -22,7 +22,8 @@ struct prof_shm;
  * @lock:	held by the reader around every record it takes into @agg.
  * @shm:	the writers' counters.
  * @pid:	the program (the same pid through its execs).
- * @hz:		the sampling rate; @cpu: CPU samples are taken.
+ * @hz:		the sampling rate; @cpu: CPU samples are taken; @wall:
+ *		wall-clock samples are (--mode wall) instead.
  * @heap_rate:	the heap sampling rate, 0 when heap sampling is off.
  * @start_realtime_ns, @start_mono_ns: when the program started.
  */
@@ -32,7 +33,7 @@ struct prof_record_view {
 	const struct prof_shm *shm;
 	pid_t pid;
 	unsigned int hz;
-	bool cpu;
+	bool cpu, wall;
 	uint64_t heap_rate;
 	int64_t start_realtime_ns, start_mono_ns;
 };

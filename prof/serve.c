@@ -232,6 +232,7 @@ const struct prof_http_ops prof_serve_session_ops = {
 	.pid = session_pid,
 	.symbols = session_symbols,
 	.cpu_off = "CPU profiling is off\n",
+	.wall_off = "wall-clock profiling is off\n",
 	.heap_off = "heap profiling is off: set PROFRING_PROF_HEAP_RATE "
 		    "(or PROFRING_PROF_HEAP) to enable it\n",
 };

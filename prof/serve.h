@@ -42,7 +42,8 @@ struct prof_blob {
  * @pid:	the profiled program's pid now (/cmdline's).
  * @symbols:	write "0x%llx name\n" to @out for each of the @n addresses
  *		the program's code has a name for (gperftools' /symbol).
- * @cpu_off, @heap_off: the 404 texts.
+ * @cpu_off, @wall_off, @heap_off: the 404 texts (@wall's -ENOENT:
+ *		@wall_off).
  */
 struct prof_http_ops {
 	int (*cpu)(unsigned int seconds, const _Atomic bool *quit,
@@ -53,7 +54,7 @@ struct prof_http_ops {
 		    struct prof_blob *out);
 	pid_t (*pid)(void);
 	int (*symbols)(const uint64_t *pcs, size_t n, FILE *out);
-	const char *cpu_off, *heap_off;
+	const char *cpu_off, *wall_off, *heap_off;
 };
 
 /* serve.c: an in-process session's. */

@@ -14,8 +14,8 @@
 # about a second of samples, not the run's (the program ran 3 s before
 # it); /allocs (alloc_space the default) and /heap (inuse_space) find
 # alloc_site; /allocs?seconds=1 is a delta smaller than the whole; a
-# second concurrent CPU profile gets 409; /wall is 404 (not under the
-# launcher yet); /cmdline and /symbol are the
+# second concurrent CPU profile gets 409; /wall is 404 (a CPU run, saying
+# to record with --mode wall); /cmdline and /symbol are the
 # program's, not the launcher's; then the program is stopped: its output
 # and exit status are those of a run without the profiler, and the
 # launcher's own profile is written as without --http.  Apart: a wrapper
@@ -125,7 +125,7 @@ check cmdline_is_the_programs sh -c \
 $CLIENT "$PORT" symbol "$W" "$PID" hot_spin >"$TMP/symbol"
 check symbol_post grep -q '^0x[0-9a-f]* hot_spin$' "$TMP/symbol"
 check bad_seconds status_is 400 status GET '/debug/pprof/profile?seconds=x'
-check wall_not_yet status_is 404 status GET '/debug/pprof/wall?seconds=1'
+check wall_off_in_cpu_mode sh -c "$CLIENT $PORT body GET '/debug/pprof/wall?seconds=1' | grep -q 'record with --mode wall'"
 
 finish s
 check same_output test "$st" = "$plain_st" -a \
@@ -158,5 +158,21 @@ check bad_address test $? = 2 -a "$(wc -l <"$TMP/bad.err")" = 1 -a \
 timeout -k 5 30 "$PROF" record --heap-rate 4096 -- "$W" "$TMP/plain.stop" \
 	>"$TMP/rate.out" 2>"$TMP/rate.err"
 check heap_rate_alone test $? = 2 -a "$(grep -c 'heap-rate' "$TMP/rate.err")" = 1
+
+# --mode wall --http: /wall serves windows of the wall-clock run (types
+# and the state label), /profile says CPU is off.
+start wall --mode wall --http 127.0.0.1:0 -o "$TMP/wall.pb.gz" -- \
+	"$W" "$TMP/wall.stop"
+check wall_started test -n "$PORT"
+pprof wall.raw -raw "http://127.0.0.1:$PORT/debug/pprof/wall?seconds=1"
+check wall_window_type grep -q 'wall/nanoseconds\[dflt\]' "$TMP/wall.raw"
+check wall_window_state grep -q 'state:\[running\]' "$TMP/wall.raw"
+check wall_cpu_off sh -c "$CLIENT $PORT body GET /debug/pprof/profile | grep -q 'CPU profiling is off'"
+finish wall
+check wall_same_output test "$st" = "$plain_st" -a \
+	"$(cat "$TMP/wall.out")" = "$(cat "$TMP/plain.out")"
+timeout -k 5 30 "$PROF" record --mode wall --heap-rate 4096 --http 127.0.0.1:0 \
+	-- "$W" "$TMP/plain.stop" >"$TMP/wh.out" 2>"$TMP/wh.err"
+check wall_heap_refused test $? = 2 -a "$(wc -l <"$TMP/wh.err")" = 1
 
 checks_done
