@@ -47,6 +47,7 @@
  * server's, the collector's, the launcher's), never in a signal handler.
  */
 #include "pprof/dwarf.h"
+#include "pprof/elfsym.h"
 #include "pprof/symbolize.h"
 #include "pprof/table.h"
 
@@ -57,6 +58,7 @@
 #endif
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -382,16 +384,9 @@ static struct cu_funcs *unit(struct pprof_dwarf *d, Dwarf_Die *cu)
 /* The function of @f whose code holds @pc, or NULL. */
 static Dwarf_Die *function_at(struct cu_funcs *f, Dwarf_Addr pc)
 {
-	size_t lo = 0, hi = f->n;
-
-	while (lo < hi) { /* the first range starting after pc */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (f->r[mid].lo <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	/* The first range starting after pc. */
+	size_t lo = pprof_upper_bound(f->r, f->n, sizeof(*f->r),
+				      offsetof(struct fn_range, lo), pc);
 	for (size_t i = lo; i-- > 0 && lo - i <= 4;) /* nested: rare */
 		if (pc < f->r[i].hi)
 			return &f->r[i].die;
@@ -482,21 +477,15 @@ static Dwarf_Die *unit_at(struct pprof_dwarf *d, uint64_t vaddr,
 			  Dwarf_Addr *bias)
 {
 	Dwarf_Die *cu = dw.dwfl_module_addrdie(d->mod, vaddr, bias);
-	size_t lo = 0, hi;
+	size_t lo;
 
 	if (cu)
 		return cu;
 	if (!d->cus_done)
 		table_units(d);
-	hi = d->ncus;
-	while (lo < hi) { /* the first range starting after vaddr */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (d->cus[mid].lo <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	/* The first range starting after vaddr. */
+	lo = pprof_upper_bound(d->cus, d->ncus, sizeof(*d->cus),
+			       offsetof(struct cu_range, lo), vaddr);
 	if (!lo || vaddr >= d->cus[lo - 1].hi)
 		return NULL;
 	*bias = d->cus[lo - 1].bias;
