@@ -2,7 +2,22 @@
 #
 # http_lib.sh - what the HTTP tests (http_test.sh, record_http_test.sh)
 # share; sourced after testing/testlib.sh, with $TMP, $CLIENT and $PORT
-# set by the test.
+# set by the test ($W: httpwork; $JOB: the last one started).
+
+# run_plain: what httpwork does unprofiled ($TMP/plain.out, $plain_st).
+run_plain() {
+	touch "$TMP/plain.stop"
+	"$W" "$TMP/plain.stop" >"$TMP/plain.out" 2>&1
+	plain_st=$?
+}
+
+# finish NAME: stop the last one started; its exit status in $st (the
+# timeout around it bounds the wait).
+finish() {
+	touch "$TMP/$1.stop"
+	wait "$JOB"
+	st=$?
+}
 
 # pprof OUT ARGS...: go tool pprof ARGS into $TMP/OUT (bounded, no ~/pprof).
 pprof() {

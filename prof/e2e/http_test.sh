@@ -76,18 +76,7 @@ start() {
 	done
 }
 
-# finish NAME: stop the last one started; its exit status in $st (the
-# timeout around it bounds the wait).
-finish() {
-	touch "$TMP/$1.stop"
-	wait "$JOB"
-	st=$?
-}
-
-# What the program does unprofiled.
-touch "$TMP/plain.stop"
-"$W" "$TMP/plain.stop" >"$TMP/plain.out" 2>&1
-plain_st=$?
+run_plain
 
 start s PROFRING_PROF_HTTP=127.0.0.1:0 PROFRING_PROF_HEAP_RATE=65536
 echo "  serving on port ${PORT:-?}, pid ${PID:-?}"

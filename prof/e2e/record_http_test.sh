@@ -58,15 +58,7 @@ start() {
 	done
 }
 
-finish() {
-	touch "$TMP/$1.stop"
-	wait "$JOB"
-	st=$?
-}
-
-touch "$TMP/plain.stop"
-"$W" "$TMP/plain.stop" >"$TMP/plain.out" 2>&1
-plain_st=$?
+run_plain
 
 start s --http 127.0.0.1:0 --heap-rate 65536 -o "$TMP/s.pb.gz" -- \
 	"$W" "$TMP/s.stop"
