@@ -131,7 +131,7 @@ $(BUILD)/obj-fp/%.o: %.c
 $(BUILD)/obj/prof/malloc_hook.o: CFLAGS += $(FRAMEPTR)
 
 $(BUILD)/obj/prof/unwind.o: CPPFLAGS += $(if $(HAVE_LIBUNWIND),-DPROFRING_HAVE_LIBUNWIND)
-$(BUILD)/obj/pprof/dwarf.o: CPPFLAGS += $(if $(HAVE_LIBDW),-DPROFRING_HAVE_LIBDW)
+$(BUILD)/obj/pprof/dwarf.o $(BUILD)/obj/pprof/dwfl.o: CPPFLAGS += $(if $(HAVE_LIBDW),-DPROFRING_HAVE_LIBDW)
 
 $(LIB_A): $(LIB_OBJS)
 	@mkdir -p $(dir $@)

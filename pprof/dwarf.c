@@ -1,26 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * pprof/dwarf.c - source lines and inlined frames from DWARF (dwarf.h),
- * read by elfutils' libdwfl and libdw.
- *
- * Why libdw, loaded with dlopen().  DWARF (line programs, abbreviations,
- * inlined-subroutine trees, split and compressed debug files) is far too
- * large to read by hand, and libdw is the well-kept reader that perf and
- * systemd use.  It is not linked into libprofring-prof.so: that library
- * is preloaded into every profiled program, and libdw would bring libelf,
- * zlib, liblzma, libbz2 and libzstd into each at start-up; here they come
- * only when a profile is symbolized (at the end, or at a served request),
- * and a machine without libdw gets today's symbol-table names.
- *
- * Files.  Each (path, build-id, debug directory) gets one Dwfl holding one module, the
- * file reported at base 0 (so the module's addresses are the file's own
- * p_vaddr numbering) with libdwfl's standard search for its debug
- * information: the file itself, .gnu_debuglink, then
- * DEBUG_DIR/.build-id/xx/yyyy.debug (Debian's -dbg and -dbgsym packages).
- * Files are kept for the life of the process (a profile served every
- * minute must not read libpython's DWARF every minute), at most MAX_FILES
- * of them; past that, further files get symbol-table names only (a bound
- * on memory, not a loss of samples).
+ * pprof/dwarf.c - the source lines and inlined frames of a code address,
+ * from the DWARF of its file (dwarf.h), read by libdw; the file, opened
+ * by libdwfl, is dwfl.c's.
  *
  * Frames.  For an address, the compilation unit that covers it
  * (dwfl_module_addrdie, by .debug_aranges; clang writes none, and libdw
@@ -31,9 +13,9 @@
  * cost 4.7 times binutils' addr2line on libc), then the inlined instances
  * inside that function that hold it, walking down its DIEs: every
  * DW_TAG_inlined_subroutine is a frame, and the function the last one.
- * The innermost frame's
- * line is the unit's line table's (dwarf_getsrc_die); each outer frame's is
- * the call site its inner one records (DW_AT_call_file, DW_AT_call_line).
+ * The innermost frame's line is the unit's line table's
+ * (dwarf_getsrc_die); each outer frame's is the call site its inner one
+ * records (DW_AT_call_file, DW_AT_call_line).
  * A function's name is its DW_AT_linkage_name (mangled, as the symbol
  * table has it) or else DW_AT_name, through DW_AT_abstract_origin and
  * DW_AT_specification; its declaration's file and line are the
@@ -42,201 +24,16 @@
  * Cache.  Each file keeps the frames of every address asked, so a second
  * profile of the same code costs a hash lookup per location.
  *
- * Locking.  One mutex around everything: libdw's objects are not meant
- * for concurrent use, and symbolizing runs in normal threads only (the
- * server's, the collector's, the launcher's), never in a signal handler.
+ * Locking: pprof_dwfl_lock, as everything of dwfl.c.
  */
 #include "pprof/dwarf.h"
-#include "pprof/elfsym.h"
-#include "pprof/symbolize.h"
-#include "pprof/table.h"
 
 #ifdef PROFRING_HAVE_LIBDW
-#include <dlfcn.h>
-#include <dwarf.h>
-#include <elfutils/libdwfl.h>
-#endif
-#include <pthread.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define LIBDW "libdw.so.1"
-#define MAX_FILES 256
-#define MAX_DEPTH 32 /* frames at one address: inlining deeper is cut */
-
-#ifdef PROFRING_HAVE_LIBDW
-
-/* libdw's functions, resolved once (dw_load()) and called as dw.name(). */
-#define DW_FUNCS(X)                     \
-	X(dwfl_begin)                   \
-	X(dwfl_end)                     \
-	X(dwfl_report_begin)            \
-	X(dwfl_report_elf)              \
-	X(dwfl_report_end)              \
-	X(dwfl_standard_find_debuginfo) \
-	X(dwfl_offline_section_address) \
-	X(dwfl_module_getdwarf)         \
-	X(dwfl_module_addrdie)          \
-	X(dwfl_module_nextcu)           \
-	X(dwarf_getsrc_die)             \
-	X(dwarf_linesrc)                \
-	X(dwarf_lineno)                 \
-	X(dwarf_child)                  \
-	X(dwarf_siblingof)              \
-	X(dwarf_haspc)                  \
-	X(dwarf_ranges)                 \
-	X(dwarf_dieoffset)              \
-	X(dwarf_tag)                    \
-	X(dwarf_attr)                   \
-	X(dwarf_attr_integrate)         \
-	X(dwarf_formstring)             \
-	X(dwarf_formudata)              \
-	X(dwarf_getsrcfiles)            \
-	X(dwarf_filesrc)                \
-	X(dwarf_decl_file)              \
-	X(dwarf_decl_line)
-#define DW_MEMBER(f) __typeof__(f) *f;
-#define DW_RESOLVE(f)                                     \
-	*(void **)&dw.f = dlsym(h, #f); /* POSIX's way */ \
-	if (!dw.f)                                        \
-		return false;
-
-static struct {
-	DW_FUNCS(DW_MEMBER)
-	bool tried, ok;
-} dw;
-
-/* Load libdw once; false if it (or one of its functions) is missing. */
-static bool dw_load(void)
-{
-	void *h;
-
-	if (dw.tried)
-		return dw.ok;
-	dw.tried = true;
-	h = dlopen(LIBDW, RTLD_NOW | RTLD_LOCAL);
-	if (!h)
-		return false;
-	DW_FUNCS(DW_RESOLVE)
-	dw.ok = true;
-	return true;
-}
-
-/* One address's frames, in the file's cache. */
-struct addr_entry {
-	uint64_t key; /* vaddr + 1 (0 marks an empty slot) */
-	uint32_t first, n; /* in the file's frames */
-};
-
-/* A function's code range, in a unit's table (struct cu_funcs). */
-struct fn_range {
-	uint64_t lo, hi;
-	Dwarf_Die die;
-};
-
-/* A unit's code range (struct pprof_dwarf's cus). */
-struct cu_range {
-	uint64_t lo, hi;
-	Dwarf_Die *cu; /* libdwfl's, valid as long as the module */
-	Dwarf_Addr bias;
-};
-
-/* A unit's functions, by address: made at its first lookup. */
-struct cu_funcs {
-	uint64_t key; /* the unit's DIE offset + 1 */
-	struct fn_range *r;
-	size_t n;
-};
-
-struct pprof_dwarf {
-	struct pprof_dwarf *next;
-	char *path, *build_id, *debug_dir;
-	Dwfl *dwfl; /* NULL: no DWARF here */
-	Dwfl_Module *mod;
-	char *debuginfo_path;
-	Dwfl_Callbacks cb;
-	struct keyed_table addrs; /* struct addr_entry */
-	struct keyed_table units; /* struct cu_funcs */
-	struct cu_range *cus; /* by address, when there are no aranges */
-	size_t ncus;
-	bool cus_done;
-	struct prof_frame *frames;
-	size_t nframes, capframes;
-};
-
-static struct {
-	pthread_mutex_t lock;
-	struct pprof_dwarf *files;
-	size_t nfiles;
-} cache = { .lock = PTHREAD_MUTEX_INITIALIZER };
-
-/* Open @d's Dwfl; false when the file has no DWARF we can read. */
-static bool open_dwfl(struct pprof_dwarf *d, const char *debug_dir)
-{
-	Dwarf_Addr bias;
-
-	if (asprintf(&d->debuginfo_path, ":.debug:%s", debug_dir) < 0) {
-		d->debuginfo_path = NULL;
-		return false;
-	}
-	d->cb.find_debuginfo = dw.dwfl_standard_find_debuginfo;
-	d->cb.section_address = dw.dwfl_offline_section_address;
-	d->cb.debuginfo_path = &d->debuginfo_path;
-	d->dwfl = dw.dwfl_begin(&d->cb);
-	if (!d->dwfl)
-		return false;
-	dw.dwfl_report_begin(d->dwfl);
-	d->mod = dw.dwfl_report_elf(d->dwfl, d->path, d->path, -1, 0, false);
-	dw.dwfl_report_end(d->dwfl, NULL, NULL);
-	if (d->mod && dw.dwfl_module_getdwarf(d->mod, &bias))
-		return true;
-	dw.dwfl_end(d->dwfl);
-	d->dwfl = NULL;
-	return false;
-}
-
-struct pprof_dwarf *pprof_dwarf_get(const char *path, const char *build_id,
-				    const char *debug_dir)
-{
-	struct pprof_dwarf *d;
-
-	if (!debug_dir)
-		debug_dir = "/usr/lib/debug";
-	pthread_mutex_lock(&cache.lock);
-	for (d = cache.files; d; d = d->next)
-		if (!strcmp(d->path, path) && !strcmp(d->build_id, build_id) &&
-		    !strcmp(d->debug_dir, debug_dir))
-			goto out;
-	if (cache.nfiles >= MAX_FILES || !dw_load())
-		goto out; /* d is NULL */
-	d = calloc(1, sizeof(*d));
-	if (!d)
-		goto out;
-	d->path = strdup(path);
-	d->build_id = strdup(build_id);
-	d->debug_dir = strdup(debug_dir);
-	if (!d->path || !d->build_id || !d->debug_dir) {
-		free(d->path);
-		free(d->build_id);
-		free(d->debug_dir);
-		free(d);
-		d = NULL;
-		goto out;
-	}
-	keyed_table_init(&d->addrs, sizeof(struct addr_entry));
-	keyed_table_init(&d->units, sizeof(struct cu_funcs));
-	/* Kept without DWARF too: the file is not read again. */
-	open_dwfl(d, debug_dir);
-	d->next = cache.files;
-	cache.files = d;
-	cache.nfiles++;
-out:
-	pthread_mutex_unlock(&cache.lock);
-	return d && d->dwfl ? d : NULL;
-}
+#include "pprof/dwfl_impl.h"
+#include "pprof/symbolize.h"
 
 /* A function's name: linkage (mangled) name, else its name. */
 static const char *func_name(Dwarf_Die *die)
@@ -244,14 +41,14 @@ static const char *func_name(Dwarf_Die *die)
 	Dwarf_Attribute a;
 	const char *s;
 
-	if (dw.dwarf_attr_integrate(die, DW_AT_linkage_name, &a) &&
-	    (s = dw.dwarf_formstring(&a)))
+	if (pprof_dw.dwarf_attr_integrate(die, DW_AT_linkage_name, &a) &&
+	    (s = pprof_dw.dwarf_formstring(&a)))
 		return s;
-	if (dw.dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a) &&
-	    (s = dw.dwarf_formstring(&a)))
+	if (pprof_dw.dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &a) &&
+	    (s = pprof_dw.dwarf_formstring(&a)))
 		return s;
-	if (dw.dwarf_attr_integrate(die, DW_AT_name, &a) &&
-	    (s = dw.dwarf_formstring(&a)))
+	if (pprof_dw.dwarf_attr_integrate(die, DW_AT_name, &a) &&
+	    (s = pprof_dw.dwarf_formstring(&a)))
 		return s;
 	return NULL;
 }
@@ -267,13 +64,13 @@ static void call_site(Dwarf_Die *cu, Dwarf_Die *inl, const char **file,
 
 	*file = NULL;
 	*line = 0;
-	if (dw.dwarf_attr(inl, DW_AT_call_line, &a) &&
-	    !dw.dwarf_formudata(&a, &v))
+	if (pprof_dw.dwarf_attr(inl, DW_AT_call_line, &a) &&
+	    !pprof_dw.dwarf_formudata(&a, &v))
 		*line = (unsigned int)v;
-	if (dw.dwarf_attr(inl, DW_AT_call_file, &a) &&
-	    !dw.dwarf_formudata(&a, &v) &&
-	    !dw.dwarf_getsrcfiles(cu, &files, &n) && v < n)
-		*file = dw.dwarf_filesrc(files, v, NULL, NULL);
+	if (pprof_dw.dwarf_attr(inl, DW_AT_call_file, &a) &&
+	    !pprof_dw.dwarf_formudata(&a, &v) &&
+	    !pprof_dw.dwarf_getsrcfiles(cu, &files, &n) && v < n)
+		*file = pprof_dw.dwarf_filesrc(files, v, NULL, NULL);
 }
 
 /*
@@ -289,13 +86,13 @@ static void set_decl(Dwarf_Die *cu, Dwarf_Die *die, struct prof_frame *f)
 	size_t n;
 	int line = 0;
 
-	f->decl_file = dw.dwarf_decl_file(die);
+	f->decl_file = pprof_dw.dwarf_decl_file(die);
 	if (!f->decl_file &&
-	    dw.dwarf_attr_integrate(die, DW_AT_decl_file, &a) &&
-	    !dw.dwarf_formudata(&a, &v) &&
-	    !dw.dwarf_getsrcfiles(cu, &files, &n) && v < n)
-		f->decl_file = dw.dwarf_filesrc(files, v, NULL, NULL);
-	f->start_line = !dw.dwarf_decl_line(die, &line) && line > 0
+	    pprof_dw.dwarf_attr_integrate(die, DW_AT_decl_file, &a) &&
+	    !pprof_dw.dwarf_formudata(&a, &v) &&
+	    !pprof_dw.dwarf_getsrcfiles(cu, &files, &n) && v < n)
+		f->decl_file = pprof_dw.dwarf_filesrc(files, v, NULL, NULL);
+	f->start_line = !pprof_dw.dwarf_decl_line(die, &line) && line > 0
 				? (unsigned)line
 				: 0;
 }
@@ -306,7 +103,7 @@ static bool add_ranges(struct cu_funcs *f, size_t *cap, Dwarf_Die *die)
 	Dwarf_Addr base, lo, hi;
 	ptrdiff_t off = 0;
 
-	while ((off = dw.dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
+	while ((off = pprof_dw.dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
 		struct fn_range *r;
 
 		if (lo >= hi)
@@ -329,10 +126,10 @@ static bool collect(struct cu_funcs *f, size_t *cap, Dwarf_Die *parent,
 {
 	Dwarf_Die c;
 
-	if (dw.dwarf_child(parent, &c))
+	if (pprof_dw.dwarf_child(parent, &c))
 		return true;
 	do {
-		switch (dw.dwarf_tag(&c)) {
+		switch (pprof_dw.dwarf_tag(&c)) {
 		case DW_TAG_subprogram:
 			if (!add_ranges(f, cap, &c))
 				return false;
@@ -346,7 +143,7 @@ static bool collect(struct cu_funcs *f, size_t *cap, Dwarf_Die *parent,
 				return false;
 			break;
 		}
-	} while (!dw.dwarf_siblingof(&c, &c));
+	} while (!pprof_dw.dwarf_siblingof(&c, &c));
 	return true;
 }
 
@@ -360,7 +157,7 @@ static int range_cmp(const void *a, const void *b)
 /* @cu's function table, made at its first use; NULL without memory. */
 static struct cu_funcs *unit(struct pprof_dwarf *d, Dwarf_Die *cu)
 {
-	uint64_t key = dw.dwarf_dieoffset(cu) + 1;
+	uint64_t key = pprof_dw.dwarf_dieoffset(cu) + 1;
 	struct cu_funcs *f = keyed_table_find(&d->units, key, NULL, NULL);
 	struct cu_funcs made = { .key = key };
 	size_t cap = 0;
@@ -411,20 +208,21 @@ static size_t inlined_at(Dwarf_Die *fn, Dwarf_Addr pc, Dwarf_Die *chain)
 	Dwarf_Die cur = *fn, c;
 	size_t n = 0;
 
-	for (int depth = 0; depth < 4 * MAX_DEPTH && !dw.dwarf_child(&cur, &c);
+	for (int depth = 0;
+	     depth < 4 * MAX_DEPTH && !pprof_dw.dwarf_child(&cur, &c);
 	     depth++) {
 		bool found = false;
 
 		do { /* continue: on to the next sibling */
-			int tag = dw.dwarf_tag(&c);
+			int tag = pprof_dw.dwarf_tag(&c);
 
-			if (!is_scope(tag) || dw.dwarf_haspc(&c, pc) != 1)
+			if (!is_scope(tag) || pprof_dw.dwarf_haspc(&c, pc) != 1)
 				continue;
 			if (tag == DW_TAG_inlined_subroutine && n < MAX_DEPTH)
 				chain[n++] = c;
 			found = true;
 			break;
-		} while (!dw.dwarf_siblingof(&c, &c));
+		} while (!pprof_dw.dwarf_siblingof(&c, &c));
 		if (!found)
 			break;
 		cur = c;
@@ -451,10 +249,11 @@ static void table_units(struct pprof_dwarf *d)
 	size_t cap = 0;
 
 	d->cus_done = true;
-	while ((cu = dw.dwfl_module_nextcu(d->mod, cu, &bias))) {
+	while ((cu = pprof_dw.dwfl_module_nextcu(d->mod, cu, &bias))) {
 		ptrdiff_t off = 0;
 
-		while ((off = dw.dwarf_ranges(cu, off, &base, &lo, &hi)) > 0) {
+		while ((off = pprof_dw.dwarf_ranges(cu, off, &base, &lo, &hi)) >
+		       0) {
 			struct cu_range *r;
 
 			if (lo >= hi)
@@ -476,7 +275,7 @@ sort:
 static Dwarf_Die *unit_at(struct pprof_dwarf *d, uint64_t vaddr,
 			  Dwarf_Addr *bias)
 {
-	Dwarf_Die *cu = dw.dwfl_module_addrdie(d->mod, vaddr, bias);
+	Dwarf_Die *cu = pprof_dw.dwfl_module_addrdie(d->mod, vaddr, bias);
 	size_t lo;
 
 	if (cu)
@@ -513,10 +312,10 @@ static size_t lookup(struct pprof_dwarf *d, uint64_t vaddr,
 
 	if (!cu || !(f = unit(d, cu)) || !(fn = function_at(f, vaddr - bias)))
 		return 0;
-	l = dw.dwarf_getsrc_die(cu, vaddr - bias);
+	l = pprof_dw.dwarf_getsrc_die(cu, vaddr - bias);
 	if (l) {
-		file = dw.dwarf_linesrc(l, NULL, NULL);
-		line = !dw.dwarf_lineno(l, &lineno) && lineno > 0
+		file = pprof_dw.dwarf_linesrc(l, NULL, NULL);
+		line = !pprof_dw.dwarf_lineno(l, &lineno) && lineno > 0
 			       ? (unsigned int)lineno
 			       : 0;
 	}
@@ -565,7 +364,9 @@ size_t pprof_dwarf_frames(struct pprof_dwarf *d, uint64_t vaddr,
 	struct addr_entry *e;
 	size_t n;
 
-	pthread_mutex_lock(&cache.lock);
+	if (!d->has_dwarf)
+		return 0;
+	pthread_mutex_lock(&pprof_dwfl_lock);
 	e = keyed_table_find(&d->addrs, vaddr + 1, NULL, NULL);
 	if (e) {
 		n = e->n < max ? e->n : max;
@@ -578,20 +379,11 @@ size_t pprof_dwarf_frames(struct pprof_dwarf *d, uint64_t vaddr,
 		n = max;
 	memcpy(out, found, n * sizeof(*out));
 out:
-	pthread_mutex_unlock(&cache.lock);
+	pthread_mutex_unlock(&pprof_dwfl_lock);
 	return n;
 }
 
 #else /* !PROFRING_HAVE_LIBDW: symbol tables only */
-
-struct pprof_dwarf *pprof_dwarf_get(const char *path, const char *build_id,
-				    const char *debug_dir)
-{
-	(void)path;
-	(void)build_id;
-	(void)debug_dir;
-	return NULL;
-}
 
 size_t pprof_dwarf_frames(struct pprof_dwarf *d, uint64_t vaddr,
 			  struct prof_frame *out, size_t max)

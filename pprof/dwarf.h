@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pprof/dwarf.h - source lines and inlined frames of an ELF file's code,
- * from its DWARF (dwarf.c, through elfutils' libdw, loaded when first
- * needed), for the symbolizer (symbolize.c).
+ * pprof/dwarf.h - an ELF file's symbol table (dwfl.c) and the source
+ * lines and inlined frames of its code, from its DWARF (dwarf.c), both
+ * through elfutils' libdwfl and libdw, loaded when first needed, for the
+ * symbolizer (symbolize.c).
  *
  * Not async-signal-safe; thread-safe (one lock around the file cache).
  *
@@ -18,16 +19,30 @@ struct prof_frame;
 struct pprof_dwarf;
 
 /**
- * pprof_dwarf_get() - the DWARF of the file at @path, with the build-id
- * @build_id (lowercase hex, "" if none), its own or a separate debug
- * file's (found by build-id under @debug_dir/.build-id/, NULL meaning
- * /usr/lib/debug, or by .gnu_debuglink), opened once per (path, build-id,
- * @debug_dir) for the life of the process.
- *
- * Return: the file's DWARF, or NULL (no DWARF, no libdw, no memory).
+ * pprof_dwarf_get() - the file at @path, with the build-id @build_id
+ * (lowercase hex, "" if none), as libdwfl reads it: its symbol table and
+ * its DWARF, its own or a separate debug file's (found by build-id under
+ * @debug_dir/.build-id/, NULL meaning /usr/lib/debug, or by
+ * .gnu_debuglink); opened once per (path, build-id, @debug_dir) for the
+ * life of the process, holding no file descriptor.
+ * @image, @size: the file's bytes when it is in memory only (the [vdso]),
+ *		else NULL and 0.
+ * Return: the file, or NULL (neither symbols nor DWARF, no libdw, no
+ * memory).
  */
 struct pprof_dwarf *pprof_dwarf_get(const char *path, const char *build_id,
-				    const char *debug_dir);
+				    const char *debug_dir, const void *image,
+				    size_t size);
+
+/**
+ * pprof_dwarf_symbol() - the symbol table's name for a code address.
+ * @d:		the file.
+ * @vaddr:	the address as the file's program headers number it.
+ * Return: the (mangled) name of the symbol holding @vaddr (one of size 0:
+ * up to the next), from .symtab, a debug file's, or .dynsym, valid for
+ * the life of the process; NULL if none.
+ */
+const char *pprof_dwarf_symbol(struct pprof_dwarf *d, uint64_t vaddr);
 
 /**
  * pprof_dwarf_frames() - the frames at a code address, innermost first:

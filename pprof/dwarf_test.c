@@ -11,10 +11,12 @@
  * lines the functions start at; the mapping says it has lines.  Then a
  * copy of this executable stripped of its DWARF gives one frame and no
  * lines, until its separate debug file (objcopy --only-keep-debug) is put
- * where the build-id says: then the same frames.  Addresses in no
+ * where the build-id says: then the same frames, and no file descriptor
+ * is left open.  Addresses in no
  * function's DWARF (libc's, without libc6-dbg) give the symbol table's
  * name alone.
  */
+#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,6 +129,20 @@ static void inline_frames(void)
 	prof_symbolizer_free(s);
 }
 
+/* How many file descriptors this process has open. */
+static int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
 /* This executable's mapping of the probed address, from /proc/self/maps. */
 static int own_mapping(struct prof_map_spec *m)
 {
@@ -164,6 +180,7 @@ static void separate_debug_file(void)
 	unsigned int mapid;
 	char id[130];
 	size_t n;
+	int fds;
 
 	/* Not /proc/self/exe: in the commands, that is the shell. */
 	KT_REQUIRE(readlink("/proc/self/exe", exe, sizeof(exe) - 1) > 0);
@@ -194,6 +211,7 @@ static void separate_debug_file(void)
 			    "--only-keep-debug '%s' '%s'",
 			    dbg, exe, dbg));
 	prof_symbolizer_set_debug_dir(debug_dir);
+	fds = open_fds();
 	s = prof_symbolizer_new_maps(&m, 1);
 	KT_REQUIRE(s);
 	n = frames_at(s, f, &mapid);
@@ -201,6 +219,8 @@ static void separate_debug_file(void)
 	pm = mapping(s, mapid);
 	KT_CHECK(pm && pm->has_lines);
 	prof_symbolizer_free(s);
+	/* The file and its debug file stay read, but hold no descriptor. */
+	KT_CHECK_EQ(open_fds(), fds);
 	prof_symbolizer_set_debug_dir(NULL);
 	unlink(strip);
 	run_cmd("rm -rf '%s'", tmp_path("debug"));

@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * elfsym.c - what the symbolizer (symbolize.c) reads in a mapped ELF
- * file: its build-id, the load bias of a mapping of it, and its function
- * symbols.
+ * elfsym.c - what the symbolizer (symbolize.c) reads itself in a mapped
+ * ELF file: its build-id and the load bias of a mapping of it.
  *
  * A file is opened and mmap'd read-only at its first use (pprof_elf_open:
- * the header is checked, the build-id read), its symbol table read at the
- * first lookup (pprof_elf_symbols).  The [vdso] is read in place, in
+ * the header is checked, the build-id read).  The [vdso] is read in place, in
  * memory; another process's [vdso] from ours (own_vdso()).  A file that
  * cannot be read, is not a 64-bit ELF of this byte order, or has been
  * deleted since it was mapped (whatever is at its path now is another
@@ -21,33 +19,23 @@
  *
  *	bias = @start - (p_vaddr + @offset - p_offset)
  *
- * (modulo 2^64).  A symbol's st_value plus the bias is its address in
- * the process.  This holds for PIE executables and shared libraries
- * (p_vaddr near p_offset, bias the load address) and for non-PIE
- * executables (p_vaddr absolute, bias 0) alike.
+ * (modulo 2^64).  The file's own addresses (a symbol's value, a DWARF
+ * range) plus the bias are addresses in the process.  This holds for
+ * PIE executables and shared libraries (p_vaddr near p_offset, bias the
+ * load address) and for non-PIE executables (p_vaddr absolute, bias 0)
+ * alike.
  *
- * Symbols: .symtab if the file has one with functions, else the .symtab
- * of its separate debug file, else .dynsym.  The debug file (Debian ships
- * the .symtab of its libraries there, in the -dbg and -dbgsym packages) is
- *
- *	<debug dir>/.build-id/<2 first hex digits of the build-id>/<rest>.debug
- *
- * the debug dir being /usr/lib/debug unless a test says otherwise.  It is
- * used only if it is an ELF file as above, whose own build-id is the
- * mapped file's, with a .symtab; its symbol values are the same link-time
- * addresses, so the bias still comes from the mapped file, and it stays
- * mapped for the names.  (.gnu_debuglink is not read.)  Of a symbol
- * table, the STT_FUNC and STT_GNU_IFUNC symbols that are defined and named
- * are kept, sorted by address, one per address (aliases: sized before
- * size 0, global before weak before local, then by name).  A lookup
- * binary-searches the last symbol at or below the address; a symbol of
- * size 0 covers up to the next one.
+ * Symbols and DWARF are not read here: libdwfl reads them (dwfl.c),
+ * given the path, the build-id and the bias found here.  What stays here
+ * is what a profile needs of a mapping even without libdw (its build-id,
+ * for pprof to find the file again), and what libdwfl has no call for:
+ * the bias of one mapping of a file, and the [vdso]'s bytes.
  *
  * Every header, table and string is checked against the file size before
  * it is read, and read with memcpy (no alignment assumed), so a truncated
- * or hostile file gives no symbols rather than a crash.  (A file truncated
- * on disk while we hold it mapped would still raise SIGBUS: that is the
- * price of mmap.)
+ * or hostile file gives no build-id or bias rather than a crash.  (A file
+ * truncated on disk while we hold it mapped would still raise SIGBUS:
+ * that is the price of mmap.)
  */
 #include <elf.h>
 #include <errno.h>
@@ -62,20 +50,6 @@
 #include <unistd.h>
 
 #include "pprof/elfsym.h"
-
-#define DEBUG_DIR "/usr/lib/debug"
-
-static const char *debug_dir = DEBUG_DIR;
-
-void pprof_elf_set_debug_dir(const char *dir)
-{
-	debug_dir = dir ? dir : DEBUG_DIR;
-}
-
-const char *pprof_elf_debug_dir(void)
-{
-	return debug_dir;
-}
 
 /* [@off, @off + @len) lies inside the file. */
 static bool in_file(const struct pprof_elf *f, uint64_t off, uint64_t len)
@@ -288,177 +262,13 @@ bool pprof_elf_open(struct pprof_elf *f, uint64_t start, uint64_t limit,
 	return true;
 }
 
-static int sym_rank(unsigned char info)
-{
-	switch (ELF64_ST_BIND(info)) {
-	case STB_GLOBAL:
-		return 0;
-	case STB_WEAK:
-		return 1;
-	default:
-		return 2;
-	}
-}
-
-static int sym_cmp(const void *a, const void *b)
-{
-	const struct pprof_elf_sym *x = a, *y = b;
-
-	if (x->value != y->value)
-		return x->value < y->value ? -1 : 1;
-	if (!x->size != !y->size)
-		return x->size ? -1 : 1;
-	if (x->rank != y->rank)
-		return x->rank - y->rank;
-	return strcmp(x->name, y->name);
-}
-
-/* The string table of a symbol table, checked to end with a NUL. */
-static bool sym_strtab(const struct pprof_elf *f, const Elf64_Shdr *symtab,
-		       Elf64_Shdr *str)
-{
-	if (!elf_shdr(f, symtab->sh_link, str) || str->sh_type != SHT_STRTAB ||
-	    !str->sh_size || !in_file(f, str->sh_offset, str->sh_size))
-		return false;
-	return f->base[str->sh_offset + str->sh_size - 1] == '\0';
-}
-
-/* Keep @sym if it is a defined, named function. */
-static bool sym_keep(const struct pprof_elf *f, const Elf64_Sym *sym,
-		     const Elf64_Shdr *str, struct pprof_elf_sym *out)
-{
-	int type = ELF64_ST_TYPE(sym->st_info);
-	const char *name;
-
-	if ((type != STT_FUNC && type != STT_GNU_IFUNC) ||
-	    sym->st_shndx == SHN_UNDEF || !sym->st_value ||
-	    sym->st_name >= str->sh_size)
-		return false;
-	name = (const char *)f->base + str->sh_offset + sym->st_name;
-	if (!*name)
-		return false;
-	out->value = sym->st_value;
-	out->size = sym->st_size;
-	out->name = name;
-	out->rank = sym_rank(sym->st_info);
-	return true;
-}
-
-/* Sort by address and keep the first of each address. */
-static void sym_sort(struct pprof_elf *f)
-{
-	size_t n = 0;
-
-	qsort(f->syms, f->nsyms, sizeof(*f->syms), sym_cmp);
-	for (size_t i = 0; i < f->nsyms; i++)
-		if (!n || f->syms[i].value != f->syms[n - 1].value)
-			f->syms[n++] = f->syms[i];
-	f->nsyms = n;
-}
-
-/* Load the functions of the first symbol table of type @type. */
-static bool sym_load(struct pprof_elf *f, uint32_t type)
-{
-	Elf64_Shdr sh, str;
-	Elf64_Sym sym;
-	size_t i, n;
-
-	for (i = 0; elf_shdr(f, i, &sh); i++)
-		if (sh.sh_type == type)
-			break;
-	if (!elf_shdr(f, i, &sh) || sh.sh_entsize != sizeof(sym) ||
-	    !in_file(f, sh.sh_offset, sh.sh_size) || !sym_strtab(f, &sh, &str))
-		return false;
-	n = (size_t)(sh.sh_size / sizeof(sym));
-	f->syms = calloc(n ? n : 1, sizeof(*f->syms));
-	if (!f->syms)
-		return false;
-	for (i = 0; i < n; i++) {
-		memcpy(&sym, f->base + sh.sh_offset + i * sizeof(sym),
-		       sizeof(sym));
-		if (sym_keep(f, &sym, &str, &f->syms[f->nsyms]))
-			f->nsyms++;
-	}
-	sym_sort(f);
-	if (f->nsyms)
-		return true;
-	free(f->syms);
-	f->syms = NULL;
-	return false;
-}
-
 void pprof_elf_free(struct pprof_elf *f)
 {
 	if (!f)
 		return;
 	unmap_file(f);
-	pprof_elf_free(f->debug);
-	free(f->syms);
 	free(f->path);
 	free(f);
-}
-
-/*
- * The .symtab of the debug file of @f (see the top of the file), opened,
- * checked and loaded as @f's own would be; it goes to @f->debug.
- */
-static bool debug_load(struct pprof_elf *f)
-{
-	static const char fmt[] = "%s/.build-id/%.2s/%s.debug";
-	const char *id = f->build_id;
-	struct pprof_elf *d;
-	int len;
-
-	if (strlen(id) <= 2 || !debug_dir || !*debug_dir)
-		return false;
-	d = calloc(1, sizeof(*d));
-	if (!d)
-		return false;
-	len = snprintf(NULL, 0, fmt, debug_dir, id, id + 2);
-	d->path = len > 0 ? malloc((size_t)len + 1) : NULL;
-	if (!d->path) {
-		free(d);
-		return false;
-	}
-	snprintf(d->path, (size_t)len + 1, fmt, debug_dir, id, id + 2);
-	if (!pprof_elf_open(d, 0, 0, 0) || strcmp(d->build_id, id) ||
-	    !sym_load(d, SHT_SYMTAB)) {
-		pprof_elf_free(d);
-		return false;
-	}
-	f->syms = d->syms;
-	f->nsyms = d->nsyms;
-	d->syms = NULL;
-	d->nsyms = 0;
-	f->debug = d;
-	return true;
-}
-
-/* Stage 2: the symbol table, .symtab, else the debug file's, else .dynsym. */
-size_t pprof_elf_symbols(struct pprof_elf *f)
-{
-	if (f->syms_read || f->state != PPROF_ELF_OPEN)
-		return f->nsyms;
-	f->syms_read = true;
-	if (!sym_load(f, SHT_SYMTAB) && !debug_load(f))
-		sym_load(f, SHT_DYNSYM);
-	return f->nsyms;
-}
-
-const char *pprof_elf_lookup(const struct pprof_elf *f, uint64_t vaddr)
-{
-	size_t i =
-		pprof_upper_bound(f->syms, f->nsyms, sizeof(*f->syms),
-				  offsetof(struct pprof_elf_sym, value), vaddr);
-	const struct pprof_elf_sym *sym;
-
-	if (!i)
-		return NULL;
-	sym = &f->syms[i - 1];
-	/* Size 0: up to the next symbol, which lies above @vaddr. */
-	if (!sym->size || vaddr - sym->value < sym->size)
-		return sym->name;
-	return NULL;
 }
 
 /* See the top of the file. */

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * symbolize.c - which executable mapping holds an address, and the name
- * of the function there, from the ELF files mapped (elfsym.c reads them);
+ * of the function there, from the symbol table of the ELF file mapped;
  * with prof_symbolize_frames(), also its source line and the functions
- * inlined there, from the file's DWARF (dwarf.c), the outermost frame
- * keeping the symbol table's name.
+ * inlined there, from the file's DWARF, the outermost frame keeping the
+ * symbol table's name.  libdwfl reads a file's symbols and DWARF
+ * (dwfl.c, dwarf.c); elfsym.c reads its build-id and the load bias of
+ * each mapping of it.
  *
  * Two kinds of symbolizer.  prof_symbolizer_new() keeps the executable
  * mappings (those of files and the [vdso]) of /proc/self/maps, in address
@@ -56,6 +58,7 @@
 #include "pprof/dwarf.h"
 #include "pprof/elfsym.h"
 #include "pprof/perfmap.h"
+#include "pprof/table.h"
 #include "pprof/symbolize.h"
 
 #define DELETED_SUFFIX " (deleted)"
@@ -97,28 +100,51 @@ struct prof_symbolizer {
 	struct jit_map jit;
 };
 
+/* Where separate debug files are looked for (prof_symbolizer_set_debug_dir). */
+static const char *debug_dir = "/usr/lib/debug";
+
 void prof_symbolizer_set_debug_dir(const char *dir)
 {
-	pprof_elf_set_debug_dir(dir);
+	debug_dir = dir ? dir : "/usr/lib/debug";
+}
+
+/*
+ * The file mapping @i maps, as libdwfl reads it (its symbols and DWARF),
+ * opened at the first use; NULL if it has neither, cannot be read, or
+ * no program header says where the mapping lies in it.
+ */
+static struct pprof_dwarf *file_of(struct prof_symbolizer *s, size_t i)
+{
+	struct map_ext *e = &s->ext[i];
+	struct prof_mapping *m = &s->maps[i];
+	struct pprof_elf *f = e->file;
+
+	if (!pprof_elf_open(f, m->start, m->limit, m->offset))
+		return NULL;
+	if (!e->bias_done) {
+		e->bias_done = true;
+		e->has_bias = pprof_elf_bias(f, m->start, m->offset, &e->bias);
+	}
+	if (!e->has_bias)
+		return NULL;
+	if (!e->dwarf_done) {
+		e->dwarf_done = true;
+		e->dwarf = pprof_dwarf_get(f->path, f->build_id, debug_dir,
+					   f->in_memory ? f->base : NULL,
+					   f->in_memory ? f->size : 0);
+	}
+	if (e->dwarf)
+		m->has_functions = 1;
+	return e->dwarf;
 }
 
 static const char *lookup_elf(struct prof_symbolizer *s, size_t i,
 			      uintptr_t addr)
 {
-	struct map_ext *e = &s->ext[i];
-	struct prof_mapping *m = &s->maps[i];
+	struct pprof_dwarf *d = file_of(s, i);
 
-	if (!pprof_elf_open(e->file, m->start, m->limit, m->offset))
-		return NULL;
-	if (!e->bias_done) {
-		e->bias_done = true;
-		e->has_bias =
-			pprof_elf_bias(e->file, m->start, m->offset, &e->bias);
-	}
-	if (!e->has_bias || !pprof_elf_symbols(e->file))
-		return NULL;
-	m->has_functions = 1;
-	return pprof_elf_lookup(e->file, (uint64_t)addr - e->bias);
+	return d ? pprof_dwarf_symbol(d, (uint64_t)addr - s->ext[i].bias)
+		 : NULL;
 }
 
 static const char *lookup_dladdr(struct prof_symbolizer *s, uintptr_t addr)
@@ -246,23 +272,15 @@ const char *prof_symbolize(struct prof_symbolizer *s, uintptr_t addr,
 	return name;
 }
 
-/* The DWARF frames at @addr in mapping @i (its bias known), or 0. */
+/* The DWARF frames at @addr in mapping @i, or 0. */
 static size_t dwarf_frames(struct prof_symbolizer *s, size_t i, uintptr_t addr,
 			   struct prof_frame *out, size_t max)
 {
-	struct map_ext *e = &s->ext[i];
+	struct pprof_dwarf *d = file_of(s, i);
 
-	if (!e->has_bias || e->file->deleted || e->file->in_memory ||
-	    e->file->foreign_vdso)
-		return 0;
-	if (!e->dwarf_done) {
-		e->dwarf_done = true;
-		e->dwarf = pprof_dwarf_get(e->file->path, e->file->build_id,
-					   pprof_elf_debug_dir());
-	}
-	return e->dwarf ? pprof_dwarf_frames(e->dwarf, (uint64_t)addr - e->bias,
-					     out, max)
-			: 0;
+	return d ? pprof_dwarf_frames(d, (uint64_t)addr - s->ext[i].bias, out,
+				      max)
+		 : 0;
 }
 
 size_t prof_symbolize_frames(struct prof_symbolizer *s, uintptr_t addr,

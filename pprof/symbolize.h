@@ -3,7 +3,7 @@
  * pprof/symbolize.h - symbolization: which executable mapping holds an
  * address, and the name of the function there, from the ELF symbol tables
  * of the mapped files; its source line and inlined functions from their
- * DWARF.  The mappings are this process's own
+ * DWARF (both read by elfutils' libdwfl).  The mappings are this process's own
  * (/proc/self/maps, dladdr() as the fallback), or those another process
  * reported (no fallback: see symbolize.c).
  *
@@ -138,9 +138,11 @@ size_t prof_symbolizer_mappings(struct prof_symbolizer *s,
  * @mapping_id:	if not NULL, set to the id of the mapping holding @addr, or
  *		0.
  *
- * Looks in the ELF .symtab of the mapped file, else in the .symtab of its
- * separate debug file (found by build-id under the debug directory, see
- * prof_symbolizer_set_debug_dir()), else in its .dynsym; then in the perf
+ * Looks in the symbol table of the mapped file as elfutils' libdwfl
+ * reads it (pprof/dwarf.h: its .symtab, else its separate debug file's,
+ * found by build-id under the debug directory, see
+ * prof_symbolizer_set_debug_dir(), or by .gnu_debuglink, else its
+ * .dynsym; nothing when libdw.so.1 cannot be loaded); then in the perf
  * map, if any (the last of its lines that covers @addr; @mapping_id is
  * then the perf map's mapping, unless @addr is in a file's); then, in a
  * symbolizer of this process's own mappings (prof_symbolizer_new()), asks

@@ -129,4 +129,26 @@ void *keyed_table_insert(struct keyed_table *t, uint64_t key,
  */
 void *keyed_table_next(const struct keyed_table *t, size_t *i);
 
+/*
+ * pprof_upper_bound() - index of the first of the @n elements of @size
+ * bytes at @base, sorted by the uint64_t at offset @off in each, whose key
+ * is above @key; @n if none.
+ */
+static inline size_t pprof_upper_bound(const void *base, size_t n, size_t size,
+				       size_t off, uint64_t key)
+{
+	size_t lo = 0, hi = n, mid;
+	uint64_t v;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		memcpy(&v, (const char *)base + mid * size + off, sizeof(v));
+		if (v <= key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 #endif /* PROFRING_PPROF_TABLE_H */

@@ -1,0 +1,419 @@
+// SPDX-License-Identifier: MIT
+/*
+ * pprof/dwfl.c - a mapped file as elfutils' libdwfl reads it (dwarf.h):
+ * opened once, its symbol table tabled by address; the source lines and
+ * inlined frames of its DWARF are dwarf.c's.
+ *
+ * Why libdwfl, loaded with dlopen().  Symbol tables (.symtab, .dynsym,
+ * those of separate debug files found by build-id or .gnu_debuglink,
+ * MiniDebugInfo) and DWARF (line programs, abbreviations,
+ * inlined-subroutine trees, split, dwz'd and compressed debug files) are
+ * what libdwfl reads, and it is the well-kept reader that perf and
+ * systemd use: nothing of it is written again here.  It is not linked
+ * into libprofring-prof.so: that library is preloaded into every
+ * profiled program, and libdw would bring libelf, zlib, liblzma, libbz2
+ * and libzstd into each at start-up; here they come only when a profile
+ * is symbolized (at the end, or at a served request).  A machine
+ * without libdw.so.1 gets no names from files (a symbolizer of its own
+ * process still asks dladdr()); the profile keeps each mapping's path
+ * and build-id, from which pprof can name the code itself.
+ *
+ * Files.  Each (path, build-id, debug directory) gets one Dwfl holding
+ * one module, the file reported at base 0 with its p_vaddr added (so the
+ * module's addresses are the file's own p_vaddr numbering, for a
+ * prelinked library, p_vaddr not 0, too) with libdwfl's standard search
+ * for its debug information: the file itself, .gnu_debuglink, then
+ * DEBUG_DIR/.build-id/xx/yyyy.debug (Debian's -dbg and -dbgsym
+ * packages).  The [vdso], in memory only, is given to libdwfl as a copy
+ * in a memfd.  Files are kept for the life of the process (a profile
+ * served every minute must not read libpython's DWARF every minute), at
+ * most MAX_FILES of them; past that, further files get no names (a bound
+ * on memory, not a loss of samples).  A kept file holds no file
+ * descriptor: once libdwfl has found and opened its files, libelf is
+ * made to hold them in memory (mapped) and their descriptors are closed
+ * (let_go_of_files()), so a profiled program that serves profiles does
+ * not see its descriptors taken, one or two per library, for good.
+ *
+ * Locking.  One mutex (pprof_dwfl_lock) around everything, here and in
+ * dwarf.c: libdw's objects are not meant for concurrent use, and
+ * symbolizing runs in normal threads only (the server's, the
+ * collector's, the launcher's), never in a signal handler.
+ */
+#include "pprof/dwarf.h"
+
+#ifdef PROFRING_HAVE_LIBDW
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pprof/dwfl_impl.h"
+
+#define LIBDW "libdw.so.1"
+#define MAX_FILES 1024
+
+struct pprof_dw_funcs pprof_dw;
+pthread_mutex_t pprof_dwfl_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Load libdw once; false if it (or one of its functions) is missing. */
+static bool dw_load(void)
+{
+	void *h;
+
+	if (pprof_dw.tried)
+		return pprof_dw.ok;
+	pprof_dw.tried = true;
+	h = dlopen(LIBDW, RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		return false;
+	DW_FUNCS(DW_RESOLVE)
+	pprof_dw.ok = true;
+	return true;
+}
+
+static struct {
+	struct pprof_dwarf *files;
+	size_t nfiles;
+	struct pprof_dwarf *opening; /* the file open_dwfl() is opening */
+} cache;
+
+/* @path is a regular file, or nothing: open() would block on a FIFO. */
+static bool not_special(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) || S_ISREG(st.st_mode);
+}
+
+/*
+ * The places libdwfl's standard search opens for @d (@file_name's debug
+ * link @link, if any): none may be a FIFO or a device.
+ */
+static bool safe_to_search(struct pprof_dwarf *d, const char *file_name,
+			   const char *link)
+{
+	char p[PATH_MAX];
+	const char *slash = strrchr(file_name, '/');
+	int dir = slash ? (int)(slash - file_name) : 0;
+
+	if (strlen(d->build_id) > 2) {
+		snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s.debug",
+			 d->debug_dir, d->build_id, d->build_id + 2);
+		if (!not_special(p))
+			return false;
+	}
+	if (!link || !slash)
+		return true;
+	snprintf(p, sizeof(p), "%.*s/%s", dir, file_name, link);
+	if (!not_special(p))
+		return false;
+	snprintf(p, sizeof(p), "%.*s/.debug/%s", dir, file_name, link);
+	if (!not_special(p))
+		return false;
+	snprintf(p, sizeof(p), "%s%.*s/%s", d->debug_dir, dir, file_name, link);
+	return not_special(p);
+}
+
+/*
+ * libdwfl's standard search for debug information, checked first
+ * (safe_to_search()), the descriptors it opens remembered (under
+ * pprof_dwfl_lock) for let_go_of_files().
+ */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata,
+			  const char *modname, Dwarf_Addr base,
+			  const char *file_name, const char *debuglink_file,
+			  GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	struct pprof_dwarf *d = cache.opening;
+	int fd;
+
+	if (d && !safe_to_search(d, file_name, debuglink_file))
+		return -1;
+	fd = pprof_dw.dwfl_standard_find_debuginfo(
+		mod, userdata, modname, base, file_name, debuglink_file,
+		debuglink_crc, debuginfo_file_name);
+	if (fd >= 0 && d && d->nfds < MAX_FDS)
+		d->fds[d->nfds++] = fd;
+	return fd;
+}
+
+/*
+ * Make libelf hold all of an ELF file in memory (elf_rawfile(): a file
+ * libelf mapped, or one in memory, already is; else it is read now) and
+ * stop using its descriptor (ELF_C_FDDONE; refused, harmlessly, when it
+ * has none).  False if the file could not be read.
+ */
+static bool elf_fd_done(Elf *e)
+{
+	size_t n;
+
+	if (!e)
+		return true;
+	if (!pprof_dw.elf_rawfile(e, &n))
+		return false;
+	pprof_dw.elf_cntl(e, ELF_C_FDDONE);
+	return true;
+}
+
+/*
+ * Close the descriptors of @d's files: the file itself (@fd), its debug
+ * file and a dwz file, once libelf holds what it needs of each (mapped or
+ * read).  A cached file must not hold descriptors: it lives as long as
+ * the process, and in a profiled program (an in-process session's
+ * server) a descriptor per library would change what the program sees.
+ * The Dwfl is never ended after this (it would close them again).
+ * False, with nothing closed, if libelf refused for one of them.
+ */
+static bool let_go_of_files(struct pprof_dwarf *d, int fd)
+{
+	Dwarf_Addr bias;
+	GElf_Sym sym;
+	GElf_Word shndx;
+	Elf *sym_elf = NULL;
+	Dwarf *dbg = d->has_dwarf ? pprof_dw.dwfl_module_getdwarf(d->mod, &bias)
+				  : NULL;
+	Dwarf *alt = dbg ? pprof_dw.dwarf_getalt(dbg) : NULL;
+
+	if (pprof_dw.dwfl_module_getsymtab(d->mod) > 1)
+		pprof_dw.dwfl_module_getsym_info(d->mod, 1, &sym, &bias, &shndx,
+						 &sym_elf, &bias);
+	if (!elf_fd_done(pprof_dw.dwfl_module_getelf(d->mod, &bias)) ||
+	    !elf_fd_done(sym_elf) ||
+	    !elf_fd_done(dbg ? pprof_dw.dwarf_getelf(dbg) : NULL) ||
+	    !elf_fd_done(alt ? pprof_dw.dwarf_getelf(alt) : NULL))
+		return false;
+	close(fd);
+	for (unsigned int i = 0; i < d->nfds; i++)
+		close(d->fds[i]);
+	d->nfds = 0;
+	return true;
+}
+
+/*
+ * A descriptor for @d: its path opened, or for a file in memory (@image),
+ * a memfd holding a copy of it.
+ */
+static int open_file(struct pprof_dwarf *d, const void *image, size_t size)
+{
+	int fd;
+
+	if (!image)
+		return open(d->path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	fd = memfd_create("profring-elf", MFD_CLOEXEC);
+	if (fd >= 0 && write(fd, image, size) != (ssize_t)size) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* Open @d's Dwfl; false when the file has no symbols and no DWARF. */
+static bool open_dwfl(struct pprof_dwarf *d, const char *debug_dir,
+		      const void *image, size_t size)
+{
+	Dwarf_Addr bias;
+	int fd;
+
+	if (asprintf(&d->debuginfo_path, ":.debug:%s", debug_dir) < 0) {
+		d->debuginfo_path = NULL;
+		return false;
+	}
+	d->cb.find_debuginfo = find_debuginfo;
+	d->cb.section_address = pprof_dw.dwfl_offline_section_address;
+	d->cb.debuginfo_path = &d->debuginfo_path;
+	fd = open_file(d, image, size);
+	if (fd < 0)
+		return false;
+	d->dwfl = pprof_dw.dwfl_begin(&d->cb);
+	if (!d->dwfl)
+		goto close_fd;
+	cache.opening = d;
+	pprof_dw.dwfl_report_begin(d->dwfl);
+	d->mod = pprof_dw.dwfl_report_elf(d->dwfl, d->path, d->path, fd, 0,
+					  true);
+	pprof_dw.dwfl_report_end(d->dwfl, NULL, NULL);
+	if (!d->mod)
+		goto end; /* fd is still ours */
+	d->has_dwarf = pprof_dw.dwfl_module_getdwarf(d->mod, &bias) != NULL;
+	if (!d->has_dwarf && pprof_dw.dwfl_module_getsymtab(d->mod) <= 1)
+		goto end_owned;
+	if (!let_go_of_files(d, fd))
+		goto end_owned;
+	cache.opening = NULL;
+	return true;
+end_owned:
+	fd = -1; /* the module's now: dwfl_end() closes it */
+end:
+	cache.opening = NULL;
+	pprof_dw.dwfl_end(d->dwfl);
+	d->dwfl = NULL;
+	d->has_dwarf = false;
+close_fd:
+	if (fd >= 0)
+		close(fd);
+	return false;
+}
+
+/* A new entry of the cache for @path, @build_id, @debug_dir; NULL: none. */
+static struct pprof_dwarf *new_file(const char *path, const char *build_id,
+				    const char *debug_dir)
+{
+	struct pprof_dwarf *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	d->path = strdup(path);
+	d->build_id = strdup(build_id);
+	d->debug_dir = strdup(debug_dir);
+	if (!d->path || !d->build_id || !d->debug_dir) {
+		free(d->path);
+		free(d->build_id);
+		free(d->debug_dir);
+		free(d);
+		return NULL;
+	}
+	keyed_table_init(&d->addrs, sizeof(struct addr_entry));
+	keyed_table_init(&d->units, sizeof(struct cu_funcs));
+	return d;
+}
+
+struct pprof_dwarf *pprof_dwarf_get(const char *path, const char *build_id,
+				    const char *debug_dir, const void *image,
+				    size_t size)
+{
+	struct pprof_dwarf *d;
+
+	if (!debug_dir)
+		debug_dir = "/usr/lib/debug";
+	pthread_mutex_lock(&pprof_dwfl_lock);
+	for (d = cache.files; d; d = d->next)
+		if (!strcmp(d->path, path) && !strcmp(d->build_id, build_id) &&
+		    !strcmp(d->debug_dir, debug_dir))
+			goto out;
+	if (cache.nfiles >= MAX_FILES || !dw_load())
+		goto out; /* d is NULL */
+	d = new_file(path, build_id, debug_dir);
+	if (!d)
+		goto out;
+	/* Kept without symbols too: the file is not read again. */
+	open_dwfl(d, debug_dir, image, size);
+	d->next = cache.files;
+	cache.files = d;
+	cache.nfiles++;
+out:
+	pthread_mutex_unlock(&pprof_dwfl_lock);
+	return d && d->dwfl ? d : NULL;
+}
+
+static int sym_rank(unsigned char info)
+{
+	switch (GELF_ST_BIND(info)) {
+	case STB_GLOBAL:
+		return 0;
+	case STB_WEAK:
+		return 1;
+	default:
+		return 2;
+	}
+}
+
+/* By address; of one address, the one to keep first (see table_syms()). */
+static int sym_cmp(const void *a, const void *b)
+{
+	const struct sym_entry *x = a, *y = b;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	if (!x->size != !y->size)
+		return !x->size ? 1 : -1;
+	if (x->rank != y->rank)
+		return x->rank - y->rank;
+	return strcmp(x->name, y->name);
+}
+
+/*
+ * The functions of @d's symbol table, as libdwfl reads it (its .symtab,
+ * else its debug file's, else .dynsym; MiniDebugInfo's too), tabled once
+ * by address: libdwfl's own look-up (dwfl_module_addrinfo()) walks the
+ * whole table for every address, 0.6 ms an address in libc's.  Defined,
+ * named STT_FUNC and STT_GNU_IFUNC symbols; one per address: sized before
+ * size 0, global before weak before local, then by name.  Without memory,
+ * what was tabled so far.
+ */
+static void table_syms(struct pprof_dwarf *d)
+{
+	int n = pprof_dw.dwfl_module_getsymtab(d->mod);
+	size_t cap = 0, k = 0;
+
+	d->syms_done = true;
+	for (int i = 1; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		GElf_Word shndx;
+		struct sym_entry *e;
+		const char *name = pprof_dw.dwfl_module_getsym_info(
+			d->mod, i, &sym, &addr, &shndx, NULL, NULL);
+		int type = GELF_ST_TYPE(sym.st_info);
+
+		if (!name || !*name || sym.st_shndx == SHN_UNDEF ||
+		    (type != STT_FUNC && type != STT_GNU_IFUNC))
+			continue;
+		e = array_grow(d->syms, &cap, d->nsyms + 1, sizeof(*e));
+		if (!e)
+			break;
+		d->syms = e;
+		d->syms[d->nsyms++] =
+			(struct sym_entry){ addr, sym.st_size, name,
+					    sym_rank(sym.st_info) };
+	}
+	qsort(d->syms, d->nsyms, sizeof(*d->syms), sym_cmp);
+	for (size_t i = 0; i < d->nsyms; i++) /* the first of each address */
+		if (!k || d->syms[i].lo != d->syms[k - 1].lo)
+			d->syms[k++] = d->syms[i];
+	d->nsyms = k;
+}
+
+const char *pprof_dwarf_symbol(struct pprof_dwarf *d, uint64_t vaddr)
+{
+	const struct sym_entry *e = NULL;
+	size_t i;
+
+	pthread_mutex_lock(&pprof_dwfl_lock);
+	if (!d->syms_done)
+		table_syms(d);
+	i = pprof_upper_bound(d->syms, d->nsyms, sizeof(*d->syms),
+			      offsetof(struct sym_entry, lo), vaddr);
+	if (i)
+		e = &d->syms[i - 1];
+	pthread_mutex_unlock(&pprof_dwfl_lock);
+	/* Size 0: up to the next symbol, which lies above @vaddr. */
+	return e && (!e->size || vaddr - e->lo < e->size) ? e->name : NULL;
+}
+
+#else /* !PROFRING_HAVE_LIBDW: no names from files */
+
+struct pprof_dwarf *pprof_dwarf_get(const char *path, const char *build_id,
+				    const char *debug_dir, const void *image,
+				    size_t size)
+{
+	(void)path;
+	(void)build_id;
+	(void)debug_dir;
+	(void)image;
+	(void)size;
+	return NULL;
+}
+
+const char *pprof_dwarf_symbol(struct pprof_dwarf *d, uint64_t vaddr)
+{
+	(void)d;
+	(void)vaddr;
+	return NULL;
+}
+
+#endif
