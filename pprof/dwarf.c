@@ -168,7 +168,8 @@ static struct cu_funcs *unit(struct pprof_dwarf *d, Dwarf_Die *cu)
 		free(made.r);
 		return NULL;
 	}
-	qsort(made.r, made.n, sizeof(*made.r), range_cmp);
+	if (made.n)
+		qsort(made.r, made.n, sizeof(*made.r), range_cmp);
 	f = keyed_table_insert(&d->units, key, NULL, NULL);
 	if (!f) {
 		free(made.r);
@@ -268,7 +269,8 @@ static void table_units(struct pprof_dwarf *d)
 		}
 	}
 sort:
-	qsort(d->cus, d->ncus, sizeof(*d->cus), cu_range_cmp);
+	if (d->ncus)
+		qsort(d->cus, d->ncus, sizeof(*d->cus), cu_range_cmp);
 }
 
 /* The unit whose code holds @vaddr: by the aranges, else by the table. */

@@ -358,10 +358,9 @@ static void table_syms(struct pprof_dwarf *d)
 		struct sym_entry *e;
 		const char *name = pprof_dw.dwfl_module_getsym_info(
 			d->mod, i, &sym, &addr, &shndx, NULL, NULL);
-		int type = GELF_ST_TYPE(sym.st_info);
-
 		if (!name || !*name || sym.st_shndx == SHN_UNDEF ||
-		    (type != STT_FUNC && type != STT_GNU_IFUNC))
+		    (GELF_ST_TYPE(sym.st_info) != STT_FUNC &&
+		     GELF_ST_TYPE(sym.st_info) != STT_GNU_IFUNC))
 			continue;
 		e = array_grow(d->syms, &cap, d->nsyms + 1, sizeof(*e));
 		if (!e)
@@ -371,7 +370,8 @@ static void table_syms(struct pprof_dwarf *d)
 			(struct sym_entry){ addr, sym.st_size, name,
 					    sym_rank(sym.st_info) };
 	}
-	qsort(d->syms, d->nsyms, sizeof(*d->syms), sym_cmp);
+	if (d->nsyms)
+		qsort(d->syms, d->nsyms, sizeof(*d->syms), sym_cmp);
 	for (size_t i = 0; i < d->nsyms; i++) /* the first of each address */
 		if (!k || d->syms[i].lo != d->syms[k - 1].lo)
 			d->syms[k++] = d->syms[i];
