@@ -27,6 +27,8 @@
  * mappings are its parent's) and starts its sampler; without, it marks
  * the memfd close-on-exec so that the child's execs do not inherit it.
  * exec: the new image loads the library again and attaches as in 1-3.
+ * exit: the slot gets the process's CPU time over the session
+ * (agent_fini()); the sampler is not stopped.
  *
  * Mapping records are written outside signal handlers; when the ring has
  * no room they are retried for up to MAP_RETRY_NS, then counted in
@@ -341,4 +343,16 @@ bool prof_agent_init(void)
 	if (err)
 		say("cannot start sampling", strerror(-err));
 	return true;
+}
+
+/*
+ * At exit (exit() or main's return; not _exit, a fatal signal or exec):
+ * the session is never stopped (nothing of ours outlives the program),
+ * but the CPU time it covered goes to the counters, for the profile's
+ * "[profring: unsampled CPU]" entry (stream.h's cpu_ns).
+ */
+__attribute__((destructor)) static void agent_fini(void)
+{
+	if (agent.attached)
+		prof_sampler_note_cpu();
 }

@@ -445,6 +445,7 @@ struct prof_agg *prof_agg_new(bool in_process, size_t table_bytes, int *err)
 	keyed_table_init(&a->agg, sizeof(struct agg_entry));
 	keyed_table_init(&a->thread_index, sizeof(struct index_entry));
 	keyed_table_init(&a->pid_space, sizeof(struct index_entry));
+	keyed_table_init(&a->proc_cpu, sizeof(struct cpu_entry));
 	prof_heap_agg_init(&a->heap);
 	a->tab = stacktab_new(table_bytes ? table_bytes : AGG_STACKS_MAX_BYTES,
 			      AGG_EXPECTED_STACKS);
@@ -475,7 +476,34 @@ void prof_agg_free(struct prof_agg *a)
 	keyed_table_free(&a->agg);
 	keyed_table_free(&a->thread_index);
 	keyed_table_free(&a->pid_space);
+	keyed_table_free(&a->proc_cpu);
 	prof_heap_agg_free(&a->heap);
 	stacktab_free(a->tab);
 	free(a);
+}
+
+/**
+ * prof_agg_set_process_cpu() - the CPU time process @pid used over its
+ * session (its counters' cpu_ns), for the "[profring: unsampled CPU]"
+ * entry of the whole run's profile.
+ * @a:		the aggregation.
+ * @pid:	the process (0: ignored).
+ * @ns:		its CPU time; 0: not known (ignored).
+ * @period_ns:	the sampling period (one CPU sample's period).
+ *
+ * Return: 0, or -ENOMEM (the process is then left out of the entry).
+ */
+int prof_agg_set_process_cpu(struct prof_agg *a, pid_t pid, uint64_t ns,
+			     uint64_t period_ns)
+{
+	struct cpu_entry *e;
+
+	if (pid <= 0 || !ns || !period_ns)
+		return 0;
+	e = keyed_table_insert(&a->proc_cpu, (uint64_t)pid, NULL, NULL);
+	if (!e)
+		return -ENOMEM;
+	e->ns = ns;
+	a->period_ns = period_ns;
+	return 0;
 }

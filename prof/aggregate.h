@@ -28,6 +28,7 @@
 #define PROF_LOST_NAME "[profring: lost samples]"
 #define PROF_TABLE_FULL_NAME "[profring: stack table full]"
 #define PROF_NO_STACK_NAME "[profring: no stack]"
+#define PROF_UNSAMPLED_NAME "[profring: unsampled CPU]"
 
 struct prof_agg;
 
@@ -78,5 +79,7 @@ struct prof_heap_counts;
 void prof_agg_heap_counts(const struct prof_agg *a, struct prof_heap_counts *c);
 void prof_agg_refresh_names(struct prof_agg *a);
 void prof_agg_set_thread_name(struct prof_agg *a, pid_t tid, const char *name);
+int prof_agg_set_process_cpu(struct prof_agg *a, pid_t pid, uint64_t ns,
+			     uint64_t period_ns);
 
 #endif /* PROFRING_PROF_AGGREGATE_H */

@@ -58,6 +58,12 @@ struct agg_entry {
 	uint64_t periods;
 };
 
+/* A process's CPU time over its session (prof_agg_set_process_cpu()). */
+struct cpu_entry {
+	uint64_t key; /* pid */
+	uint64_t ns;
+};
+
 struct index_entry {
 	uint64_t key; /* thread: (space + 1) << 32 | tid; pid: pid */
 	uint32_t index;
@@ -78,6 +84,8 @@ struct prof_agg {
 	struct prof_agg_counts n;
 	struct prof_heap_agg heap;
 	uint64_t heap_refused;
+	struct keyed_table proc_cpu; /* struct cpu_entry */
+	uint64_t period_ns; /* a CPU sample's period, for proc_cpu */
 };
 
 /* aggregate.c */

@@ -256,6 +256,63 @@ static bool since(const struct agg_entry *e, const struct prof_cpu_base *base,
 	return out->samples != 0;
 }
 
+/*
+ * The periods of CPU no sample shows: for each process whose CPU time over
+ * its session is known (prof_agg_set_process_cpu()), its whole periods
+ * less those its CPU samples stand for, less the samples lost (already an
+ * entry of their own).  What it holds: the CPU threads use after their
+ * last look at their clocks (glibc's and the kernel's exit work), that of
+ * threads our pthread_create did not start, the profiler's own threads'
+ * (in-process), and what the samples' rounding leaves.  A process whose
+ * samples stand for more than its CPU adds nothing; a pid's samples of
+ * its images before an exec count against its last image's CPU (so it is
+ * an underestimate there).
+ */
+struct pid_periods {
+	uint64_t key; /* pid */
+	uint64_t periods;
+};
+
+static uint64_t unsampled_periods(struct prof_agg *a)
+{
+	struct keyed_table mine; /* struct pid_periods */
+	struct pid_periods *m;
+	struct cpu_entry *c;
+	struct agg_entry *e;
+	uint64_t total = 0, lost = prof_agg_cpu_lost(a);
+	size_t i = 0;
+
+	if (!a->proc_cpu.n)
+		return 0;
+	keyed_table_init(&mine, sizeof(struct pid_periods));
+	while ((e = keyed_table_next(&a->agg, &i))) {
+		uint32_t t = KEY_THREAD(e->key);
+		pid_t pid;
+
+		if ((e->key & KEY_WALL) || !t || t > a->nthreads)
+			continue;
+		pid = a->spaces[a->threads[t - 1].space].pid;
+		if (pid <= 0)
+			continue;
+		m = keyed_table_insert(&mine, (uint64_t)pid, NULL, NULL);
+		if (!m)
+			goto out; /* without memory: no entry */
+		m->periods += e->periods;
+	}
+	i = 0;
+	while ((c = keyed_table_next(&a->proc_cpu, &i))) {
+		uint64_t whole = c->ns / a->period_ns, seen = 0;
+
+		m = keyed_table_find(&mine, c->key, NULL, NULL);
+		seen = m ? m->periods : 0;
+		total += whole > seen ? whole - seen : 0;
+	}
+	total = total > lost ? total - lost : 0;
+out:
+	keyed_table_free(&mine);
+	return total;
+}
+
 /**
  * prof_agg_profile_since() - the samples aggregated since @base (all of
  * them without), with a symbolizer per address space (valid until
@@ -272,6 +329,7 @@ int prof_agg_profile_since(struct prof_agg *a, const struct prof_cpu_base *base,
 			   struct prof_profile *p)
 {
 	uint64_t lost = prof_agg_cpu_lost(a) - (base ? base->lost : 0);
+	uint64_t unsampled = base ? 0 : unsampled_periods(a);
 	struct prof_sample *v;
 	struct agg_entry *e, d;
 	size_t i = 0, n = 0;
@@ -280,7 +338,7 @@ int prof_agg_profile_since(struct prof_agg *a, const struct prof_cpu_base *base,
 	err = profile_begin(a, p);
 	if (err)
 		return err;
-	v = calloc(a->agg.n + 1, sizeof(*v));
+	v = calloc(a->agg.n + 2, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	p->samples = v;
@@ -300,6 +358,12 @@ int prof_agg_profile_since(struct prof_agg *a, const struct prof_cpu_base *base,
 		v[n].special = PROF_LOST_NAME;
 		v[n].samples = lost;
 		v[n].periods = lost;
+		n++;
+	}
+	if (unsampled) {
+		/* Periods of CPU, in no sample: a count of 0. */
+		v[n].special = PROF_UNSAMPLED_NAME;
+		v[n].periods = unsampled;
 		n++;
 	}
 	p->nsamples = n;

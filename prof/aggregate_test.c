@@ -253,11 +253,66 @@ static void wall_samples_and_repeats(void)
 	profbuf_free(b);
 }
 
+static const struct prof_sample *special(const struct prof_profile *p,
+					 const char *name)
+{
+	for (size_t i = 0; i < p->nsamples; i++)
+		if (p->samples[i].special &&
+		    !strcmp(p->samples[i].special, name))
+			return &p->samples[i];
+	return NULL;
+}
+
+/*
+ * The unsampled CPU entry: each process's whole periods of CPU less its
+ * samples' periods (an exec's images counted under its pid), none for a
+ * process whose samples stand for more, nor one whose CPU is unknown.
+ */
+static void unsampled_cpu(void)
+{
+	struct profbuf *b = ring();
+	struct prof_profile p;
+	const struct prof_sample *s;
+	struct prof_agg *a;
+	int err;
+
+	KT_REQUIRE(b);
+	a = prof_agg_new(false, 0, &err);
+	KT_REQUIRE(a);
+	hello(b, 100, 1, 0);
+	sample(b, 100, 100, 0x1100, 3);
+	sample(b, 100, 101, 0x1200, 2);
+	hello(b, 100, 1, 0); /* exec */
+	sample(b, 100, 100, 0x1300, 1);
+	hello(b, 200, 100, PROF_HELLO_FORKED);
+	sample(b, 200, 200, 0x1100, 9);
+	hello(b, 300, 100, PROF_HELLO_FORKED);
+	sample(b, 300, 300, 0x1100, 1);
+	drain(b, a);
+	/* No CPU known: no entry. */
+	KT_CHECK_EQ(prof_agg_profile(a, &p), 0);
+	KT_CHECK(!special(&p, PROF_UNSAMPLED_NAME));
+	prof_agg_profile_free(&p);
+	/* 100: 10.5 periods, 6 seen; 200: 8 periods, 9 seen; 300: none. */
+	KT_CHECK_EQ(prof_agg_set_process_cpu(a, 100, 10500, 1000), 0);
+	KT_CHECK_EQ(prof_agg_set_process_cpu(a, 200, 8000, 1000), 0);
+	KT_CHECK_EQ(prof_agg_set_process_cpu(a, 300, 0, 1000), 0);
+	KT_CHECK_EQ(prof_agg_profile(a, &p), 0);
+	s = special(&p, PROF_UNSAMPLED_NAME);
+	KT_REQUIRE(s);
+	KT_CHECK_EQ(s->periods, 4);
+	KT_CHECK_EQ(s->samples, 0);
+	prof_agg_profile_free(&p);
+	prof_agg_free(a);
+	profbuf_free(b);
+}
+
 int main(void)
 {
 	KT_RUN(processes_and_images);
 	KT_RUN(losses_and_nonsense);
 	KT_RUN(in_process_has_one_space);
 	KT_RUN(wall_samples_and_repeats);
+	KT_RUN(unsampled_cpu);
 	return ktest_exit();
 }

@@ -388,6 +388,12 @@ static int write_outputs(const struct profring_prof_stats *st)
 			session.heap_output, strerror(-herr));
 	if (!session.output)
 		return herr;
+	/* Relaxed: stop stored it (prof_sampler_stop()); 0 in wall mode. */
+	prof_agg_set_process_cpu(prof_collector_agg(session.collector),
+				 getpid(),
+				 atomic_load_explicit(&session.counters.cpu_ns,
+						      memory_order_relaxed),
+				 1000000000u / session.hz);
 	err = prof_collector_profile(session.collector, &p);
 	if (err)
 		return err;

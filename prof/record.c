@@ -566,6 +566,29 @@ static int close_trace(const struct prof_record_args *a, struct reader *rd)
 	return 0;
 }
 
+/*
+ * Each process's CPU over its session (its slot's cpu_ns), for the
+ * profile's unsampled CPU entry; not the last slot's, which processes
+ * past PROF_SHM_SLOTS share.
+ */
+static void take_process_cpu(const struct prof_record_args *a,
+			     struct reader *rd, struct prof_shm *h)
+{
+	/* Relaxed: the program is gone (wait4 ordered its stores). */
+	uint32_t n = atomic_load_explicit(&h->next_slot, memory_order_relaxed);
+
+	if (n > PROF_SHM_SLOTS - 1)
+		n = PROF_SHM_SLOTS - 1;
+	for (uint32_t i = 0; i < n; i++)
+		prof_agg_set_process_cpu(
+			rd->agg,
+			atomic_load_explicit(&h->slots[i].pid,
+					     memory_order_relaxed),
+			atomic_load_explicit(&h->slots[i].ctr.cpu_ns,
+					     memory_order_relaxed),
+			1000000000u / a->opts.hz);
+}
+
 static int finish(const struct prof_record_args *a, struct reader *rd,
 		  struct prof_shm_map *m, struct outcome *o)
 {
@@ -573,6 +596,8 @@ static int finish(const struct prof_record_args *a, struct reader *rd,
 
 	o->stalled = rd->stalled;
 	prof_shm_sum(m->hdr, &o->counts);
+	if (m->hdr->cpu && a->opts.mode != PROFRING_PROF_MODE_WALL)
+		take_process_cpu(a, rd, m->hdr);
 	prof_agg_set_heap_refused(rd->agg, o->counts.heap_refused);
 	prof_agg_counts(rd->agg, &o->agg);
 	/* Relaxed: the program is gone; a count to report. */

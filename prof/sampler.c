@@ -350,6 +350,7 @@ static void after_fork_in_child(void)
 	atomic_store_explicit(&prof_smp.inflight, 0, memory_order_relaxed);
 	prof_self.tid = 0;
 	prof_smp.pid = getpid();
+	prof_smp.cpu_start_ns = 0; /* the parent's clock, not this one's */
 	pthread_mutex_init(&prof_smp.lock, NULL);
 	prof_smp.arming = false;
 	prof_smp.counting = false;
@@ -449,6 +450,47 @@ void prof_sampler_rescan(void)
 	pthread_mutex_unlock(&prof_smp.lock);
 }
 
+/* The process's CPU clock, in ns (at least 1); 0 if it cannot be read. */
+static uint64_t process_cpu_ns(void)
+{
+	struct timespec ts;
+	uint64_t ns;
+
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts))
+		return 0;
+	ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return ns ? ns : 1;
+}
+
+/* Store the CPU the process used since its CPU session started. */
+static void note_cpu_locked(void)
+{
+	uint64_t now;
+
+	if (!prof_smp.cpu_start_ns || !prof_smp.counters)
+		return;
+	now = process_cpu_ns();
+	if (now > prof_smp.cpu_start_ns)
+		/* Relaxed: a number for the report, read after the end. */
+		atomic_store_explicit(&prof_smp.counters->cpu_ns,
+				      now - prof_smp.cpu_start_ns,
+				      memory_order_relaxed);
+}
+
+/**
+ * prof_sampler_note_cpu() - store the process's CPU time since its CPU
+ * session started in the session's counters (cpu_ns, stream.h), as a
+ * session that is never stopped ends: at exit, under the launcher
+ * (agent.c).  Sampling goes on.  Not async-signal-safe; a no-op without
+ * a CPU session (a fork child has none until it starts one).
+ */
+void prof_sampler_note_cpu(void)
+{
+	pthread_mutex_lock(&prof_smp.lock);
+	note_cpu_locked();
+	pthread_mutex_unlock(&prof_smp.lock);
+}
+
 /**
  * prof_sampler_start() - install the handler and arm the timers.
  * @c: the session's configuration.
@@ -491,6 +533,7 @@ int prof_sampler_start(const struct prof_sampler_config *c)
 	/* Publishes the fields above to the handler's seq_cst load. */
 	atomic_store_explicit(&prof_smp.active, 1, memory_order_seq_cst);
 	err = c->wall ? prof_wall_start() : start_timers(c);
+	prof_smp.cpu_start_ns = c->wall || err ? 0 : process_cpu_ns();
 	if (err) {
 		/* Pairs with the handler's increment and load (Dekker). */
 		atomic_store_explicit(&prof_smp.active, 0,
@@ -513,6 +556,8 @@ out:
 int prof_sampler_stop(void)
 {
 	pthread_mutex_lock(&prof_smp.lock);
+	note_cpu_locked();
+	prof_smp.cpu_start_ns = 0;
 	prof_wall_stop(); /* no wall signal or REPEAT record after this */
 	prof_smp.arming = false;
 	prof_smp.counting = false;

@@ -55,6 +55,7 @@ struct prof_stack_bounds;
 pid_t prof_sampler_self(struct prof_stack_bounds *bounds);
 int prof_sampler_start(const struct prof_sampler_config *c);
 int prof_sampler_stop(void);
+void prof_sampler_note_cpu(void);
 void prof_sampler_rescan(void);
 void prof_sampler_thread_enter(void);
 void prof_sampler_add_stats(struct profring_prof_stats *st,

@@ -53,6 +53,11 @@ struct sampler_state {
 	/* The process's id, for the records; reset in a fork child. */
 	pid_t pid;
 	/*
+	 * The process's CPU clock when a CPU session started (0: none
+	 * running, or a wall session): for counters->cpu_ns, under `lock`.
+	 */
+	uint64_t cpu_start_ns;
+	/*
 	 * false: the process timer.  Relaxed everywhere: written under
 	 * `lock`, published to the handler by the seq_cst store of `active`.
 	 */

@@ -37,7 +37,7 @@
 /* The variable that carries "FD:ROOTPID" to the program. */
 #define PROF_SHM_ENV "PROFRING_PROF_SHM"
 #define PROF_SHM_MAGIC UINT64_C(0x316d6873666f7270) /* "profshm1" */
-#define PROF_SHM_VERSION 3u
+#define PROF_SHM_VERSION 4u
 /* Processes with a slot of their own; later ones share the last. */
 #define PROF_SHM_SLOTS 1024u
 

@@ -158,6 +158,12 @@ static inline const char *prof_stream_unpack(const uint64_t *w, size_t n)
  * @heap_frees_refused: of those, FREE records.
  * @heap_untracked: sampled allocations the address table had no room
  *		for (written PROF_ALLOC_UNTRACKED).
+ * @cpu_ns:	the process's CPU time (CLOCK_PROCESS_CPUTIME_ID) over its
+ *		CPU session, stored once as the session ends (stop, or
+ *		the library's unloading at exit under the launcher); 0 if
+ *		it never ended so (killed, _exit, exec) or samples wall
+ *		time.  The profile's "[profring: unsampled CPU]" entry is
+ *		this less what the samples stand for.
  */
 struct prof_counters {
 	_Atomic uint64_t written;
@@ -172,6 +178,7 @@ struct prof_counters {
 	_Atomic uint64_t heap_refused;
 	_Atomic uint64_t heap_frees_refused;
 	_Atomic uint64_t heap_untracked;
+	_Atomic uint64_t cpu_ns;
 	_Atomic uint32_t taken_over;
 	_Atomic uint32_t signo;
 	_Atomic uint32_t engines; /* PROF_ENGINE_* the session armed */

@@ -64,19 +64,21 @@
  * callees.  Our pthread_create's trampoline records both as the thread
  * starts (prof_thread_cpu_started()), before the destructor can run.
  *
- * What stays unaccounted.  The carry left at stop (less than one period
- * for the whole session); the CPU a thread uses after its destructor
- * (glibc's and the kernel's exit: about 14 us a thread on the machine
- * this was written on, 12% of a 0.1 ms thread, so the profile of a
- * program of such threads shows about 93% of its CPU);
- * threads our pthread_create never started (thrd_create, raw clone),
- * whose exit is seen only by the rescan, lose their tail (at most about
- * a period and a tick each); and threads still running when the session
- * stops keep theirs (the same bound, per live thread): their account is
- * in their own TLS, which only they can read safely, and stop, unlike an
- * exit, has no stack of theirs to give the time to.  A first sample of
- * a thread armed by someone else rounds as before (once per thread and
- * session).
+ * What stays unaccounted here.  The carry left at stop (less than one
+ * period for the whole session); the CPU a thread uses after its
+ * destructor (glibc's and the kernel's exit: about 5-14 us a thread on
+ * the machines this ran on, 5-12% of a 0.1 ms thread); threads our
+ * pthread_create never started (thrd_create, raw clone), whose exit is
+ * seen only by the rescan, lose their tail (at most about a period and a
+ * tick each); and threads still running when the session stops keep
+ * theirs (the same bound, per live thread): their account is in their
+ * own TLS, which only they can read safely, and stop, unlike an exit,
+ * has no stack of theirs to give the time to.  A first sample of a
+ * thread armed by someone else rounds as before (once per thread and
+ * session).  None of it is lost silently: the process's CPU over the
+ * session (sampler.c's counters' cpu_ns, at stop or exit) less what the
+ * samples stand for is the profile's "[profring: unsampled CPU]" entry
+ * (aggregate_profile.c), so the total is the process's CPU.
  */
 #include "prof/thread_cpu.h"
 

@@ -9,13 +9,14 @@
 # Prints one line:
 #
 #	hz H us U threads N truth T profile P total_ms A cpu_ms C ratio R
-#	of_cpu W
+#	of_cpu W unsampled X
 #
 # T: thread_work()'s share of the process's CPU by the workload's clocks
 # (percent); P: the share of the profile's cpu/nanoseconds whose stack
 # holds thread_work; A: the profile's total cpu/nanoseconds; C: the
 # process's CPU time by CLOCK_PROCESS_CPUTIME_ID; R = A / C; W: the
-# profile's thread_work CPU as a percentage of C.  The profile
+# profile's thread_work CPU as a percentage of C; X: the share of A in
+# the "[profring: unsampled CPU]" entry (CPU no sample saw).  The profile
 # is read by `go tool pprof -raw` (the real client).  Exits nonzero, with
 # one line on stderr, if the recording or the reading failed.  Shared by
 # threads_test.sh and bench/threads_accuracy.sh.
@@ -57,6 +58,8 @@ awk -v hz="$HZ" -v us="$US" -v n="$N" -v truth_line="$(tail -1 "$f.out")" '
 		sub(":", "", id)
 		if ($4 == "thread_work")
 			tw[id] = 1
+		if (index($0, "[profring: unsampled CPU]"))
+			un[id] = 1
 	}
 	END {
 		for (i = 1; i <= nsamp; i++) {
@@ -66,6 +69,8 @@ awk -v hz="$HZ" -v us="$US" -v n="$N" -v truth_line="$(tail -1 "$f.out")" '
 					work += w[i]
 					break
 				}
+			if (l[1] in un)
+				unsampled += w[i]
 		}
 		split(truth_line, t, " ")
 		cpu = t[6]
@@ -73,7 +78,8 @@ awk -v hz="$HZ" -v us="$US" -v n="$N" -v truth_line="$(tail -1 "$f.out")" '
 			print "threads_share: no samples or no truth line" > "/dev/stderr"
 			exit 1
 		}
-		printf "hz %d us %d threads %d truth %.1f profile %.1f total_ms %.1f cpu_ms %.1f ratio %.3f of_cpu %.1f\n",
+		printf "hz %d us %d threads %d truth %.1f profile %.1f total_ms %.1f cpu_ms %.1f ratio %.3f of_cpu %.1f unsampled %.1f\n",
 			hz, us, n, t[8], 100 * work / total, total / 1e6,
-			cpu / 1e6, total / cpu, 100 * work / cpu
+			cpu / 1e6, total / cpu, 100 * work / cpu,
+			100 * unsampled / total
 	}' "$f.raw"

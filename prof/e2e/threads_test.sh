@@ -7,18 +7,15 @@
 #
 #	sh prof/e2e/threads_test.sh [BUILD [LABEL]]
 #
-# For each case thread_work's share of the profile (go tool pprof -raw)
-# must be within 5 points of its share by the workload's own clocks, and
-# the profile's total within 5% of the process's CPU time.  Threads of 0.1
-# ms lose glibc's and the kernel's exit work after our last look at them
-# (thread_cpu.c: about 14 us a thread, 7% of the CPU here), which inflates
-# every share of the profile: there the total must be within 12%,
-# thread_work's CPU in the profile within 5 points of the truth as shares
-# of the process's CPU, and its share of the profile within 7 points.
-# Threads of 1 ms at 99 Hz with perf counters: 0.943 to 0.976 of the CPU
-# over runs (the kernel's exit work, a tenth of a period per thread, and
-# at most a period each of the main thread and the exit carry left at
-# stop): the total within 7% there; the issue's 5% holds at 5 ms (0.99).
+# For each case (the issue's goal) thread_work's share of the profile (go
+# tool pprof -raw) must be within 5 points of its share by the workload's
+# own clocks, as must its CPU in the profile as a share of the process's
+# CPU, and the profile's total within 5% of the process's CPU time.  The
+# CPU no sample saw (glibc's and the kernel's exit work after our last
+# look at a thread: thread_cpu.c, about 5-14 us a thread) is in the
+# profile as "[profring: unsampled CPU]", the process's CPU less what the
+# samples stand for; it must stay small (most of the CPU in real stacks):
+# at most 15% of the profile with threads of 0.1 ms, 5% with 1 and 5 ms.
 # About 5 s on a 2-core machine (bench/threads_accuracy.sh runs the
 # issue's whole matrix).  Under LABEL tsan or
 # asan it is skipped (an uninstrumented program, as e2e_test.sh); without
@@ -41,7 +38,7 @@ close() { # A B D: |A - B| <= D
 		'BEGIN { x = a - b; if (x < 0) x = -x; exit !(x <= d) }'
 }
 
-# case_ HZ THREADS US TOTAL-TOLERANCE SHARE-TOLERANCE
+# case_ HZ THREADS US MAX-UNSAMPLED-PERCENT
 case_() {
 	cn=$1hz_$3us
 	if ! line=$(sh "$(dirname "$0")/threads_share.sh" "$BUILD" "$TMP" \
@@ -50,14 +47,14 @@ case_() {
 		return
 	fi
 	echo "# $line"
-	tol=$4
-	stol=$5
+	umax=$4
 	set -- $line
-	check "${cn}_share" close "${10}" "$8" "$stol"
+	check "${cn}_share" close "${10}" "$8" 5
 	check "${cn}_cpu_share" close "${18}" "$8" 5
-	check "${cn}_total" close "${16}" 1 "$tol"
+	check "${cn}_total" close "${16}" 1 0.05
+	check "${cn}_unsampled_small" close "${20}" 0 "$umax"
 }
-case_ 999 4000 100 0.12 7
-case_ 99 500 1000 0.07 5
-case_ 999 100 5000 0.05 5
+case_ 999 4000 100 15
+case_ 99 500 1000 5
+case_ 999 100 5000 5
 checks_done
