@@ -421,12 +421,6 @@ int prof_record_parse(int argc, char **argv, struct prof_record_args *a,
 	a->cmd_index = optind;
 	if (check_together(&a->opts, "--buffer-words", err, len))
 		return -1;
-	if (a->opts.mode == PROFRING_PROF_MODE_WALL &&
-	    (heap || a->opts.heap_rate))
-		return fail(
-			err, len,
-			"record: --mode wall: not with --heap or --heap-rate "
-			"(not supported yet)");
 	if (!out && !heap)
 		out = PROFRING_PROF_DEFAULT_OUTPUT;
 	if (a->opts.heap_rate && !heap && !a->http)

@@ -479,11 +479,17 @@ int prof_wall_start(void)
 	sigset_t all, old;
 	int rc;
 
-	prof_heap_ignore_begin(); /* the profiler's, not the program's */
+	/*
+	 * The table and the thread (glibc allocates its TLS with malloc)
+	 * are the profiler's, not the program's: under the launcher the heap
+	 * profiler is already on here (agent.c starts it first).
+	 */
+	prof_heap_ignore_begin();
 	ticker.t = calloc(WALL_MAX_THREADS, sizeof(*ticker.t));
-	prof_heap_ignore_end();
-	if (!ticker.t)
+	if (!ticker.t) {
+		prof_heap_ignore_end();
 		return -ENOMEM;
+	}
 	ticker.rotor = ticker.hi = 0;
 	ticker.since_rescan = WALL_RESCAN_TICKS; /* list at the first tick */
 	ticker.period_ns = prof_smp.period_ns ? prof_smp.period_ns : 1;
@@ -497,8 +503,10 @@ int prof_wall_start(void)
 	if (rc) {
 		free(ticker.t);
 		ticker.t = NULL;
-		return -rc;
 	}
+	prof_heap_ignore_end();
+	if (rc)
+		return -rc;
 	prof_smp.wall = true;
 	return 0;
 }
