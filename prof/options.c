@@ -189,10 +189,11 @@ static int check_together(const struct profring_prof_opts *o, const char *name,
 		return fail(err, len,
 			    "wall mode: want a sampling rate from 1 to %u Hz",
 			    PROFRING_PROF_MAX_WALL_HZ);
-	if (o->mode == PROFRING_PROF_MODE_WALL && (o->period || o->http))
+	if (o->mode == PROFRING_PROF_MODE_WALL && o->http)
 		return fail(err, len,
-			    "wall mode: not with a period or an HTTP server "
-			    "(they serve CPU profiles)");
+			    "wall mode: not with an HTTP server (it serves "
+			    "CPU profiles; /debug/pprof/wall serves wall-clock "
+			    "windows without wall mode)");
 
 	if (o->buffer_words && o->buffer_words < min_buffer_words(frames))
 		return fail(err, len,
