@@ -189,10 +189,11 @@ static int check_together(const struct profring_prof_opts *o, const char *name,
 		return fail(err, len,
 			    "wall mode: want a sampling rate from 1 to %u Hz",
 			    PROFRING_PROF_MAX_WALL_HZ);
-	if (o->mode == PROFRING_PROF_MODE_WALL && (o->period || o->http))
+	if (o->mode == PROFRING_PROF_MODE_WALL && o->http)
 		return fail(err, len,
-			    "wall mode: not with a period or an HTTP server "
-			    "(they serve CPU profiles)");
+			    "wall mode: not with an HTTP server (it serves "
+			    "CPU profiles; /debug/pprof/wall serves wall-clock "
+			    "windows without wall mode)");
 
 	if (o->buffer_words && o->buffer_words < min_buffer_words(frames))
 		return fail(err, len,
@@ -421,12 +422,6 @@ int prof_record_parse(int argc, char **argv, struct prof_record_args *a,
 	a->cmd_index = optind;
 	if (check_together(&a->opts, "--buffer-words", err, len))
 		return -1;
-	if (a->opts.mode == PROFRING_PROF_MODE_WALL &&
-	    (heap || a->opts.heap_rate))
-		return fail(
-			err, len,
-			"record: --mode wall: not with --heap or --heap-rate "
-			"(not supported yet)");
 	if (!out && !heap)
 		out = PROFRING_PROF_DEFAULT_OUTPUT;
 	if (a->opts.heap_rate && !heap && !a->http)

@@ -3,8 +3,10 @@
  * prof/periodic.c - PROFRING_PROF_PERIOD: a thread of the profiler's own
  * (its allocations ignored by the heap profiler, never sampled by the
  * window it takes) loops: a CPU window of the period (serve.c's, so that
- * it is exactly the HTTP server's /debug/pprof/profile), written with
- * its time_nanos and duration_nanos; then the heap profile as it is now.
+ * it is exactly the HTTP server's /debug/pprof/profile; in wall-clock
+ * mode a wall window, /debug/pprof/wall's: the sampler in wall mode for
+ * the window, period type wall/nanoseconds), written with its time_nanos
+ * and duration_nanos; then the heap profile as it is now.
  * Each file goes to its pattern's name, written to a temporary name and
  * renamed into place (prof_outfile_write()), so that a collector never
  * reads half a file; the oldest beyond the last @keep is deleted.  At
@@ -39,6 +41,7 @@ static struct {
 	bool running;
 	_Atomic bool quit;
 	unsigned int period, keep, hz;
+	bool wall; /* the windows are wall-clock windows */
 	struct rotation cpu, heap;
 } per;
 
@@ -123,8 +126,10 @@ static void *periodic_main(void *arg)
 
 		seq++;
 		if (per.cpu.pattern) {
-			err = prof_serve_cpu(per.period, per.hz, &per.quit,
-					     true, &b);
+			err = per.wall ? prof_serve_wall(per.period, per.hz,
+							 &per.quit, true, &b)
+				       : prof_serve_cpu(per.period, per.hz,
+							&per.quit, true, &b);
 			if (!err)
 				put(&per.cpu, &b, start, seq);
 		} else {
@@ -161,7 +166,7 @@ static void rotation_free(struct rotation *r)
 }
 
 int prof_periodic_start(const char *cpu, const char *heap, unsigned int period,
-			unsigned int keep, unsigned int hz)
+			unsigned int keep, unsigned int hz, bool wall)
 {
 	int err;
 
@@ -172,6 +177,7 @@ int prof_periodic_start(const char *cpu, const char *heap, unsigned int period,
 	per.period = period;
 	per.keep = keep;
 	per.hz = hz;
+	per.wall = wall;
 	per.cpu.pattern = cpu;
 	per.heap.pattern = heap;
 	if (keep) {

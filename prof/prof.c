@@ -90,9 +90,9 @@ static int check_opts(const struct profring_prof_opts *o)
 	if (o->mode != PROFRING_PROF_MODE_CPU &&
 	    o->mode != PROFRING_PROF_MODE_WALL)
 		return -EINVAL;
-	/* Wall mode: its own rate bound; not with what serves CPU. */
+	/* Wall mode: its own rate bound; not with the CPU's server. */
 	if (o->mode == PROFRING_PROF_MODE_WALL &&
-	    (o->hz > PROFRING_PROF_MAX_WALL_HZ || o->period || o->http))
+	    (o->hz > PROFRING_PROF_MAX_WALL_HZ || o->http))
 		return -EINVAL;
 	if (o->unwinder != PROFRING_PROF_UNWIND_FP &&
 	    o->unwinder != PROFRING_PROF_UNWIND_LIBUNWIND)
@@ -291,7 +291,7 @@ RING_API int profring_prof_start(const struct profring_prof_opts *opts)
 		pthread_mutex_unlock(&session.lock);
 		err = prof_periodic_start(session.period_cpu,
 					  session.period_heap, o->period,
-					  o->keep, session.hz);
+					  o->keep, session.hz, session.wall);
 		pthread_mutex_lock(&session.lock);
 		session.periodic = !err;
 		if (err) {
@@ -548,18 +548,25 @@ RING_API int profring_prof_get_stats(struct profring_prof_stats *st)
 
 /**
  * prof_session_claim_cpu() - take the sampler for an HTTP request's CPU
- * profile, if no session profiles the CPU and no other request has it.
+ * profile (or a periodic window's), if no session profiles the CPU and no
+ * other request has it.
+ * @collector_tid: the session's collector thread (it blocks every signal:
+ *	a wall window must not signal it), 0 if none.
  *
  * Return: 0 (release it with prof_session_release_cpu()) or -EBUSY.
  */
-int prof_session_claim_cpu(void)
+int prof_session_claim_cpu(pid_t *collector_tid)
 {
 	int err = -EBUSY;
 
+	*collector_tid = 0;
 	pthread_mutex_lock(&session.lock);
 	if (!session.cpu_window &&
 	    !(session.running && session.owner == getpid() && session.output)) {
 		session.cpu_window = true;
+		if (session.running && session.owner == getpid() &&
+		    session.collector)
+			*collector_tid = prof_collector_tid(session.collector);
 		err = 0;
 	}
 	pthread_mutex_unlock(&session.lock);

@@ -730,7 +730,8 @@ int prof_record_run(const struct prof_record_args *args, char **argv)
 	}
 	rd.buf = m.buf;
 	if (a->trace) {
-		err = prof_trace_open(&rd.trace, a->trace, sp.heap_rate);
+		err = prof_trace_open(&rd.trace, a->trace, sp.heap_rate,
+				      a->opts.mode == PROFRING_PROF_MODE_WALL);
 		if (err) {
 			fprintf(stderr, "profring-prof: cannot write %s: %s\n",
 				a->trace, strerror(-err));

@@ -514,6 +514,8 @@ int prof_sampler_start(const struct prof_sampler_config *c)
 	prof_smp.generation++;
 	prof_smp.period_ns = c->period_ns;
 	prof_smp.exclude_tid = c->exclude_tid;
+	for (int i = 0; i < 2; i++)
+		prof_smp.own_tids[i] = c->wall ? c->own_tids[i] : 0;
 	prof_smp.counters = c->counters;
 	prof_smp.pid = getpid();
 	prof_smp.nexited = 0;

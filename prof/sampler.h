@@ -38,6 +38,12 @@
  *		or a slot in memory shared with the launcher.
  * @wall:	wall-clock mode (wall.c): no CPU timers; a ticker thread
  *		signals every thread each @period_ns of real time.
+ * @own_tids:	wall mode: threads of the profiler's never to signal (0:
+ *		none): the one that waits out a served window (serve.c's
+ *		caller, an HTTP connection or periodic.c's thread: asleep
+ *		all the window, and not the program's), and the session's
+ *		collector beside the window's (it blocks every signal: one
+ *		sent would stay pending, a window after a window).
  */
 struct prof_sampler_config {
 	struct profbuf *buf;
@@ -48,6 +54,7 @@ struct prof_sampler_config {
 	pid_t exclude_tid;
 	struct prof_counters *counters;
 	bool wall;
+	pid_t own_tids[2];
 };
 
 void prof_sampler_init_process(void);

@@ -73,6 +73,7 @@ struct sampler_state {
 	bool arming; /* new threads arm themselves */
 	bool key_ok; /* prof_smp_exit_key was created */
 	pid_t exclude_tid;
+	pid_t own_tids[2]; /* wall mode: not signalled either (sampler.h) */
 	struct timer_entry *timers;
 	size_t ntimers;
 	size_t captimers;

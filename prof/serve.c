@@ -35,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -74,8 +75,8 @@ static int encode_cpu(struct prof_collector *c, struct prof_counters *k,
 
 /* Sample for the window into @buf, read by @c; then encode. */
 static int cpu_window(struct profbuf *buf, struct prof_collector *c,
-		      unsigned int seconds, unsigned int hz, bool wall,
-		      const _Atomic bool *quit, bool partial,
+		      pid_t session_tid, unsigned int seconds, unsigned int hz,
+		      bool wall, const _Atomic bool *quit, bool partial,
 		      struct prof_blob *out, bool *leak, bool *joined)
 {
 	static struct prof_counters counters; /* one window at a time */
@@ -88,6 +89,8 @@ static int cpu_window(struct profbuf *buf, struct prof_collector *c,
 		.exclude_tid = prof_collector_tid(c),
 		.counters = &counters,
 		.wall = wall,
+		/* We wait it out; the session's collector blocks signals. */
+		.own_tids = { (pid_t)syscall(SYS_gettid), session_tid },
 	};
 	int64_t t0 = (int64_t)ring_clock_ns(CLOCK_REALTIME);
 	int64_t m0 = (int64_t)ring_clock_mono_ns();
@@ -120,7 +123,8 @@ static int serve_window(unsigned int seconds, unsigned int hz, bool wall,
 	struct prof_collector *c;
 	struct profbuf *buf;
 	bool leak = false, joined = false;
-	int err = prof_session_claim_cpu();
+	pid_t session_tid;
+	int err = prof_session_claim_cpu(&session_tid);
 
 	if (err)
 		return err;
@@ -133,8 +137,8 @@ static int serve_window(unsigned int seconds, unsigned int hz, bool wall,
 	c = prof_collector_start(buf, &err);
 	if (!c)
 		goto free_buf;
-	err = cpu_window(buf, c, seconds, hz, wall, quit, partial, out, &leak,
-			 &joined);
+	err = cpu_window(buf, c, session_tid, seconds, hz, wall, quit, partial,
+			 out, &leak, &joined);
 	if (leak)
 		goto release;
 	if (!joined) { /* the sampler never started */

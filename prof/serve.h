@@ -80,7 +80,7 @@ typedef int (*prof_heap_lender)(int (*fn)(const struct prof_heap_view *v,
 				void *arg);
 
 /* prof.c */
-int prof_session_claim_cpu(void);
+int prof_session_claim_cpu(pid_t *collector_tid);
 void prof_session_release_cpu(void);
 int prof_session_heap(int (*fn)(const struct prof_heap_view *v, void *arg),
 		      void *arg);

@@ -7,6 +7,16 @@
  * events of a tracer (tracebuf.h) in that thread:
  *   - a CPU sample: a "cpu sample" event (the time it was taken, the
  *     sampled thread, its stack, its periods), from every process;
+ *   - a wall-clock sample (--mode wall): a "wall sample" event, type
+ *     PROF_TRACE_EV_WALL (user defined: the format has no library type
+ *     for it; named in every generation's T record, arguments "tukus"):
+ *     the time it was taken, the sampled thread, its stack, its periods
+ *     (wall ticks), and its state as a string id, "running" or
+ *     "sleeping".  A REPEAT record (a thread that did not run since its
+ *     last sample) has no stack: the event gets that of the thread's
+ *     last wall sample, kept here per (pid, tid) and interned again, so
+ *     that every generation stands alone ([no stack], id 0, before any;
+ *     an exec forgets the image's stacks, as the aggregation does);
  *   - an overflow record: a "lost samples" event with its count;
  *   - a sampled allocation and its free (the heap profiler's, with
  *     --heap): alloc and free events through the tracer's memory table,
@@ -50,6 +60,14 @@
 #define MEM_OBJECTS_SMALL_RATE ((size_t)1 << 21)
 #define MEM_OBJECTS ((size_t)1 << 16)
 #define SMALL_RATE (64 << 10)
+#define WALLS_MIN 64 /* the last-stack table's first size */
+
+/* A thread's last wall stack (key 0: a free entry). */
+struct wall_last {
+	uint64_t key; /* pid << 32 | tid */
+	uint32_t n, cap;
+	uintptr_t *pcs;
+};
 
 struct prof_trace {
 	struct tracebuf *t;
@@ -60,6 +78,8 @@ struct prof_trace {
 	/* The reader thread's. */
 	pid_t pid; /* whose memory is traced: the first HELLO's */
 	uint64_t not_traced;
+	struct wall_last *walls; /* open addressing, a power of 2 */
+	size_t nwalls, usedwalls;
 };
 
 /* ---- the writer thread ---------------------------------------------------- */
@@ -129,6 +149,102 @@ static void take_sample(struct prof_trace *pt, const struct profbuf_record *rec)
 	tracebuf_end(&ev);
 }
 
+/* The entry of @key, a new one if none (NULL: no memory). */
+static struct wall_last *wall_entry(struct prof_trace *pt, uint64_t key)
+{
+	struct wall_last *v, *e;
+	size_t i, n;
+
+	if (2 * (pt->usedwalls + 1) > pt->nwalls) { /* grow: load <= 1/2 */
+		n = pt->nwalls ? 2 * pt->nwalls : WALLS_MIN;
+		v = calloc(n, sizeof(*v));
+		if (!v)
+			return NULL;
+		for (size_t j = 0; j < pt->nwalls; j++) {
+			if (!pt->walls[j].key)
+				continue;
+			for (i = pt->walls[j].key * 0x9e3779b97f4a7c15u >> 32;
+			     v[i & (n - 1)].key; i++)
+				;
+			v[i & (n - 1)] = pt->walls[j];
+		}
+		free(pt->walls);
+		pt->walls = v;
+		pt->nwalls = n;
+	}
+	for (i = key * 0x9e3779b97f4a7c15u >> 32;; i++) {
+		e = &pt->walls[i & (pt->nwalls - 1)];
+		if (e->key == key)
+			return e;
+		if (!e->key)
+			break;
+	}
+	e->key = key;
+	pt->usedwalls++;
+	return e;
+}
+
+/* Keep @n frames at @pcs as @e's last stack (none if no memory). */
+static void wall_keep(struct wall_last *e, const uintptr_t *pcs, size_t n)
+{
+	if (n > e->cap) {
+		uintptr_t *v = realloc(e->pcs, n * sizeof(*v));
+
+		if (!v) {
+			e->n = 0; /* its REPEATs get no stack, not a stale one */
+			return;
+		}
+		e->pcs = v;
+		e->cap = (uint32_t)n;
+	}
+	memcpy(e->pcs, pcs, n * sizeof(*pcs));
+	e->n = (uint32_t)n;
+}
+
+static void take_wall(struct prof_trace *pt, const struct profbuf_record *rec,
+		      pid_t pid, bool repeat)
+{
+	uint64_t key = (uint64_t)(uint32_t)pid << 32 |
+		       (uint32_t)rec->hdr[PROF_HDR_TID];
+	struct wall_last *e;
+	struct tracebuf_ev ev;
+	const uintptr_t *pcs = NULL;
+	size_t n = 0;
+	uint64_t args[5];
+
+	if (!rec->nstk || rec->stk[0] > PROF_WALL_SLEEPING)
+		return; /* a bad record: the aggregation counts it */
+	e = wall_entry(pt, key);
+	if (!repeat) {
+		pcs = rec->stk + 1;
+		n = rec->nstk - 1;
+		if (e)
+			wall_keep(e, pcs, n);
+	} else if (e) {
+		pcs = e->pcs;
+		n = e->n;
+	}
+	if (tracebuf_begin(pt->t, &ev))
+		return; /* counted by the tracer */
+	args[0] = (uint64_t)rec->time;
+	args[1] = rec->hdr[PROF_HDR_TID];
+	args[2] = n ? tracebuf_ev_stack(&ev, pcs, n) : 0;
+	args[3] = rec->hdr[PROF_HDR_KIND_PERIODS] & PROF_PERIODS_MASK;
+	args[4] = tracebuf_ev_string(&ev, rec->stk[0] == PROF_WALL_SLEEPING
+						  ? "sleeping"
+						  : "running");
+	tracebuf_ev_emit(&ev, PROF_TRACE_EV_WALL, args, 5);
+	tracebuf_end(&ev);
+}
+
+/* An exec of @pid: its threads' last stacks were the old image's. */
+static void wall_forget(struct prof_trace *pt, pid_t pid)
+{
+	for (size_t i = 0; i < pt->nwalls; i++)
+		if (pt->walls[i].key >> 32 == (uint32_t)pid)
+			pt->walls[i].n = 0;
+}
+
 static void take_hello(struct prof_trace *pt, const struct profbuf_record *rec,
 		       pid_t pid)
 {
@@ -136,6 +252,8 @@ static void take_hello(struct prof_trace *pt, const struct profbuf_record *rec,
 		pt->pid = pid; /* the program started */
 		return;
 	}
+	if (rec->nstk >= 2 && !(rec->stk[1] & PROF_HELLO_FORKED))
+		wall_forget(pt, pid); /* an exec, or a pid's first image */
 	/* An exec: the objects of the image before are gone. */
 	if (pid == pt->pid && rec->nstk >= 2 &&
 	    !(rec->stk[1] & PROF_HELLO_FORKED))
@@ -187,8 +305,11 @@ static void take_record(struct prof_trace *pt, const struct profbuf_record *rec)
 	case PROF_REC_MAP:
 		break; /* symbols are the profiles' business */
 	case PROF_REC_WALL:
+		take_wall(pt, rec, pid, false);
+		break;
 	case PROF_REC_REPEAT:
-		break; /* wall samples are not traced (yet) */
+		take_wall(pt, rec, pid, true);
+		break;
 	}
 }
 
@@ -205,7 +326,7 @@ void prof_trace_take(struct prof_trace *pt, const struct profbuf_read *r)
 /* ---- life cycle ------------------------------------------------------------- */
 
 int prof_trace_open(struct prof_trace **out, const char *path,
-		    uint64_t heap_rate)
+		    uint64_t heap_rate, bool wall)
 {
 	struct tracebuf_opts o = {
 		.max_bytes = 64 << 20,
@@ -223,6 +344,12 @@ int prof_trace_open(struct prof_trace **out, const char *path,
 	pt->t = tracebuf_new(&o);
 	if (!pt->t)
 		goto fail;
+	if (wall) {
+		err = tracebuf_name_type(pt->t, PROF_TRACE_EV_WALL,
+					 "wall sample", "tukus");
+		if (err)
+			goto fail;
+	}
 	pt->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
 	if (pt->fd < 0) {
 		err = -errno;
@@ -264,6 +391,9 @@ int prof_trace_close(struct prof_trace *pt, struct prof_trace_counts *c)
 	c->lost = st.lost;
 	c->not_traced = pt->not_traced;
 	tracebuf_free(pt->t);
+	for (size_t i = 0; i < pt->nwalls; i++)
+		free(pt->walls[i].pcs);
+	free(pt->walls);
 	free(pt);
 	return err;
 }

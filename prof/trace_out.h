@@ -9,11 +9,21 @@
 #ifndef PROFRING_PROF_TRACE_OUT_H
 #define PROFRING_PROF_TRACE_OUT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <profring/profbuf.h>
+#include <profring/tracebuf.h>
 
 struct prof_trace;
+
+/*
+ * The event type of a wall-clock sample (trace_out.c): the first of the
+ * user-defined types, named "wall sample" in the stream; arguments: the
+ * ticks when sampled, the thread id, the stack id, the periods (wall
+ * ticks), the state's string id ("running" or "sleeping").
+ */
+#define PROF_TRACE_EV_WALL TRACEBUF_EV_USER
 
 /*
  * struct prof_trace_counts - what prof_trace_close() reports.
@@ -33,10 +43,11 @@ struct prof_trace_counts {
  * its writer thread, which advances the generation every second.
  * @heap_rate: the heap profiler's rate, 0 if it is off (it sizes the
  *	memory table).
+ * @wall: wall-clock mode: the "wall sample" type is named in the stream.
  * Return: 0, or -errno.
  */
 int prof_trace_open(struct prof_trace **out, const char *path,
-		    uint64_t heap_rate);
+		    uint64_t heap_rate, bool wall);
 
 /* Write the records of @r (PROF_HDR_WORDS header words) as events. */
 void prof_trace_take(struct prof_trace *t, const struct profbuf_read *r);

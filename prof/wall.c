@@ -13,8 +13,9 @@
  * land on the same phases of every cycle of a program whose own cycle is
  * a multiple of it, 100 ms under 50 Hz, and show it 10 points off) and
  * keeps, in a table of its own, an entry per thread of the program but
- * itself and the in-process collector: the real time it owes the thread
- * since its last sample (a sample carries it in whole periods, the
+ * itself, the in-process collector and the profiler's threads in
+ * sampler.h's own_tids (a served window's): the real time it owes the
+ * thread since its last sample (a sample carries it in whole periods, the
  * remainder owed on).  It lists /proc/self/task every
  * WALL_RESCAN_TICKS ticks (a third of its cost when done every tick), and
  * at the next tick after a thread started through our pthread_create (it
@@ -308,7 +309,8 @@ static int rescan(void)
 	while ((d = readdir(dir))) {
 		tid = (pid_t)atoi(d->d_name);
 		if (tid <= 0 || tid == ticker.self ||
-		    tid == prof_smp.exclude_tid)
+		    tid == prof_smp.exclude_tid ||
+		    tid == prof_smp.own_tids[0] || tid == prof_smp.own_tids[1])
 			continue;
 		n++;
 		e = entry_of(tid, &slot);
@@ -479,11 +481,17 @@ int prof_wall_start(void)
 	sigset_t all, old;
 	int rc;
 
-	prof_heap_ignore_begin(); /* the profiler's, not the program's */
+	/*
+	 * The table and the thread (glibc allocates its TLS with malloc)
+	 * are the profiler's, not the program's: under the launcher the heap
+	 * profiler is already on here (agent.c starts it first).
+	 */
+	prof_heap_ignore_begin();
 	ticker.t = calloc(WALL_MAX_THREADS, sizeof(*ticker.t));
-	prof_heap_ignore_end();
-	if (!ticker.t)
+	if (!ticker.t) {
+		prof_heap_ignore_end();
 		return -ENOMEM;
+	}
 	ticker.rotor = ticker.hi = 0;
 	ticker.since_rescan = WALL_RESCAN_TICKS; /* list at the first tick */
 	ticker.period_ns = prof_smp.period_ns ? prof_smp.period_ns : 1;
@@ -497,8 +505,10 @@ int prof_wall_start(void)
 	if (rc) {
 		free(ticker.t);
 		ticker.t = NULL;
-		return -rc;
 	}
+	prof_heap_ignore_end();
+	if (rc)
+		return -rc;
 	prof_smp.wall = true;
 	return 0;
 }

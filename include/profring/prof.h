@@ -244,8 +244,10 @@ enum profring_prof_unwinder {
  *		built against an older header zero it with the rest).
  *		Wall mode replaces CPU sampling for the session; its
  *		profile's sample types are samples/count and
- *		wall/nanoseconds.  It is refused (-EINVAL) with @period and
- *		@http, which serve CPU profiles.
+ *		wall/nanoseconds.  With @period, each window's file is a
+ *		wall-clock profile of the window.  It is refused (-EINVAL)
+ *		with @http, whose server serves CPU profiles (its
+ *		/debug/pprof/wall serves wall-clock windows without it).
  *
  * The heap profiler.  libprofring-prof.so interposes malloc, free,
  * calloc, realloc, reallocarray, posix_memalign, aligned_alloc,
