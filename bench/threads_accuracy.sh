@@ -12,7 +12,9 @@
 # run thread_work's share by the workload's clocks (truth) and in the
 # profile, and the profile's total against the process's CPU time
 # (prof/e2e/threads_share.sh says how).  The goal: shares within 5
-# points, totals within 5%.  About 20 s on a 2-core machine.
+# points, totals within 5%.  About 20 s on a 2-core machine.  TIMER=posix
+# in the environment records with --timer posix (per-thread CPU timers)
+# instead of the default perf_event counters.
 BUILD=${1:-build}
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/threads_accuracy.XXXXXX") || exit 1
 trap 'rm -rf "$TMP"' EXIT

@@ -29,8 +29,9 @@ BATCH=${6:-2}
 PROF=$BUILD/tools/profring-prof
 W=$BUILD/e2e/shortthreads
 f=$OUT/st_${HZ}_$US
-if ! timeout -k 5 120 "$PROF" record -q -F "$HZ" -o "$f.pb.gz" -- \
-	"$W" "$N" "$US" "$BATCH" >"$f.out" 2>"$f.err"; then
+# TIMER=posix in the environment: record --timer posix.
+if ! timeout -k 5 120 "$PROF" record -q -F "$HZ" ${TIMER:+--timer "$TIMER"} \
+	-o "$f.pb.gz" -- "$W" "$N" "$US" "$BATCH" >"$f.out" 2>"$f.err"; then
 	echo "threads_share: recording failed: $(head -1 "$f.err")" >&2
 	exit 1
 fi
