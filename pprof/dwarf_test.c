@@ -17,6 +17,7 @@
  * name alone.
  */
 #include <dirent.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -143,6 +144,20 @@ static int open_fds(void)
 	return n;
 }
 
+/* Whether this process has a file whose path holds @what mapped. */
+static bool mapped(const char *what)
+{
+	char line[4096];
+	FILE *f = fopen("/proc/self/maps", "r");
+	bool found = false;
+
+	while (f && !found && fgets(line, sizeof(line), f))
+		found = strstr(line, what) != NULL;
+	if (f)
+		fclose(f);
+	return found;
+}
+
 /* This executable's mapping of the probed address, from /proc/self/maps. */
 static int own_mapping(struct prof_map_spec *m)
 {
@@ -203,6 +218,9 @@ static void separate_debug_file(void)
 	KT_CHECK(!pm->has_lines);
 	snprintf(id, sizeof(id), "%s", pm->build_id);
 	prof_symbolizer_free(s);
+	/* Looked for and not found: debuginfod was not asked (nor loaded). */
+	KT_CHECK(!mapped("libdebuginfod"));
+	KT_CHECK(!mapped("libcurl"));
 
 	/* The debug file where the build-id says: the frames again. */
 	snprintf(dbg, sizeof(dbg), "%s/.build-id/%.2s/%s.debug", debug_dir, id,
@@ -226,12 +244,68 @@ static void separate_debug_file(void)
 	run_cmd("rm -rf '%s'", tmp_path("debug"));
 }
 
+/*
+ * A stripped copy with a .gnu_debuglink to a debug file beside it: found
+ * by the link (the debug directory holds nothing), with the same frames;
+ * a file of another build-id at the link's place is not taken.
+ */
+static void debug_link(void)
+{
+	char exe[512] = { 0 };
+	char strip[512], dbg[512], other[512];
+	struct prof_map_spec m = { 0 };
+	struct prof_symbolizer *s;
+	struct prof_frame f[8];
+	size_t n;
+
+	KT_REQUIRE(readlink("/proc/self/exe", exe, sizeof(exe) - 1) > 0);
+	KT_REQUIRE(!own_mapping(&m));
+	snprintf(dbg, sizeof(dbg), "%s", tmp_path("linked.dbg"));
+	snprintf(strip, sizeof(strip), "%s", tmp_path("linked"));
+	snprintf(other, sizeof(other), "%s", tmp_path("other"));
+	KT_REQUIRE(!run_cmd("objcopy --only-keep-debug '%s' '%s'", exe, dbg));
+	KT_REQUIRE(!run_cmd("objcopy --strip-debug --add-gnu-debuglink='%s' "
+			    "'%s' '%s'",
+			    dbg, exe, strip));
+	m.path = strip;
+	prof_symbolizer_set_debug_dir(tmp_path("none"));
+	s = prof_symbolizer_new_maps(&m, 1);
+	KT_REQUIRE(s);
+	n = frames_at(s, f, NULL);
+	check_two_frames(f, n);
+	prof_symbolizer_free(s);
+	unlink(strip);
+
+	/*
+	 * Another file's debug file at the link's place (env's: another
+	 * build-id), beside a new copy (files are cached by path): no DWARF.
+	 */
+	snprintf(strip, sizeof(strip), "%s", tmp_path("linked2"));
+	KT_REQUIRE(!run_cmd("objcopy --only-keep-debug /usr/bin/env '%s' && "
+			    "objcopy --strip-debug --add-gnu-debuglink='%s' "
+			    "'%s' '%s'",
+			    other, other, exe, strip));
+	m.path = strip;
+	s = prof_symbolizer_new_maps(&m, 1);
+	KT_REQUIRE(s);
+	n = frames_at(s, f, NULL);
+	KT_CHECK_EQ(n, 1);
+	KT_CHECK(n && f[0].name && !strcmp(f[0].name, "outer_fn") &&
+		 !f[0].line);
+	prof_symbolizer_free(s);
+	prof_symbolizer_set_debug_dir(NULL);
+	unlink(strip);
+	unlink(dbg);
+	unlink(other);
+}
+
 int main(void)
 {
 	if (tmpfiles_init("dwarf_test"))
 		return 1;
 	KT_RUN(inline_frames);
 	KT_RUN(separate_debug_file);
+	KT_RUN(debug_link);
 	tmpfiles_done();
 	return ktest_exit();
 }

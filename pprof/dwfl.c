@@ -53,6 +53,7 @@
 #include <unistd.h>
 
 #include "pprof/dwfl_impl.h"
+#include "pprof/elfsym.h"
 
 #define LIBDW "libdw.so.1"
 #define MAX_FILES 1024
@@ -91,15 +92,36 @@ static bool not_special(const char *path)
 }
 
 /*
- * The places libdwfl's standard search opens for @d (@file_name's debug
- * link @link, if any): none may be a FIFO or a device.
+ * The @i-th place (0 to 2) where @file_name's debug link @link may be:
+ * beside it, in .debug beside it, under the debug directory at its
+ * directory's path (gdb's and libdwfl's order).  False past the last.
+ */
+static bool link_place(const struct pprof_dwarf *d, const char *file_name,
+		       const char *link, int i, char *p, size_t len)
+{
+	const char *slash = file_name ? strrchr(file_name, '/') : NULL;
+	int dir = slash ? (int)(slash - file_name) : 0;
+
+	if (!link || !*link || strchr(link, '/') || !slash || i > 2)
+		return false;
+	if (i == 0)
+		snprintf(p, len, "%.*s/%s", dir, file_name, link);
+	else if (i == 1)
+		snprintf(p, len, "%.*s/.debug/%s", dir, file_name, link);
+	else
+		snprintf(p, len, "%s%.*s/%s", d->debug_dir, dir, file_name,
+			 link);
+	return true;
+}
+
+/*
+ * The places searched for @d's debug file: none may be a FIFO or a
+ * device (libdwfl opens the build-id one without O_NONBLOCK).
  */
 static bool safe_to_search(struct pprof_dwarf *d, const char *file_name,
 			   const char *link)
 {
 	char p[PATH_MAX];
-	const char *slash = strrchr(file_name, '/');
-	int dir = slash ? (int)(slash - file_name) : 0;
 
 	if (strlen(d->build_id) > 2) {
 		snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s.debug",
@@ -107,21 +129,60 @@ static bool safe_to_search(struct pprof_dwarf *d, const char *file_name,
 		if (!not_special(p))
 			return false;
 	}
-	if (!link || !slash)
-		return true;
-	snprintf(p, sizeof(p), "%.*s/%s", dir, file_name, link);
-	if (!not_special(p))
-		return false;
-	snprintf(p, sizeof(p), "%.*s/.debug/%s", dir, file_name, link);
-	if (!not_special(p))
-		return false;
-	snprintf(p, sizeof(p), "%s%.*s/%s", d->debug_dir, dir, file_name, link);
-	return not_special(p);
+	for (int i = 0; link_place(d, file_name, link, i, p, sizeof(p)); i++)
+		if (!not_special(p))
+			return false;
+	return true;
 }
 
 /*
- * libdwfl's standard search for debug information, checked first
- * (safe_to_search()), the descriptors it opens remembered (under
+ * @d's debug file by its .gnu_debuglink @link: the first place
+ * (link_place()) holding an ELF file, not @file_name itself, with @d's
+ * build-id (a file without one has no debug file by link here).  Return:
+ * its descriptor, *@found its path (malloc'd), or -1.
+ */
+static int find_by_link(struct pprof_dwarf *d, const char *file_name,
+			const char *link, char **found)
+{
+	struct stat self, st;
+	char p[PATH_MAX];
+
+	if (strlen(d->build_id) <= 2 || stat(file_name, &self))
+		return -1;
+	for (int i = 0; link_place(d, file_name, link, i, p, sizeof(p)); i++) {
+		struct pprof_elf f = { .path = p };
+		bool same;
+		int fd;
+
+		if (stat(p, &st) || !S_ISREG(st.st_mode) ||
+		    (st.st_dev == self.st_dev && st.st_ino == self.st_ino) ||
+		    !pprof_elf_open(&f, 0, 0, 0))
+			continue;
+		same = !strcmp(f.build_id, d->build_id);
+		pprof_elf_close(&f);
+		if (!same)
+			continue;
+		fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		*found = fd >= 0 ? strdup(p) : NULL;
+		if (fd >= 0 && !*found) {
+			close(fd);
+			fd = -1;
+		}
+		return fd;
+	}
+	return -1;
+}
+
+/*
+ * Where libdwfl is told to look for debug information: by build-id under
+ * the debug directory (dwfl_build_id_find_debuginfo()), else by debug
+ * link (find_by_link()).  Not dwfl_standard_find_debuginfo(): past those
+ * two it asks debuginfod, and libdw 0.188 then loads libdebuginfod and
+ * starts libcurl (curl_global_init(), libssh2's and the TLS library's
+ * start-up) in the process, whether DEBUGINFOD_URLS is set or not: in
+ * node at exit that crashed in OpenSSL's torn-down locks, and a profiler
+ * must not reach for the network.  The places are checked first
+ * (safe_to_search()); the descriptors opened are remembered (under
  * pprof_dwfl_lock) for let_go_of_files().
  */
 static int find_debuginfo(Dwfl_Module *mod, void **userdata,
@@ -132,12 +193,15 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata,
 	struct pprof_dwarf *d = cache.opening;
 	int fd;
 
-	if (d && !safe_to_search(d, file_name, debuglink_file))
+	if (!d || !safe_to_search(d, file_name, debuglink_file))
 		return -1;
-	fd = pprof_dw.dwfl_standard_find_debuginfo(
+	fd = pprof_dw.dwfl_build_id_find_debuginfo(
 		mod, userdata, modname, base, file_name, debuglink_file,
 		debuglink_crc, debuginfo_file_name);
-	if (fd >= 0 && d && d->nfds < MAX_FDS)
+	if (fd < 0)
+		fd = find_by_link(d, file_name, debuglink_file,
+				  debuginfo_file_name);
+	if (fd >= 0 && d->nfds < MAX_FDS)
 		d->fds[d->nfds++] = fd;
 	return fd;
 }

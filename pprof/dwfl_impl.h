@@ -33,7 +33,7 @@ struct prof_frame;
 	X(dwfl_report_begin)            \
 	X(dwfl_report_elf)              \
 	X(dwfl_report_end)              \
-	X(dwfl_standard_find_debuginfo) \
+	X(dwfl_build_id_find_debuginfo) \
 	X(dwfl_offline_section_address) \
 	X(dwfl_module_getdwarf)         \
 	X(dwfl_module_getelf)           \

@@ -262,11 +262,17 @@ bool pprof_elf_open(struct pprof_elf *f, uint64_t start, uint64_t limit,
 	return true;
 }
 
+void pprof_elf_close(struct pprof_elf *f)
+{
+	unmap_file(f);
+	f->state = PPROF_ELF_NEW;
+}
+
 void pprof_elf_free(struct pprof_elf *f)
 {
 	if (!f)
 		return;
-	unmap_file(f);
+	pprof_elf_close(f);
 	free(f->path);
 	free(f);
 }

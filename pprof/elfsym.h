@@ -76,6 +76,12 @@ bool pprof_elf_bias(const struct pprof_elf *f, uint64_t start, uint64_t offset,
 		    uint64_t *bias);
 
 /**
+ * pprof_elf_close() - unmap @f, leaving it (and its @path) to its owner.
+ * @f:		the file.
+ */
+void pprof_elf_close(struct pprof_elf *f);
+
+/**
  * pprof_elf_free() - unmap and free @f.
  * @f:		may be NULL.
  */
