@@ -26,10 +26,13 @@
  * program entered the kernel, as perf charges its kernel samples to
  * their first user-space frame.  The price: the signal is pending while
  * the thread is still in the kernel, and a call that then goes to sleep
- * (poll, nanosleep, epoll_wait, ...) returns EINTR (README, "Signals
- * interrupt blocking calls"); in user mode only, a signal always arrives
- * in user mode and interrupts no call.  The descriptor is set O_ASYNC with F_SETSIG our signal and F_SETOWN_EX the
- * thread, so each overflow queues our real-time signal to that thread
+ * is cut short: restarted (SA_RESTART) or, for poll, nanosleep,
+ * epoll_wait and the others signal(7) lists, returning EINTR (README,
+ * "Kernel time").  User mode only, an overflow's signal is delivered as
+ * the interrupt that raised it returns to user mode, and cuts no call.
+ *
+ * The descriptor is set O_ASYNC with F_SETSIG our signal and F_SETOWN_EX
+ * the thread, so each overflow queues our real-time signal to that thread
  * with si_code POLL_IN and si_fd the counter's descriptor; no ring buffer
  * is mapped (the signal is all we need: the handler unwinds the thread's
  * own stack, as with timers).
