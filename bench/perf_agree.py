@@ -13,17 +13,9 @@ ours, perf, ...):
                                            -o X.pb.gz -- cmd
     perf  perf record -q -e cpu-clock -F HZ -g -o X.data -- cmd
 
-Both sample the kernel too where they may (perf as root or at
-perf_event_paranoid 1 or less; our --timer kernel the same, else its
-counters are user mode only, as perf's then are): a period that ends in a
-system call or a page fault is then charged, by both, where the program
-entered the kernel.  --timer thread (our default engine, user mode only)
-shows what that changes: the time of such a period goes to the thread's
-next sample in user mode instead (README, "Kernel time").
-
 and compares the flat (self) share of every function, on user-space
 samples (bench/agree/leaves.py says how functions are keyed across the
-two tools and why kernel samples are left out).  For each program it
+two tools and how kernel samples are charged).  For each program it
 prints a table (function, ours %, perf %, diff; the mean of each tool's
 runs; every function at 0.5% or more in either) and one summary line:
 
@@ -52,6 +44,14 @@ runs; every function at 0.5% or more in either) and one summary line:
                       those sizes (5 and 5: 252 splits); a small p says the
                       difference is systematic, not noise (4 runs each or
                       more: with 3 and 3, p is 0.1 at the least).
+
+Both sample the kernel too where they may (perf as root or at
+perf_event_paranoid 1 or less; our --timer kernel the same, else its
+counters are user mode only, as perf's then are): a period that ends in a
+system call or a page fault is then charged, by both, where the program
+entered the kernel.  --timer thread (our default engine, user mode only)
+shows what that changes: the time of such a period goes to the thread's
+next sample in user mode instead (README, "Kernel time").
 
 The programs: python3.11 on bench/agree/work.py, xz -9 -T1 on generated
 text, sqlite3 on bench/agree/query.sql, xz -9 -T2 (two compressing threads
