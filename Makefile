@@ -298,6 +298,11 @@ $(BUILD)/bench/wall_eintr: bench/work/wall_eintr.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g $(FRAMEPTR) -o $@ $<
 
+# --timer kernel's EINTR (README, "Kernel time"): a plain program.
+$(BUILD)/bench/kernel_eintr: bench/work/kernel_eintr.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g $(FRAMEPTR) -o $@ $<
+
 $(BUILD)/bench/wall_sleepers: bench/work/wall_sleepers.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g $(FRAMEPTR) -o $@ $< -lpthread

@@ -149,9 +149,12 @@ static int set_opt(struct profring_prof_opts *o, enum opt_kind k,
 			o->timer = PROFRING_PROF_TIMER_PROCESS;
 		else if (!strcmp(v, "posix"))
 			o->timer = PROFRING_PROF_TIMER_POSIX;
+		else if (!strcmp(v, "kernel"))
+			o->timer = PROFRING_PROF_TIMER_KERNEL;
 		else
 			return fail(err, len,
-				    "%s%s%s: want thread, posix or process",
+				    "%s%s%s: want thread, kernel, posix or "
+				    "process",
 				    name, eq, v);
 		return 0;
 	case OPT_UNWIND:

@@ -10,12 +10,29 @@
  * the thread's CPU time: it overflows at the period asked, tick or not.
  *
  * How.  One counter per thread (pid = its tid, any CPU), sample_period =
- * the period in nanoseconds, user mode only (exclude_kernel: what
- * perf_event_paranoid 2, Debian's default, allows a process on itself; a
- * period that ends in the kernel is taken at the next return to user
- * mode, the CPU clock weighting carrying the time, sampler.c).  The
- * descriptor is set O_ASYNC with F_SETSIG our signal and F_SETOWN_EX the
- * thread, so each overflow queues our real-time signal to that thread
+ * the period in nanoseconds.  By default user mode only (exclude_kernel:
+ * what perf_event_paranoid 2, Debian's default, allows a process on
+ * itself): an overflow that finds the thread in the kernel is no sample
+ * at all, and the CPU of that period goes into the weight of the
+ * thread's next sample (thread_cpu.c), which lands wherever the thread
+ * runs in user mode when a later period ends, not where it entered the
+ * kernel.  So a program's system calls and page faults are charged to
+ * the code that runs after them.  Asked to (@kernel, `--timer kernel`),
+ * the counter counts overflows in the kernel too (exclude_kernel 0:
+ * perf_event_paranoid 1 or less, or CAP_PERFMON / CAP_SYS_ADMIN; refused
+ * with EACCES otherwise); the signal of such an overflow is delivered
+ * as the thread returns to user mode, on the instruction after the
+ * system call or on the faulting one, so the time is charged where the
+ * program entered the kernel, as perf charges its kernel samples to
+ * their first user-space frame.  The price: the signal is pending while
+ * the thread is still in the kernel, and a call that then goes to sleep
+ * is cut short: restarted (SA_RESTART) or, for poll, nanosleep,
+ * epoll_wait and the others signal(7) lists, returning EINTR (README,
+ * "Kernel time").  User mode only, an overflow's signal is delivered as
+ * the interrupt that raised it returns to user mode, and cuts no call.
+ *
+ * The descriptor is set O_ASYNC with F_SETSIG our signal and F_SETOWN_EX
+ * the thread, so each overflow queues our real-time signal to that thread
  * with si_code POLL_IN and si_fd the counter's descriptor; no ring buffer
  * is mapped (the signal is all we need: the handler unwinds the thread's
  * own stack, as with timers).
@@ -59,7 +76,7 @@ static void mark(int fd, bool on)
 					  memory_order_release);
 }
 
-int prof_perf_arm(pid_t tid, int signo, uint64_t period_ns)
+int prof_perf_arm(pid_t tid, int signo, uint64_t period_ns, bool kernel)
 {
 	struct f_owner_ex owner = { .type = F_OWNER_TID, .pid = tid };
 	struct perf_event_attr a;
@@ -71,7 +88,7 @@ int prof_perf_arm(pid_t tid, int signo, uint64_t period_ns)
 	a.config = PERF_COUNT_SW_CPU_CLOCK;
 	a.sample_period = period_ns;
 	a.disabled = 1;
-	a.exclude_kernel = 1;
+	a.exclude_kernel = !kernel;
 	a.exclude_hv = 1;
 	a.wakeup_events = 1;
 	fd = (int)syscall(SYS_perf_event_open, &a, tid, -1, -1,

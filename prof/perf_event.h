@@ -16,13 +16,15 @@
 
 /*
  * prof_perf_arm() - a counter of thread @tid's CPU time, overflowing every
- * @period_ns, each overflow sending @signo to @tid.  Not
- * async-signal-safe.
+ * @period_ns, each overflow sending @signo to @tid: only overflows in user
+ * mode, or also those in the kernel with @kernel (perf_event.c says what
+ * that changes).  Not async-signal-safe.
  * Return: its file descriptor (close-on-exec), or -errno: -EACCES or
- * -EPERM (perf_event_paranoid forbids it), -ENOSYS, -ENOENT, -EMFILE
- * (out of descriptors, or one past what prof_perf_is_ours() can tell).
+ * -EPERM (perf_event_paranoid forbids it: with @kernel, above 1 without
+ * CAP_PERFMON), -ENOSYS, -ENOENT, -EMFILE (out of descriptors, or one
+ * past what prof_perf_is_ours() can tell).
  */
-int prof_perf_arm(pid_t tid, int signo, uint64_t period_ns);
+int prof_perf_arm(pid_t tid, int signo, uint64_t period_ns, bool kernel);
 
 /* Disarm and close a counter of prof_perf_arm(). */
 void prof_perf_disarm(int fd);

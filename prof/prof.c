@@ -85,7 +85,8 @@ static int check_opts(const struct profring_prof_opts *o)
 		return -EINVAL;
 	if (o->timer != PROFRING_PROF_TIMER_THREAD &&
 	    o->timer != PROFRING_PROF_TIMER_PROCESS &&
-	    o->timer != PROFRING_PROF_TIMER_POSIX)
+	    o->timer != PROFRING_PROF_TIMER_POSIX &&
+	    o->timer != PROFRING_PROF_TIMER_KERNEL)
 		return -EINVAL;
 	if (o->mode != PROFRING_PROF_MODE_CPU &&
 	    o->mode != PROFRING_PROF_MODE_WALL)

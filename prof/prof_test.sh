@@ -222,6 +222,31 @@ else
 	echo "SKIP prof_perf_counter (perf_event_paranoid $paranoid > 2)"
 fi
 
+# 4c. --timer kernel: where a process may sample the kernel too
+# (perf_event_paranoid <= 1, or root), a program that lives in system
+# calls (dd from /dev/zero in 1 MiB blocks: the kernel clears the buffer)
+# gets signals at the rate asked, and its time is charged to the calls'
+# libc wrappers, where it entered the kernel; user mode only (the
+# default) it gets almost no signals.  Elsewhere the counters fall back
+# to user mode only, and the comment says so.
+if [ "$paranoid" -le 1 ] || [ "$(id -u)" -eq 0 ]; then
+	record kdd -F 999 --timer kernel -- \
+		dd if=/dev/zero of=/dev/null bs=1M count=20000
+	check kernel_timer_runs test $? -eq 0
+	check kernel_timer_named sh -c "zcat '$TMP/kdd.pb.gz' | grep -aq 'cpu-clock counters (kernel mode too)'"
+	sig=$(sed -n 's/.*(signals \([0-9]*\) = .*/\1/p' "$TMP/kdd.err")
+	io=$(awk '{ n = $NF; sub(/ [0-9]+$/, ""); k = split($0, f, ";")
+		t += n; if (f[k] ~ /(^|_)(read|write)$/) io += n }
+		END { if (t) printf "%d\n", 100 * io / t; else print 0 }' \
+		"$TMP/kdd.folded")
+	echo "# --timer kernel, dd: $sig signals, ${io}% in read/write"
+	check kernel_timer_signals test "${sig:-0}" -ge 100
+	check kernel_timer_syscalls within "$io" 80 100
+elif [ "$paranoid" -le 2 ]; then
+	record kdd -F 999 --timer kernel -- "$DEMO" --units 1
+	check kernel_timer_falls_back sh -c "zcat '$TMP/kdd.pb.gz' | grep -aq 'cpu-clock counters on'"
+fi
+
 # 5. The setitimer fallback.
 record proc -F 1000 --timer process -- "$DEMO" --units 2
 check process_timer_runs test $? -eq 0

@@ -395,8 +395,10 @@ static int start_timers(const struct prof_sampler_config *c)
 	int err;
 
 	if (c->timer != PROFRING_PROF_TIMER_PROCESS) {
-		prof_smp.perf = c->timer == PROFRING_PROF_TIMER_THREAD &&
+		prof_smp.perf = (c->timer == PROFRING_PROF_TIMER_THREAD ||
+				 c->timer == PROFRING_PROF_TIMER_KERNEL) &&
 				!BUILT_WITH_TSAN;
+		prof_smp.perf_kernel = c->timer == PROFRING_PROF_TIMER_KERNEL;
 		prof_smp.arming = true;
 		err = prof_smp_timers_sync(false);
 		if (!err)

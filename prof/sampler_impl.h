@@ -84,6 +84,7 @@ struct sampler_state {
 	bool counting; /* a session runs: count threads */
 	int64_t exit_carry_ns; /* exiting threads' CPU (thread_cpu.c) */
 	bool perf; /* arm threads with perf counters (else timers) */
+	bool perf_kernel; /* ...sampling in the kernel too, until refused */
 	bool proc_timer_armed;
 	timer_t proc_timer;
 	int installed_signo; /* the signal our handler is installed for */

@@ -80,16 +80,29 @@ static int timer_arm(pid_t tid, timer_t *out)
 /*
  * Arm @e's thread: a perf counter while the session may use them (the
  * first refusal by the kernel turns them off for the session: the
- * threads after it get timers), else a POSIX timer.  The engine used is
- * told in the counters.
+ * threads after it get timers), else a POSIX timer.  With --timer kernel
+ * the counter samples in the kernel too; the first refusal of that (not
+ * privileged enough: perf_event.c) turns it off for the session, and
+ * that thread and the ones after it get counters of user mode only.  The
+ * engine used is told in the counters.
  */
 static int entry_arm(pid_t tid, struct timer_entry *e)
 {
+	uint32_t engine = PROF_ENGINE_TIMERS;
 	int fd = -1, err;
 
 	if (prof_smp.perf) {
 		fd = prof_perf_arm(tid, prof_smp.installed_signo,
-				   prof_smp.period_ns);
+				   prof_smp.period_ns, prof_smp.perf_kernel);
+		if (prof_smp.perf_kernel && (fd == -EACCES || fd == -EPERM)) {
+			prof_smp.perf_kernel = false;
+			fd = prof_perf_arm(tid, prof_smp.installed_signo,
+					   prof_smp.period_ns, false);
+		}
+		if (fd >= 0)
+			engine =
+				PROF_ENGINE_PERF |
+				(prof_smp.perf_kernel ? PROF_ENGINE_KERNEL : 0);
 		if (fd == -EACCES || fd == -EPERM || fd == -ENOSYS ||
 		    fd == -ENOENT || fd == -EOPNOTSUPP || fd == -EINVAL)
 			prof_smp.perf = false;
@@ -98,9 +111,7 @@ static int entry_arm(pid_t tid, struct timer_entry *e)
 	err = fd >= 0 ? 0 : timer_arm(tid, &e->timer);
 	if (!err)
 		/* Relaxed: a count for the report. */
-		atomic_fetch_or_explicit(&prof_smp.counters->engines,
-					 fd >= 0 ? PROF_ENGINE_PERF
-						 : PROF_ENGINE_TIMERS,
+		atomic_fetch_or_explicit(&prof_smp.counters->engines, engine,
 					 memory_order_relaxed);
 	return err;
 }

@@ -240,14 +240,20 @@ void prof_counters_add(struct prof_counters *c, struct prof_counts *sum)
  */
 const char *prof_engines_name(uint32_t engines)
 {
-	switch (engines) {
+	bool kernel = engines & PROF_ENGINE_KERNEL;
+
+	switch (engines & ~PROF_ENGINE_KERNEL) {
 	case PROF_ENGINE_PERF:
-		return "per-thread perf_event cpu-clock counters";
+		return kernel ? "per-thread perf_event cpu-clock counters "
+				"(kernel mode too)"
+			      : "per-thread perf_event cpu-clock counters";
 	case PROF_ENGINE_TIMERS:
 		return "per-thread CPU timers (tick-bound)";
 	case PROF_ENGINE_PERF | PROF_ENGINE_TIMERS:
-		return "per-thread perf_event counters, CPU timers where "
-		       "refused";
+		return kernel ? "per-thread perf_event counters (kernel mode "
+				"too), CPU timers where refused"
+			      : "per-thread perf_event counters, CPU timers "
+				"where refused";
 	case 0:
 		return "no timer";
 	}

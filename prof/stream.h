@@ -188,6 +188,7 @@ struct prof_counters {
 #define PROF_ENGINE_PERF 1u /* perf_event cpu-clock counters per thread */
 #define PROF_ENGINE_TIMERS 2u /* POSIX CPU-time timers per thread */
 #define PROF_ENGINE_PROCESS 4u /* the process CPU-time timer */
+#define PROF_ENGINE_KERNEL 8u /* perf counters sampling the kernel too */
 
 /*
  * prof_maps_changed() - the program's code mappings changed (dlopen or

@@ -5,7 +5,8 @@
  *
  *	profring-prof record [-F hz] [-o out.pb.gz] [-f out.folded]
  *		[--heap heap.pb.gz] [--heap-rate BYTES] [--trace out.trace]
- *		[--http ADDR:PORT] [--mode cpu|wall] [--timer thread|posix|process] [--unwind fp|libunwind]
+ *		[--http ADDR:PORT] [--mode cpu|wall]
+ *		[--timer thread|kernel|posix|process] [--unwind fp|libunwind]
  *		[--frames N] [--buffer-words N] [--children] [-q]
  *		-- cmd [args...]
  *	profring-prof report [-n top] [--threads] [--lines] [-s TYPE]
@@ -51,7 +52,7 @@ static int usage(bool asked)
 		"usage: profring-prof record [-F hz] [-o out.pb.gz] [-f out.folded]\n"
 		"                            [--heap heap.pb.gz] [--heap-rate BYTES]\n"
 		"                            [--trace out.trace] [--http ADDR:PORT]\n"
-		"                            [--mode cpu|wall] [--timer thread|posix|process]\n"
+		"                            [--mode cpu|wall] [--timer thread|kernel|posix|process]\n"
 		"                            [--unwind fp|libunwind] [--frames N]\n"
 		"                            [--buffer-words N] [--children] [-q]\n"
 		"                            -- cmd [args...]\n"

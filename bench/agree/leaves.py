@@ -17,14 +17,17 @@ compiler emitted unwind information for, stripped or not).  The key is
 (file, function start); the name shown is the one the tools gave (perf's
 first, without arguments), or file@0xstart when neither resolved it.
 
-Kernel time: our profile has no kernel frames.  The CPU-time timer counts
-user and system time alike, and its signal is delivered on the way back
-to user space, so time in a system call or a page fault is charged to the
+Kernel time: our profile has no kernel frames.  With --timer kernel (what
+perf_agree.py records with) our counters also sample in the kernel where
+allowed, and such a sample's signal is delivered on the way back to user
+space, so time in a system call or a page fault is charged to the
 user-space instruction that entered the kernel (the libc wrapper, the
 faulting store).  perf's kernel samples are charged the same way, to the
 first user-space frame of their call chain (recorded with -g), so both
 tools are compared on the same CPU time; samples with no user frame at
-all (the kernel's exec and exit work) are dropped.  `--kernel drop`
+all (the kernel's exec and exit work) are dropped.  (User mode only, our
+default, a period that ends in the kernel is weighed into the thread's
+next user-mode sample instead, wherever that lands.)  `--kernel drop`
 compares user-space samples only instead (perf's kernel samples dropped,
 the rest renormalized; ours cannot drop its share).
 """
@@ -223,8 +226,9 @@ def read_perf(perf_data, kernel="charge"):
     sample's period, by the first frame of its call chain.  A sample taken
     in the kernel is charged to the first user-space frame of its chain
     (the instruction that entered the kernel: a system call's wrapper, a
-    faulting load) with kernel="charge", which is where our CPU timer's
-    signal lands for the same time; it is dropped with kernel="drop", and
+    faulting load) with kernel="charge", which is where our counter's
+    signal lands for the same time with --timer kernel; it is dropped
+    with kernel="drop", and
     always when its chain has no user frame (exec, exit)."""
     out = subprocess.run(
         ["perf", "script", "-i", perf_data, "-F", "pid,tid,period,ip,sym,dso"],

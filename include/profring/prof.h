@@ -103,7 +103,8 @@ extern "C" {
 #define PROFRING_PROF_ENV_HZ "PROFRING_PROF_HZ"
 /* @folded: the folded-stacks file. */
 #define PROFRING_PROF_ENV_FOLDED "PROFRING_PROF_FOLDED"
-/* @timer: "process", "posix" (per-thread POSIX timers), else per thread. */
+/* @timer: "process", "posix" (per-thread POSIX timers), "kernel" (perf
+ * counters sampling the kernel too), else per thread. */
 #define PROFRING_PROF_ENV_TIMER "PROFRING_PROF_TIMER"
 /* @unwinder: "libunwind" for PROFRING_PROF_UNWIND_LIBUNWIND; else fp. */
 #define PROFRING_PROF_ENV_UNWIND "PROFRING_PROF_UNWIND"
@@ -143,6 +144,15 @@ enum profring_prof_timer {
 	PROFRING_PROF_TIMER_PROCESS = 1,
 	/** Per thread, POSIX CPU-time timers only (tick-bound rates). */
 	PROFRING_PROF_TIMER_POSIX = 2,
+	/**
+	 * As PROFRING_PROF_TIMER_THREAD, the perf counters sampling in the
+	 * kernel too where allowed (perf_event_paranoid <= 1 or
+	 * CAP_PERFMON; else user mode only): system calls and page faults
+	 * are charged where the program entered the kernel, as perf does,
+	 * but a blocking call that a sample finds in the kernel before it
+	 * sleeps returns EINTR.
+	 */
+	PROFRING_PROF_TIMER_KERNEL = 3,
 };
 
 /** enum profring_prof_mode - what a session's samples measure. */
