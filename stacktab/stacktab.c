@@ -48,8 +48,8 @@
  * on any thread it hands the id to, finds both.  A pending or wasted node
  * is in no chain: no walk reports it and no get resolves its id.  So
  * every id a walk reports is a stack's, each stack once, and get resolves
- * it for the rest of the generation.  The hit path is unchanged: only
- * node_of() reads the mark.
+ * it for the rest of the generation.  Puts never read the mark: only
+ * node_of() does.
  *
  * Generations and reclamation: two generations, current one chosen by
  * `cur`.  Every put, get and foreach runs inside a read-side section of
