@@ -193,8 +193,16 @@ static inline struct ring_grace_slot *ring_grace_slot(struct ring_grace *g)
 		if (ring_likely((uintptr_t)slot - base < span &&
 				atomic_load_explicit(&slot->owner,
 						     memory_order_relaxed) ==
-					token))
+					token)) {
+			/*
+			 * In the array, so not NULL: saying so lets the
+			 * compiler drop ring_grace_enter()'s test on this
+			 * path.
+			 */
+			if (!slot)
+				__builtin_unreachable();
 			return slot;
+		}
 	}
 	return ring_grace_slot_slow(g);
 }

@@ -12,7 +12,12 @@
  *
  * Lookup: hash the PCs (ring/hash.h), load the bucket head with acquire
  * (pairing with the release CAS that published it: the node's contents
- * are visible), walk the chain comparing hash, length and PCs.
+ * are visible), walk the chain comparing hash, length and PCs.  The hit
+ * path compares the PCs of the first node of the same hash and length
+ * only; if there is none, or its PCs differ (a 64-bit hash collision),
+ * the slow path loads the bucket head again (acquire) and searches that
+ * whole chain, a superset of the one just searched (chains only grow at
+ * their head), then inserts from that head if the stack is not there.
  *
  * Insert: nodes are only ever pushed at the head of a chain and never
  * removed until the whole generation is recycled, so there is no ABA.
@@ -43,8 +48,8 @@
  * on any thread it hands the id to, finds both.  A pending or wasted node
  * is in no chain: no walk reports it and no get resolves its id.  So
  * every id a walk reports is a stack's, each stack once, and get resolves
- * it for the rest of the generation.  The hit path is unchanged: only
- * node_of() reads the mark.
+ * it for the rest of the generation.  Puts never read the mark: only
+ * node_of() does.
  *
  * Generations and reclamation: two generations, current one chosen by
  * `cur`.  Every put, get and foreach runs inside a read-side section of
@@ -241,30 +246,85 @@ static struct st_gen *current(struct stacktab *t)
 	return &t->gen[atomic_load_explicit(&t->cur, memory_order_acquire)];
 }
 
+/*
+ * put_slow() - the rest of a put whose hit path did not find its stack:
+ * the chain held no node of its hash and length, or one whose PCs differ
+ * (a hash collision).  Search the whole chain again from its head,
+ * reloaded (a chain only grows at its head, so this is a superset of the
+ * one searched), and insert if the stack is not there.  Out of line so
+ * that the hit path needs few registers.  @slot: the put's grace slot,
+ * whose hit counter a stack found here counts on.
+ */
+static __attribute__((noinline)) uint32_t
+put_slow(struct stacktab *t, struct st_gen *g, struct ring_grace_slot *slot,
+	 uint64_t hash, const uintptr_t *pcs, uint32_t n)
+{
+	_Atomic uint32_t *bucket = &g->buckets[hash >> t->bucket_shift];
+	/* Acquire: pairs with the release CAS in insert(). */
+	uint32_t head = atomic_load_explicit(bucket, memory_order_acquire);
+	uint32_t id = chain_find(g, head, 0, hash, pcs, n);
+
+	if (!id)
+		return insert(t, g, bucket, head, hash, pcs, n);
+	/* Owner-only counter: a plain increment, no RMW. */
+	atomic_store_explicit(
+		&slot->count,
+		atomic_load_explicit(&slot->count, memory_order_relaxed) + 1,
+		memory_order_relaxed);
+	return id;
+}
+
+/*
+ * The hit path is written for the common case, a stack already in its
+ * chain: walk the chain for the first node of the same hash and length
+ * (no call, few registers), then compare its PCs once.  A 64-bit hash
+ * match of a different stack is rare enough to leave to put_slow().
+ */
 RING_API uint32_t stacktab_put(struct stacktab *t, const uintptr_t *pcs,
 			       size_t n)
 {
 	struct ring_grace_section sec;
-	_Atomic uint32_t *bucket;
+	const struct st_node *nd = NULL;
 	struct st_gen *g;
-	uint32_t head, id;
+	uint32_t off, id;
 	uint64_t hash;
 
-	if (ring_unlikely(!t || !pcs || !n))
+	if (ring_unlikely(!t || !pcs))
 		return 0;
-	if (n > STACKTAB_MAX_DEPTH)
+	/* One test on the hit path for n == 0 and n too large. */
+	if (ring_unlikely(n - 1 >= STACKTAB_MAX_DEPTH)) {
+		if (!n)
+			return 0;
 		n = STACKTAB_MAX_DEPTH;
+	}
 	hash = ring_hash_words(pcs, n);
 	if (ring_unlikely(!ring_grace_enter(&t->grace, &sec))) {
 		atomic_fetch_add_explicit(&t->losses, 1, memory_order_relaxed);
 		return 0;
 	}
 	g = current(t);
-	bucket = &g->buckets[hash >> t->bucket_shift];
 	/* Acquire: pairs with the release CAS in insert(). */
-	head = atomic_load_explicit(bucket, memory_order_acquire);
-	id = chain_find(g, head, 0, hash, pcs, (uint32_t)n);
-	if (ring_likely(id)) {
+	off = atomic_load_explicit(&g->buckets[hash >> t->bucket_shift],
+				   memory_order_acquire);
+	while (off) {
+		nd = node_at(g, off);
+		if (nd->hash == hash && nd->n == n)
+			break;
+		/* Relaxed: links are immutable once published. */
+		off = atomic_load_explicit(&nd->next, memory_order_relaxed);
+	}
+	if (ring_unlikely(!off)) {
+		id = put_slow(t, g, sec.slot, hash, pcs, (uint32_t)n);
+	} else if (ring_unlikely(memcmp(nd->pcs, pcs, n * sizeof(*pcs)))) {
+		/*
+		 * Its hash and length, loaded from the node (equal to ours),
+		 * so that they need not live in registers across memcmp():
+		 * the empty asm hides that they are equal from the compiler.
+		 */
+		__asm__("" : "+r"(nd));
+		id = put_slow(t, g, sec.slot, nd->hash, pcs, nd->n);
+	} else {
+		id = nd->id;
 		/* Owner-only counter: a plain increment, no RMW. */
 		atomic_store_explicit(
 			&sec.slot->count,
@@ -272,8 +332,6 @@ RING_API uint32_t stacktab_put(struct stacktab *t, const uintptr_t *pcs,
 					     memory_order_relaxed) +
 				1,
 			memory_order_relaxed);
-	} else {
-		id = insert(t, g, bucket, head, hash, pcs, (uint32_t)n);
 	}
 	ring_grace_exit(&sec);
 	return id;
