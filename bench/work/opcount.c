@@ -45,7 +45,7 @@ static _Atomic uint64_t flr_seq;
 /* On the heap, as an unwinder's buffer (and no array bound for GCC). */
 static uintptr_t *pcs;
 /* DEPTH at run time: the floor hashes a length it cannot see, as stacktab. */
-static size_t depth = DEPTH;
+static volatile size_t depth = DEPTH; /* volatile: never folded */
 static int bad;
 /* The floor's stack length by record size, set at run time as the bench's. */
 static size_t stk_len[67];
