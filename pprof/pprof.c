@@ -13,8 +13,11 @@
  *			"thread", str = the thread's name; when known), label
  *			(3: key "pid", num = pid; only when pid != 0)
  *	3  mapping	every mapping of every address space's symbolizer,
- *			space after space, ids numbered on across spaces (a
- *			file mapped in two spaces is listed in each): id,
+ *			the main space's first (prof_profile.main_space:
+ *			pprof's main binary is the first program file
+ *			listed), then space after space, ids numbered on
+ *			across spaces in space order (a file mapped in two
+ *			spaces is listed in each): id,
  *			memory_start, memory_limit, file_offset, filename,
  *			build_id (when known), has_functions, and
  *			has_filenames, has_line_numbers, has_inline_frames
@@ -201,35 +204,41 @@ static int put_samples(struct enc *e, const struct prof_profile *p)
 	return e->b.err;
 }
 
-static void put_mappings(struct enc *e)
+static void put_space_mappings(struct enc *e, const struct space *sp)
 {
-	for (size_t s = 0; s < e->b.nspaces; s++) {
-		const struct space *sp = &e->b.spaces[s];
+	for (size_t i = 0; i < sp->nmaps; i++) {
+		const struct prof_mapping *m = &sp->maps[i];
+		struct proto_buf *b = &e->msg;
 
-		for (size_t i = 0; i < sp->nmaps; i++) {
-			const struct prof_mapping *m = &sp->maps[i];
-			struct proto_buf *b = &e->msg;
-
-			proto_buf_reset(b);
-			proto_put_uint64(b, 1, sp->id_base + m->id);
-			proto_put_uint64(b, 2, m->start);
-			proto_put_uint64(b, 3, m->limit);
-			proto_put_uint64(b, 4, m->offset);
-			proto_put_int64(b, 5, pb_str_intern(&e->b, m->path));
-			if (m->build_id[0])
-				proto_put_int64(
-					b, 6,
+		proto_buf_reset(b);
+		proto_put_uint64(b, 1, sp->id_base + m->id);
+		proto_put_uint64(b, 2, m->start);
+		proto_put_uint64(b, 3, m->limit);
+		proto_put_uint64(b, 4, m->offset);
+		proto_put_int64(b, 5, pb_str_intern(&e->b, m->path));
+		if (m->build_id[0])
+			proto_put_int64(b, 6,
 					pb_str_intern(&e->b, m->build_id));
-			if (m->has_functions)
-				proto_put_bool(b, 7, true);
-			if (m->has_lines) {
-				proto_put_bool(b, 8, true);
-				proto_put_bool(b, 9, true);
-				proto_put_bool(b, 10, true);
-			}
-			proto_put_message(&e->out, PF_MAPPING, b);
+		if (m->has_functions)
+			proto_put_bool(b, 7, true);
+		if (m->has_lines) {
+			proto_put_bool(b, 8, true);
+			proto_put_bool(b, 9, true);
+			proto_put_bool(b, 10, true);
 		}
+		proto_put_message(&e->out, PF_MAPPING, b);
 	}
+}
+
+/* The main space's mappings first (pprof's main binary), then the rest. */
+static void put_mappings(struct enc *e, const struct prof_profile *p)
+{
+	size_t first = p->main_space < e->b.nspaces ? p->main_space : 0;
+
+	put_space_mappings(e, &e->b.spaces[first]);
+	for (size_t s = 0; s < e->b.nspaces; s++)
+		if (s != first)
+			put_space_mappings(e, &e->b.spaces[s]);
 }
 
 static void put_locations(struct enc *e)
@@ -325,7 +334,7 @@ static int encode(struct enc *e, const struct prof_profile *p)
 	put_header(e, p);
 	if (put_samples(e, p))
 		return e->b.err;
-	put_mappings(e);
+	put_mappings(e, p);
 	put_locations(e);
 	put_functions(e);
 	proto_put_int64(&e->out, PF_TIME_NANOS, p->time_nanos);

@@ -83,6 +83,9 @@ struct prof_symbolizer;
  *			two of them; an entry may be NULL: raw addresses),
  *			or none (NULL, 0): the writers then use the
  *			symbolizer they are given.
+ * @main_space:		the space whose mappings are written first (pprof
+ *			takes the first program file among the mappings
+ *			for the main binary, its "File:"): 0 unless said.
  * @heap_rate:		0: a CPU profile.  Otherwise a heap profile
  *			sampled every @heap_rate bytes on average: the
  *			samples' @heap values are written, @period_ns is
@@ -104,6 +107,7 @@ struct prof_profile {
 	size_t ncomments;
 	struct prof_symbolizer *const *spaces;
 	size_t nspaces;
+	size_t main_space;
 	uint64_t heap_rate;
 	bool heap_alloc_default;
 	bool wall;

@@ -127,6 +127,13 @@ static int profile_begin(struct prof_agg *a, struct prof_profile *p)
 		return err;
 	p->spaces = a->syms;
 	p->nspaces = a->nsyms;
+	/*
+	 * The program the user ran: the last image of the first process (a
+	 * wrapper's exec), not the wrapper, is pprof's main binary.
+	 */
+	for (size_t i = 1; i < a->nspaces && i < a->nsyms; i++)
+		if (a->spaces[i].pid == a->spaces[0].pid)
+			p->main_space = i;
 	return 0;
 }
 

@@ -65,6 +65,14 @@ same_as_plain() { # NAME: output and status as the plain run's
 	cmp -s "$TMP/$1.out" "$TMP/$1.plain" && [ "$st" -eq "$pst" ]
 }
 
+# main_file NAME FILE: go tool pprof takes FILE (a base name) for the
+# profile's main binary (its "File:" line), as for the program itself.
+main_file() {
+	[ $HAVE_GO = 1 ] || return 0
+	(cd "$TMP" && HOME="$TMP" go tool pprof -top "$1.pb.gz") 2>/dev/null |
+		grep -q "^File: $2\$"
+}
+
 says() { # NAME PATTERN: the launcher's stderr says it
 	grep -q "$2" "$TMP/$1.err"
 }
@@ -124,10 +132,12 @@ plain wrap "$TMP/wrap.sh" burn
 run wrap -- "$TMP/wrap.sh" burn
 check exec_wrapper_same same_as_plain wrap
 check exec_wrapper_profile go_reads wrap
+check exec_wrapper_main_binary main_file wrap "$(basename "$H")"
 plain bashc bash -c "echo x; exec $H burn"
 run bashc -- bash -c "echo x; exec $H burn"
 check bash_c_same same_as_plain bashc
 check bash_c_profile go_reads bashc
+check bash_c_main_binary main_file bashc "$(basename "$H")"
 # sh -c that forks its command: profiled with --children; without, the
 # launcher says where the CPU went.
 plain shc sh -c "$H burn; true"
