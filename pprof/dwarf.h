@@ -12,6 +12,7 @@
 #ifndef PROFRING_PPROF_DWARF_H
 #define PROFRING_PPROF_DWARF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,12 +28,14 @@ struct pprof_dwarf;
  * life of the process, holding no file descriptor.
  * @image, @size: the file's bytes when it is in memory only (the [vdso]),
  *		else NULL and 0.
+ * @want_dwarf:	read its DWARF too (else only its symbol table): part
+ *		of the key, as the file is opened once either way.
  * Return: the file, or NULL (neither symbols nor DWARF, no libdw, no
  * memory).
  */
 struct pprof_dwarf *pprof_dwarf_get(const char *path, const char *build_id,
 				    const char *debug_dir, const void *image,
-				    size_t size);
+				    size_t size, bool want_dwarf);
 
 /**
  * pprof_dwarf_symbol() - the symbol table's name for a code address.

@@ -276,9 +276,12 @@ static int open_file(struct pprof_dwarf *d, const void *image, size_t size)
 	return fd;
 }
 
-/* Open @d's Dwfl; false when the file has no symbols and no DWARF. */
+/*
+ * Open @d's Dwfl; false when the file has no symbols and no DWARF.
+ * Without @want_dwarf its DWARF is not read (dwarf.h says when).
+ */
 static bool open_dwfl(struct pprof_dwarf *d, const char *debug_dir,
-		      const void *image, size_t size)
+		      const void *image, size_t size, bool want_dwarf)
 {
 	Dwarf_Addr bias;
 	int fd;
@@ -303,7 +306,8 @@ static bool open_dwfl(struct pprof_dwarf *d, const char *debug_dir,
 	pprof_dw.dwfl_report_end(d->dwfl, NULL, NULL);
 	if (!d->mod)
 		goto end; /* fd is still ours */
-	d->has_dwarf = pprof_dw.dwfl_module_getdwarf(d->mod, &bias) != NULL;
+	d->has_dwarf = want_dwarf &&
+		       pprof_dw.dwfl_module_getdwarf(d->mod, &bias) != NULL;
 	if (!d->has_dwarf && pprof_dw.dwfl_module_getsymtab(d->mod) <= 1)
 		goto end_owned;
 	if (!let_go_of_files(d, fd))
@@ -348,7 +352,7 @@ static struct pprof_dwarf *new_file(const char *path, const char *build_id,
 
 struct pprof_dwarf *pprof_dwarf_get(const char *path, const char *build_id,
 				    const char *debug_dir, const void *image,
-				    size_t size)
+				    size_t size, bool want_dwarf)
 {
 	struct pprof_dwarf *d;
 
@@ -357,7 +361,8 @@ struct pprof_dwarf *pprof_dwarf_get(const char *path, const char *build_id,
 	pthread_mutex_lock(&pprof_dwfl_lock);
 	for (d = cache.files; d; d = d->next)
 		if (!strcmp(d->path, path) && !strcmp(d->build_id, build_id) &&
-		    !strcmp(d->debug_dir, debug_dir))
+		    !strcmp(d->debug_dir, debug_dir) &&
+		    d->want_dwarf == want_dwarf)
 			goto out;
 	if (cache.nfiles >= MAX_FILES || !dw_load())
 		goto out; /* d is NULL */
@@ -365,7 +370,8 @@ struct pprof_dwarf *pprof_dwarf_get(const char *path, const char *build_id,
 	if (!d)
 		goto out;
 	/* Kept without symbols too: the file is not read again. */
-	open_dwfl(d, debug_dir, image, size);
+	d->want_dwarf = want_dwarf;
+	open_dwfl(d, debug_dir, image, size, want_dwarf);
 	d->next = cache.files;
 	cache.files = d;
 	cache.nfiles++;
@@ -463,8 +469,9 @@ const char *pprof_dwarf_symbol(struct pprof_dwarf *d, uint64_t vaddr)
 
 struct pprof_dwarf *pprof_dwarf_get(const char *path, const char *build_id,
 				    const char *debug_dir, const void *image,
-				    size_t size)
+				    size_t size, bool want_dwarf)
 {
+	(void)want_dwarf;
 	(void)path;
 	(void)build_id;
 	(void)debug_dir;

@@ -116,6 +116,7 @@ struct pprof_dwarf {
 	char *path, *build_id, *debug_dir;
 	Dwfl *dwfl; /* NULL: no symbols and no DWARF here */
 	Dwfl_Module *mod;
+	bool want_dwarf; /* asked to read its DWARF (part of the key) */
 	bool has_dwarf;
 	struct sym_entry *syms; /* by address: table_syms() */
 	size_t nsyms;

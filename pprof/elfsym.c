@@ -262,6 +262,31 @@ bool pprof_elf_open(struct pprof_elf *f, uint64_t start, uint64_t limit,
 	return true;
 }
 
+/* See elfsym.h.  The section names are read with bounds (e_shstrndx). */
+bool pprof_elf_has_dwarf(const struct pprof_elf *f)
+{
+	static const char want[] = ".debug_info";
+	Elf64_Shdr names, sh;
+	size_t n = elf_shnum(f);
+
+	if (f->state != PPROF_ELF_OPEN || f->eh.e_shstrndx == SHN_UNDEF ||
+	    f->eh.e_shstrndx >= SHN_LORESERVE ||
+	    !elf_shdr(f, f->eh.e_shstrndx, &names) || names.sh_offset > f->size)
+		return false;
+	for (size_t i = 1; i < n && elf_shdr(f, i, &sh); i++) {
+		char name[sizeof(want)];
+
+		if (sh.sh_type != SHT_NOBITS && sh.sh_size &&
+		    sh.sh_name < names.sh_size &&
+		    names.sh_size - sh.sh_name >= sizeof(want) &&
+		    elf_read(f, names.sh_offset + sh.sh_name, name,
+			     sizeof(want)) &&
+		    !memcmp(name, want, sizeof(want)))
+			return true;
+	}
+	return false;
+}
+
 void pprof_elf_close(struct pprof_elf *f)
 {
 	unmap_file(f);

@@ -76,6 +76,13 @@ bool pprof_elf_bias(const struct pprof_elf *f, uint64_t start, uint64_t offset,
 		    uint64_t *bias);
 
 /**
+ * pprof_elf_has_dwarf() - whether the file holds DWARF of its own (a
+ * .debug_info section with contents), not only in a separate debug file.
+ * @f:		the file, opened.
+ */
+bool pprof_elf_has_dwarf(const struct pprof_elf *f);
+
+/**
  * pprof_elf_close() - unmap @f, leaving it (and its @path) to its owner.
  * @f:		the file.
  */
