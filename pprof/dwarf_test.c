@@ -19,6 +19,7 @@
 #include <dirent.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -299,6 +300,104 @@ static void debug_link(void)
 	unlink(other);
 }
 
+/* The raw bytes of the lowercase hex @hex into @out; their number. */
+static size_t unhex(const char *hex, unsigned char *out, size_t max)
+{
+	size_t n = 0;
+	unsigned int b;
+
+	while (n < max && sscanf(hex + 2 * n, "%2x", &b) == 1)
+		out[n++] = (unsigned char)b;
+	return n;
+}
+
+/*
+ * A copy of this executable whose DWARF names a dwz file
+ * (.gnu_debugaltlink: @alt's path, and @id, this executable's build-id,
+ * which the alternate file, its debug copy, has too), as the path
+ * @copy; the frames at the probed address, *@fds the change in open
+ * descriptors.  0 frames if anything failed.
+ */
+static size_t frames_with_alt(const char *exe, const char *copy,
+			      const char *alt, const char *id, int *fds)
+{
+	struct prof_map_spec m = { 0 };
+	struct prof_symbolizer *s;
+	struct prof_frame f[8];
+	unsigned char raw[64];
+	char link[1024];
+	size_t n = strlen(alt) + 1, nid = unhex(id, raw, sizeof(raw));
+	int before;
+
+	memcpy(link, alt, n);
+	memcpy(link + n, raw, nid);
+	if (own_mapping(&m) ||
+	    write_bytes(tmp_path("altlink.bin"), link, n + nid) ||
+	    run_cmd("objcopy --add-section .gnu_debugaltlink='%s' '%s' '%s'",
+		    tmp_path("altlink.bin"), exe, copy))
+		return 0;
+	m.path = copy;
+	before = open_fds();
+	s = prof_symbolizer_new_maps(&m, 1);
+	if (!s)
+		return 0;
+	n = frames_at(s, f, NULL);
+	prof_symbolizer_free(s);
+	*fds = open_fds() - before;
+	unlink(copy);
+	return n;
+}
+
+/*
+ * A dwz file (.gnu_debugaltlink) found at its path: the frames, and no
+ * descriptor kept; one that is a FIFO or missing: names only, no hang
+ * and no descriptor (libdw's own search would block on the FIFO and keep
+ * what it opens).
+ */
+static void dwz_alternate(void)
+{
+	char exe[512] = { 0 }, alt[512], fifo[512], none[512], id[130];
+	struct prof_map_spec m = { 0 };
+	struct prof_symbolizer *s;
+	const struct prof_mapping *pm;
+	unsigned int mapid;
+	struct prof_frame f[8];
+	int fds = -1;
+
+	KT_REQUIRE(readlink("/proc/self/exe", exe, sizeof(exe) - 1) > 0);
+	KT_REQUIRE(!own_mapping(&m));
+	m.path = exe;
+	s = prof_symbolizer_new_maps(&m, 1);
+	KT_REQUIRE(s);
+	frames_at(s, f, &mapid);
+	pm = mapping(s, mapid);
+	KT_REQUIRE(pm && strlen(pm->build_id) > 2);
+	snprintf(id, sizeof(id), "%s", pm->build_id);
+	prof_symbolizer_free(s);
+	snprintf(alt, sizeof(alt), "%s", tmp_path("alt.debug"));
+	snprintf(fifo, sizeof(fifo), "%s", tmp_path("alt.fifo"));
+	snprintf(none, sizeof(none), "%s", tmp_path("alt.none"));
+	KT_REQUIRE(!run_cmd("objcopy --only-keep-debug '%s' '%s'", exe, alt));
+	KT_REQUIRE(!mkfifo(fifo, 0600));
+	prof_symbolizer_set_debug_dir(tmp_path("none"));
+
+	KT_CHECK_EQ(frames_with_alt(exe, tmp_path("with-alt"), alt, id, &fds),
+		    2);
+	KT_CHECK_EQ(fds, 0);
+	fds = -1;
+	KT_CHECK_EQ(frames_with_alt(exe, tmp_path("with-fifo"), fifo, id, &fds),
+		    1);
+	KT_CHECK_EQ(fds, 0);
+	fds = -1;
+	KT_CHECK_EQ(frames_with_alt(exe, tmp_path("with-none"), none, id, &fds),
+		    1);
+	KT_CHECK_EQ(fds, 0);
+	prof_symbolizer_set_debug_dir(NULL);
+	unlink(alt);
+	unlink(fifo);
+	unlink(tmp_path("altlink.bin"));
+}
+
 int main(void)
 {
 	if (tmpfiles_init("dwarf_test"))
@@ -306,6 +405,7 @@ int main(void)
 	KT_RUN(inline_frames);
 	KT_RUN(separate_debug_file);
 	KT_RUN(debug_link);
+	KT_RUN(dwz_alternate);
 	tmpfiles_done();
 	return ktest_exit();
 }

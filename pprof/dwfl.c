@@ -18,21 +18,24 @@
  * process still asks dladdr()); the profile keeps each mapping's path
  * and build-id, from which pprof can name the code itself.
  *
- * Files.  Each (path, build-id, debug directory) gets one Dwfl holding
- * one module, the file reported at base 0 with its p_vaddr added (so the
- * module's addresses are the file's own p_vaddr numbering, for a
- * prelinked library, p_vaddr not 0, too) with libdwfl's standard search
- * for its debug information: the file itself, .gnu_debuglink, then
- * DEBUG_DIR/.build-id/xx/yyyy.debug (Debian's -dbg and -dbgsym
- * packages).  The [vdso], in memory only, is given to libdwfl as a copy
- * in a memfd.  Files are kept for the life of the process (a profile
- * served every minute must not read libpython's DWARF every minute), at
- * most MAX_FILES of them; past that, further files get no names (a bound
- * on memory, not a loss of samples).  A kept file holds no file
- * descriptor: once libdwfl has found and opened its files, libelf is
- * made to hold them in memory (mapped) and their descriptors are closed
- * (let_go_of_files()), so a profiled program that serves profiles does
- * not see its descriptors taken, one or two per library, for good.
+ * Files.  Each (path, build-id, debug directory) gets one Dwfl holding one
+ * module, the file reported at base 0 with its p_vaddr added (so the
+ * module's addresses are the file's own p_vaddr numbering, for a prelinked
+ * library, p_vaddr not 0, too).  Its debug information: the file itself,
+ * else DEBUG_DIR/.build-id/xx/yyyy.debug (Debian's -dbg and -dbgsym
+ * packages), else its .gnu_debuglink beside it, in .debug beside it or
+ * under DEBUG_DIR, a file with its build-id (find_debuginfo()); a dwz file
+ * its DWARF names, by build-id or path (set_alt()).  The [vdso], in memory
+ * only, is given to libdwfl as a copy in a memfd.  Files are kept for the
+ * life of the process (a profile served every minute must not read
+ * libpython's DWARF every minute), at most MAX_FILES of them; past that,
+ * further files get no names (a bound on memory, not a loss of samples).
+ * A kept file holds no file descriptor: once libdwfl has found and opened
+ * its files, libelf is made to hold them in memory (mapped) and their
+ * descriptors are closed (let_go_of_files(), open_alt()), so a profiled
+ * program that serves profiles does not see its descriptors taken, one or
+ * two per library, for good.  Nothing is opened in a blocking way: a FIFO
+ * is never opened (safe_to_search(), open_alt()).
  *
  * Locking.  One mutex (pprof_dwfl_lock) around everything, here and in
  * dwarf.c: libdw's objects are not meant for concurrent use, and
@@ -102,16 +105,30 @@ static bool link_place(const struct pprof_dwarf *d, const char *file_name,
 	const char *slash = file_name ? strrchr(file_name, '/') : NULL;
 	int dir = slash ? (int)(slash - file_name) : 0;
 
+	int n;
+
 	if (!link || !*link || strchr(link, '/') || !slash || i > 2)
 		return false;
 	if (i == 0)
-		snprintf(p, len, "%.*s/%s", dir, file_name, link);
+		n = snprintf(p, len, "%.*s/%s", dir, file_name, link);
 	else if (i == 1)
-		snprintf(p, len, "%.*s/.debug/%s", dir, file_name, link);
+		n = snprintf(p, len, "%.*s/.debug/%s", dir, file_name, link);
 	else
-		snprintf(p, len, "%s%.*s/%s", d->debug_dir, dir, file_name,
-			 link);
+		n = snprintf(p, len, "%s%.*s/%s", d->debug_dir, dir, file_name,
+			     link);
+	if (n < 0 || (size_t)n >= len)
+		*p = '\0'; /* too long: no such place (stat() fails) */
 	return true;
+}
+
+/* The build-id place of @hex under @dir, into @p; false if too long. */
+static bool build_id_place(const char *dir, const char *hex, char *p,
+			   size_t len)
+{
+	int n = snprintf(p, len, "%s/.build-id/%.2s/%s.debug", dir, hex,
+			 hex + 2);
+
+	return n > 0 && (size_t)n < len;
 }
 
 /*
@@ -123,12 +140,10 @@ static bool safe_to_search(struct pprof_dwarf *d, const char *file_name,
 {
 	char p[PATH_MAX];
 
-	if (strlen(d->build_id) > 2) {
-		snprintf(p, sizeof(p), "%s/.build-id/%.2s/%s.debug",
-			 d->debug_dir, d->build_id, d->build_id + 2);
-		if (!not_special(p))
-			return false;
-	}
+	if (strlen(d->build_id) > 2 &&
+	    (!build_id_place(d->debug_dir, d->build_id, p, sizeof(p)) ||
+	     !not_special(p)))
+		return false;
 	for (int i = 0; link_place(d, file_name, link, i, p, sizeof(p)); i++)
 		if (!not_special(p))
 			return false;
@@ -173,17 +188,43 @@ static int find_by_link(struct pprof_dwarf *d, const char *file_name,
 	return -1;
 }
 
+/* Whether the ELF file at @path has the build-id @hex. */
+static bool has_build_id(const char *path, const char *hex)
+{
+	struct pprof_elf f = { .path = (char *)path };
+	bool same;
+
+	if (!path || !pprof_elf_open(&f, 0, 0, 0))
+		return false;
+	same = !strcmp(f.build_id, hex);
+	pprof_elf_close(&f);
+	return same;
+}
+
+/* Refuse a file libdwfl was handed: close it, forget its name; -1. */
+static int refuse(int fd, char **name)
+{
+	if (fd >= 0)
+		close(fd);
+	free(*name);
+	*name = NULL;
+	return -1;
+}
+
 /*
  * Where libdwfl is told to look for debug information: by build-id under
  * the debug directory (dwfl_build_id_find_debuginfo()), else by debug
- * link (find_by_link()).  Not dwfl_standard_find_debuginfo(): past those
- * two it asks debuginfod, and libdw 0.188 then loads libdebuginfod and
- * starts libcurl (curl_global_init(), libssh2's and the TLS library's
- * start-up) in the process, whether DEBUGINFOD_URLS is set or not: in
- * node at exit that crashed in OpenSSL's torn-down locks, and a profiler
- * must not reach for the network.  The places are checked first
- * (safe_to_search()); the descriptors opened are remembered (under
- * pprof_dwfl_lock) for let_go_of_files().
+ * link (find_by_link()), and only a file with @d's own build-id: a dwz
+ * file (.gnu_debugaltlink), which libdwfl asks for here too, is
+ * open_alt()'s.  Not dwfl_standard_find_debuginfo(): past those two it
+ * asks debuginfod, and libdw 0.188 then loads libdebuginfod and starts
+ * libcurl (curl_global_init(), libssh2's and the TLS library's start-up)
+ * in the process, whether DEBUGINFOD_URLS is set or not: in node at exit
+ * that crashed in OpenSSL's torn-down locks, and a profiler must not
+ * reach for the network.  The places are checked first
+ * (safe_to_search()); each descriptor handed over is remembered with its
+ * file's identity (under pprof_dwfl_lock) for let_go_of_files(), which
+ * closes only those still open on that file (libdwfl closes some itself).
  */
 static int find_debuginfo(Dwfl_Module *mod, void **userdata,
 			  const char *modname, Dwarf_Addr base,
@@ -191,6 +232,7 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata,
 			  GElf_Word debuglink_crc, char **debuginfo_file_name)
 {
 	struct pprof_dwarf *d = cache.opening;
+	struct stat st;
 	int fd;
 
 	if (!d || !safe_to_search(d, file_name, debuglink_file))
@@ -198,11 +240,23 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata,
 	fd = pprof_dw.dwfl_build_id_find_debuginfo(
 		mod, userdata, modname, base, file_name, debuglink_file,
 		debuglink_crc, debuginfo_file_name);
-	if (fd < 0)
+	if (fd >= 0 && !has_build_id(*debuginfo_file_name, d->build_id))
+		fd = refuse(fd, debuginfo_file_name); /* a dwz file's */
+	if (fd < 0) {
+		refuse(-1, debuginfo_file_name);
 		fd = find_by_link(d, file_name, debuglink_file,
 				  debuginfo_file_name);
-	if (fd >= 0 && d->nfds < MAX_FDS)
-		d->fds[d->nfds++] = fd;
+	}
+	if (fd < 0)
+		return -1;
+	if (d->nfds == MAX_FDS || fstat(fd, &st))
+		return refuse(fd, debuginfo_file_name);
+	d->fds[d->nfds].fd = fd;
+	d->fds[d->nfds].dev = st.st_dev;
+	d->fds[d->nfds].ino = st.st_ino;
+	d->nfds++;
+	if (!d->debug_path && *debuginfo_file_name)
+		d->debug_path = strdup(*debuginfo_file_name);
 	return fd;
 }
 
@@ -225,12 +279,12 @@ static bool elf_fd_done(Elf *e)
 }
 
 /*
- * Close the descriptors of @d's files: the file itself (@fd), its debug
- * file and a dwz file, once libelf holds what it needs of each (mapped or
- * read).  A cached file must not hold descriptors: it lives as long as
- * the process, and in a profiled program (an in-process session's
- * server) a descriptor per library would change what the program sees.
- * The Dwfl is never ended after this (it would close them again).
+ * Close the descriptors of @d's files: the file itself (@fd) and its debug
+ * file (a dwz file's is open_alt()'s), once libelf holds what it needs of
+ * each (mapped or read).  A cached file must not hold descriptors: it
+ * lives as long as the process, and in a profiled program (an in-process
+ * session's server) a descriptor per library would change what the program
+ * sees. The Dwfl is never ended after this (it would close them again).
  * False, with nothing closed, if libelf refused for one of them.
  */
 static bool let_go_of_files(struct pprof_dwarf *d, int fd)
@@ -241,19 +295,22 @@ static bool let_go_of_files(struct pprof_dwarf *d, int fd)
 	Elf *sym_elf = NULL;
 	Dwarf *dbg = d->has_dwarf ? pprof_dw.dwfl_module_getdwarf(d->mod, &bias)
 				  : NULL;
-	Dwarf *alt = dbg ? pprof_dw.dwarf_getalt(dbg) : NULL;
 
 	if (pprof_dw.dwfl_module_getsymtab(d->mod) > 1)
 		pprof_dw.dwfl_module_getsym_info(d->mod, 1, &sym, &bias, &shndx,
 						 &sym_elf, &bias);
 	if (!elf_fd_done(pprof_dw.dwfl_module_getelf(d->mod, &bias)) ||
 	    !elf_fd_done(sym_elf) ||
-	    !elf_fd_done(dbg ? pprof_dw.dwarf_getelf(dbg) : NULL) ||
-	    !elf_fd_done(alt ? pprof_dw.dwarf_getelf(alt) : NULL))
+	    !elf_fd_done(dbg ? pprof_dw.dwarf_getelf(dbg) : NULL))
 		return false;
 	close(fd);
-	for (unsigned int i = 0; i < d->nfds; i++)
-		close(d->fds[i]);
+	for (unsigned int i = 0; i < d->nfds; i++) {
+		struct stat st;
+
+		if (!fstat(d->fds[i].fd, &st) && st.st_dev == d->fds[i].dev &&
+		    st.st_ino == d->fds[i].ino)
+			close(d->fds[i].fd);
+	}
 	d->nfds = 0;
 	return true;
 }
@@ -277,6 +334,75 @@ static int open_file(struct pprof_dwarf *d, const void *image, size_t size)
 }
 
 /*
+ * The dwz file at @p, if it is a regular ELF file with the build-id @hex
+ * and DWARF: opened without blocking, made @dbg's alternate DWARF
+ * (dwarf_setalt()), held in memory, its descriptor closed.  Kept for the
+ * life of the process, as the file it serves.
+ */
+static bool open_alt(Dwarf *dbg, const char *p, const char *hex)
+{
+	struct stat st;
+	Dwarf *alt;
+	Elf *elf;
+	int fd;
+
+	if (!*p || stat(p, &st) || !S_ISREG(st.st_mode) ||
+	    !has_build_id(p, hex))
+		return false;
+	fd = open(p, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return false;
+	elf = pprof_dw.elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	alt = elf ? pprof_dw.dwarf_begin_elf(elf, DWARF_C_READ, NULL) : NULL;
+	if (!alt) {
+		if (elf)
+			pprof_dw.elf_end(elf);
+		close(fd);
+		return false;
+	}
+	if (!elf_fd_done(elf))
+		return false; /* libelf still reads through fd: both kept */
+	close(fd);
+	pprof_dw.dwarf_setalt(dbg, alt);
+	return true;
+}
+
+/*
+ * @d's DWARF (@dbg) may name a dwz file (.gnu_debugaltlink: a path and
+ * its build-id) holding what its units share.  libdwfl asks
+ * find_debuginfo() for it, which declines; libdw would then look for it
+ * itself at the first DIE that needs it, with a blocking open() (a FIFO
+ * hangs it) and a descriptor kept for good.  So it is found here: under
+ * the debug directory by its build-id, at its path if absolute, or
+ * beside the debug file if relative.  False if it is named and not found:
+ * the file is then read for names only.
+ */
+static bool set_alt(struct pprof_dwarf *d, Dwarf *dbg)
+{
+	const char *name, *dir;
+	const void *id;
+	char hex[2 * 64 + 1], p[PATH_MAX];
+	ssize_t n = pprof_dw.dwelf_dwarf_gnu_debugaltlink(dbg, &name, &id);
+	int len;
+
+	if (n == 0)
+		return true; /* none */
+	if (n < 0 || n > 64)
+		return false;
+	for (ssize_t i = 0; i < n; i++)
+		snprintf(hex + 2 * i, 3, "%02x", ((const uint8_t *)id)[i]);
+	if (build_id_place(d->debug_dir, hex, p, sizeof(p)) &&
+	    open_alt(dbg, p, hex))
+		return true;
+	if (name[0] == '/')
+		return open_alt(dbg, name, hex);
+	dir = d->debug_path ? d->debug_path : d->path;
+	len = (int)(strrchr(dir, '/') ? strrchr(dir, '/') - dir : 0);
+	n = snprintf(p, sizeof(p), "%.*s/%s", len, dir, name);
+	return n > 0 && (size_t)n < sizeof(p) && open_alt(dbg, p, hex);
+}
+
+/*
  * Open @d's Dwfl; false when the file has no symbols and no DWARF.
  * Without @want_dwarf its DWARF is not read (dwarf.h says when).
  */
@@ -284,6 +410,7 @@ static bool open_dwfl(struct pprof_dwarf *d, const char *debug_dir,
 		      const void *image, size_t size, bool want_dwarf)
 {
 	Dwarf_Addr bias;
+	Dwarf *dbg;
 	int fd;
 
 	if (asprintf(&d->debuginfo_path, ":.debug:%s", debug_dir) < 0) {
@@ -306,8 +433,8 @@ static bool open_dwfl(struct pprof_dwarf *d, const char *debug_dir,
 	pprof_dw.dwfl_report_end(d->dwfl, NULL, NULL);
 	if (!d->mod)
 		goto end; /* fd is still ours */
-	d->has_dwarf = want_dwarf &&
-		       pprof_dw.dwfl_module_getdwarf(d->mod, &bias) != NULL;
+	dbg = want_dwarf ? pprof_dw.dwfl_module_getdwarf(d->mod, &bias) : NULL;
+	d->has_dwarf = dbg && set_alt(d, dbg);
 	if (!d->has_dwarf && pprof_dw.dwfl_module_getsymtab(d->mod) <= 1)
 		goto end_owned;
 	if (!let_go_of_files(d, fd))

@@ -10,11 +10,13 @@
 #define PROFRING_PPROF_DWFL_IMPL_H
 
 #include <dwarf.h>
+#include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "pprof/table.h"
 
@@ -40,7 +42,11 @@ struct prof_frame;
 	X(dwfl_module_getsymtab)        \
 	X(dwfl_module_getsym_info)      \
 	X(dwarf_getelf)                 \
-	X(dwarf_getalt)                 \
+	X(dwarf_begin_elf)              \
+	X(dwarf_setalt)                 \
+	X(dwelf_dwarf_gnu_debugaltlink) \
+	X(elf_begin)                    \
+	X(elf_end)                      \
 	X(elf_cntl)                     \
 	X(elf_rawfile)                  \
 	X(dwfl_module_addrdie)          \
@@ -121,8 +127,13 @@ struct pprof_dwarf {
 	struct sym_entry *syms; /* by address: table_syms() */
 	size_t nsyms;
 	bool syms_done;
-	int fds[MAX_FDS]; /* opened for it while it is opened */
+	struct { /* opened for it while it is opened (find_debuginfo()) */
+		int fd;
+		dev_t dev;
+		ino_t ino;
+	} fds[MAX_FDS];
 	unsigned int nfds;
+	char *debug_path; /* its debug file's, if one was found */
 	char *debuginfo_path;
 	Dwfl_Callbacks cb;
 	struct keyed_table addrs; /* struct addr_entry */

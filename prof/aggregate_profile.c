@@ -267,13 +267,14 @@ static bool since(const struct agg_entry *e, const struct prof_cpu_base *base,
  * The periods of CPU no sample shows: for each process whose CPU time over
  * its session is known (prof_agg_set_process_cpu()), its whole periods
  * less those its CPU samples stand for, less the samples lost (already an
- * entry of their own).  What it holds: the CPU threads use after their
- * last look at their clocks (glibc's and the kernel's exit work), that of
- * threads our pthread_create did not start, the profiler's own threads'
- * (in-process), and what the samples' rounding leaves.  A process whose
- * samples stand for more than its CPU adds nothing; a pid's samples of
- * its images before an exec count against its last image's CPU (so it is
- * an underestimate there).
+ * entry of their own, counted one period each; those of processes whose
+ * CPU is unknown too, so the entry errs low).  What it holds: the CPU
+ * threads use after their last look at their clocks (glibc's and the
+ * kernel's exit work), that of threads our pthread_create did not start,
+ * the profiler's own threads' (in-process), and what the samples' rounding
+ * leaves.  A process whose samples stand for more than its CPU adds
+ * nothing; a pid's samples of its images before an exec count against its
+ * last image's CPU (so it is an underestimate there).
  */
 struct pid_periods {
 	uint64_t key; /* pid */

@@ -78,7 +78,8 @@
  * session).  None of it is lost silently: the process's CPU over the
  * session (sampler.c's counters' cpu_ns, at stop or exit) less what the
  * samples stand for is the profile's "[profring: unsampled CPU]" entry
- * (aggregate_profile.c), so the total is the process's CPU.
+ * (aggregate_profile.c), so the total is the process's CPU (less, when
+ * samples were lost: those are subtracted, whatever process lost them).
  */
 #include "prof/thread_cpu.h"
 
