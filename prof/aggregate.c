@@ -43,6 +43,7 @@
  * threads that exited (prof_agg_set_thread_name()).
  */
 #include "prof/aggregate_impl.h"
+#include "prof/procfs.h"
 #include "prof/stream.h"
 
 #include <profring/stacktab.h>
@@ -61,18 +62,12 @@ void prof_agg_read_comm(pid_t pid, uint32_t tid, char name[16])
 {
 	char path[64];
 	ssize_t n;
-	int fd;
 
 	name[0] = 0;
 	snprintf(path, sizeof(path), "/proc/%d/task/%u/comm", (int)pid, tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	n = prof_read_small(path, name, 16);
+	if (n < 0)
 		return;
-	n = read(fd, name, 15);
-	close(fd);
-	if (n <= 0)
-		return;
-	name[n] = 0;
 	if (name[n - 1] == '\n')
 		name[n - 1] = 0;
 }

@@ -22,6 +22,7 @@
  * end).
  */
 #include "prof/collector.h"
+#include "prof/procfs.h"
 #include "prof/heap.h"
 
 #include "ring/clock.h"
@@ -98,16 +99,9 @@ static void test_stall(void)
 static bool only_thread_left(void)
 {
 	char buf[1024], *p;
-	ssize_t n;
-	int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
 
-	if (fd < 0)
+	if (prof_read_small("/proc/self/status", buf, sizeof(buf)) < 0)
 		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = 0;
 	p = strstr(buf, "\nThreads:");
 	return p && strtol(p + 9, NULL, 10) == 1;
 }

@@ -100,6 +100,7 @@
  * that did to real programs).
  */
 #include "prof/sampler_impl.h"
+#include "prof/procfs.h"
 #include "prof/heap.h"
 
 #include "ring/clock.h"
@@ -249,18 +250,10 @@ void prof_wall_done(const siginfo_t *si, uint64_t state)
 static bool stat_running(pid_t tid)
 {
 	char path[64], buf[512], *p;
-	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (prof_read_small(path, buf, sizeof(buf)) < 0)
 		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = 0;
 	p = strrchr(buf, ')'); /* the name may hold anything */
 	return p && p[1] == ' ' && p[2] == 'R';
 }
