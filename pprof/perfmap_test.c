@@ -30,7 +30,9 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <time.h>
 #include <unistd.h>
+#include <utime.h>
 
 #include "testing/ktest.h"
 #include "testing/tmpfiles.h"
@@ -463,7 +465,10 @@ static void symbolizer_foreign(void)
 	free((char *)spec.path);
 }
 
-/* In-process: /tmp/perf-<our pid>.map names code in no file. */
+/*
+ * In-process: /tmp/perf-<our pid>.map names code in no file; one older
+ * than this process (another process of our pid left it) is not read.
+ */
 static void symbolizer_own(void)
 {
 	char path[64];
@@ -488,6 +493,16 @@ static void symbolizer_own(void)
 	name = s ? prof_symbolize(s, a + 8, &id) : NULL;
 	KT_CHECK(name && !strcmp(name, "own-jit-code"));
 	KT_CHECK(id > 0);
+	prof_symbolizer_free(s);
+	/* Last written an hour before we began: an earlier process's. */
+	KT_REQUIRE(!utime(path,
+			  &(struct utimbuf){ .actime = time(NULL) - 3600,
+					     .modtime = time(NULL) - 3600 }));
+	s = prof_symbolizer_new();
+	KT_REQUIRE(s);
+	id = 1;
+	KT_CHECK(!prof_symbolize(s, a + 8, &id));
+	KT_CHECK_EQ(id, 0);
 	prof_symbolizer_free(s);
 	unlink(path);
 	free(heap);

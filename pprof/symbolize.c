@@ -45,8 +45,10 @@
  * JIT code lies in no file.  A symbolizer may have a perf map
  * (perfmap.h: /tmp/perf-PID.map, which a JIT such as node
  * --perf-basic-prof writes): prof_symbolizer_new() looks for its own
- * process's, prof_symbolizer_set_perf_map() names another's.  It is read
- * once, at the first lookup or prof_symbolizer_mappings(), and asked about
+ * process's (not one last written before the process began: an earlier
+ * process of the same pid left it), prof_symbolizer_set_perf_map()
+ * names another's.  It is read once, at the first lookup or
+ * prof_symbolizer_mappings(), and asked about
  * an address that no ELF symbol names, after the ELF files and before
  * dladdr().  If it names code outside the mappings of files, the
  * symbolizer has one more mapping, after theirs (its id is theirs + 1):
@@ -64,6 +66,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "pprof/dwarf.h"
@@ -505,6 +509,50 @@ static int read_maps(struct prof_symbolizer *s)
 	return err;
 }
 
+/*
+ * This process's start, in seconds since the epoch: /proc/self/stat's
+ * starttime (clock ticks after boot) plus /proc/stat's btime; 0 if
+ * either cannot be read.
+ */
+static time_t process_start(void)
+{
+	char buf[1024], *p;
+	unsigned long long ticks = 0, btime = 0;
+	long hz = sysconf(_SC_CLK_TCK);
+	FILE *fp = fopen("/proc/self/stat", "re");
+	int field = 2; /* the command, up to its last ")"; starttime is 22 */
+
+	if (!fp)
+		return 0;
+	p = fgets(buf, sizeof(buf), fp) ? strrchr(buf, ')') : NULL;
+	fclose(fp);
+	while (p && field < 22 && (p = strchr(p + 1, ' ')))
+		field++;
+	if (!p || sscanf(p, " %llu", &ticks) != 1 || hz <= 0)
+		return 0;
+	fp = fopen("/proc/stat", "re");
+	while (fp && fgets(buf, sizeof(buf), fp))
+		if (sscanf(buf, "btime %llu", &btime) == 1)
+			break;
+	if (fp)
+		fclose(fp);
+	return btime ? (time_t)(btime + ticks / (unsigned long long)hz) : 0;
+}
+
+/*
+ * Whether the file at @path was last written before this process began:
+ * a perf map an earlier process of the same pid left (JITs do not remove
+ * theirs), naming code that is not ours.  A second of slack: btime is
+ * rounded.  False when unsure.
+ */
+static bool left_by_another(const char *path)
+{
+	time_t start = process_start();
+	struct stat st;
+
+	return start && !stat(path, &st) && st.st_mtime + 1 < start;
+}
+
 struct prof_symbolizer *prof_symbolizer_new(void)
 {
 	struct prof_symbolizer *s = calloc(1, sizeof(*s));
@@ -518,7 +566,8 @@ struct prof_symbolizer *prof_symbolizer_new(void)
 
 		snprintf(path, sizeof(path), PROF_PERFMAP_PATH_FMT,
 			 (int)getpid());
-		err = prof_symbolizer_set_perf_map(s, path);
+		if (!left_by_another(path))
+			err = prof_symbolizer_set_perf_map(s, path);
 	}
 	if (err) {
 		prof_symbolizer_free(s);
