@@ -499,20 +499,28 @@ write_with_overflow(struct profbuf *b, uint64_t o, const void *tag, int64_t now,
 }
 
 /*
- * copy_words() - @n words from @s to @d, inline.  The header is one to a
- * few words: a loop the compiler turns into a memcpy() call (and a memset()
- * for the padding) costs a call and an indirect jump each, more than the
- * copy.  The empty asm keeps the loop a loop (it hides the index from
- * loop-idiom recognition) and costs nothing.
+ * copy_words() - @n words from @s to @d, inline, two at a time (one
+ * 16-byte load and store).  The header and a short stack are a few words:
+ * a loop the compiler turns into a memcpy() call (and a memset() for the
+ * padding) costs a call and an indirect jump each, more than the copy.
+ * The empty asm keeps the loop a loop (it hides the index from loop-idiom
+ * recognition) and costs nothing.
  */
 static inline void copy_words(uint64_t *restrict d, const uint64_t *restrict s,
 			      size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
+	size_t i = 0;
+
+	for (; i + 2 <= n; i += 2) {
 		__asm__("" : "+r"(i));
-		d[i] = s[i];
+		memcpy(d + i, s + i, 2 * sizeof(*d));
 	}
+	if (i < n)
+		d[i] = s[i];
 }
+
+/* Stacks up to this many words are copied by copy_words(), not memcpy(). */
+#define PB_INLINE_COPY_WORDS 16
 
 static inline void zero_words(uint64_t *d, size_t n)
 {
@@ -556,30 +564,66 @@ write_slow(struct profbuf *b, const void *tag, int64_t now, const uint64_t *hdr,
 }
 
 /*
+ * commit_long_stack() - profbuf_write()'s end for a long stack: copy it
+ * with memcpy() and commit.  Out of line, so that profbuf_write() makes
+ * no call and keeps its addresses in registers the call would clobber.
+ */
+static __attribute__((noinline)) int commit_long_stack(uint64_t *d,
+						       const uintptr_t *stk,
+						       size_t nstk,
+						       _Atomic uint32_t *stamp)
+{
+	memcpy(d, stk, nstk * sizeof(*d));
+	ring_perturb();
+	/*
+	 * Release: pairs with the acquire load of the stamp in scan_run():
+	 * the record and the tag, stored by profbuf_write() before it called
+	 * us, are visible before the stamp.
+	 */
+	atomic_store_explicit(stamp, PB_STAMP_COMMITTED, memory_order_release);
+	return 0;
+}
+
+/*
  * profbuf_write() is the profiler's per-sample cost, so its fast path -
- * a private buffer, no overflow pending, room without rewinding, nobody
- * asleep - is written out here in full, with one branch per question and
- * one call (the stack's memcpy()); everything else goes to write_slow(),
- * which runs the general reserve() and put_record().  Both follow the
- * protocol above step by step: the same loads, CAS and stores with the
- * same memory orders.
+ * a private buffer, no overflow pending, room before the ring's end (a
+ * record that would reach it exactly, or rewind, goes the slow way),
+ * nobody asleep, and w unchanged between its load and the one CAS - is
+ * written out here in full; everything else goes to write_slow(), which
+ * runs the general reserve() and put_record().  Both follow the protocol
+ * above step by step: the same loads, CAS and stores with the same
+ * memory orders.
+ *
+ * Why it is written this way (bench/RESULTS.md, "The write path after
+ * the CAS"): a locked CAS waits for every earlier store to drain, and no
+ * later load runs before it completes, so whatever the stores after it
+ * need should already be in registers.  So every address the record goes
+ * to is computed from the expected w before the CAS (if the CAS
+ * succeeds, w was that value); the CAS is tried once (it fails when w
+ * moved: another writer's reservation, or the reader's or a loser's flag
+ * or seal CAS; write_slow() then starts over), so the retry loop's
+ * values are not live across it; and the header and a short stack are
+ * copied inline, a long one by commit_long_stack(), so that no call
+ * returns into this function.
  */
 RING_API int profbuf_write(struct profbuf *b, const void *tag, int64_t now,
 			   const uint64_t *hdr, size_t nhdr,
 			   const uintptr_t *stk, size_t nstk)
 {
-	uint32_t hs, len, pos, size, mask;
-	uint64_t o, old, r, any = 0, *d;
+	uint32_t hs, len, pos, size, slot;
+	uint64_t o, old, r, any = 0, *d, *s;
+	const void **tagp;
 	_Atomic uint32_t *stamp;
 
 	if (ring_unlikely(!b || !hdr))
 		return -EINVAL;
 	hs = b->hdrsize;
+	size = b->data_len;
 	/*
 	 * nhdr 0 (an all-zero header) or above hdrsize, a stack missing or
 	 * longer than the ring: one branch.
 	 */
-	if (ring_unlikely(nhdr - 1 >= hs || nstk > b->data_len - 2 - hs ||
+	if (ring_unlikely(nhdr - 1 >= hs || nstk > size - 2 - hs ||
 			  (!stk && nstk)))
 		return -EINVAL;
 	for (size_t i = 0; i < nhdr; i++)
@@ -594,46 +638,60 @@ RING_API int profbuf_write(struct profbuf *b, const void *tag, int64_t now,
 	 * close returned (in happens-before order) sees CLOSED.
 	 */
 	o = atomic_load_explicit(&b->ovf, memory_order_acquire);
-	if (ring_unlikely((o & (OVF_CLOSED | OVF_COUNT_MASK)) || b->shared))
+	if (ring_unlikely((o & (OVF_CLOSED | OVF_COUNT_MASK)) | b->shared))
 		goto slow;
 	/*
-	 * Reserve: reserve() with n = 1, SLEEPING clear and no rewind.  The
-	 * room tests count unsigned, as the distances from r up to w: never
-	 * more than the ring, unless r moved past our stale w (another
-	 * writer's record was read meanwhile) or the reader sealed w's tag
-	 * count 2^29 ahead.  Both look like "no room" here and go the slow
-	 * way, whose reserve() tells them apart.
+	 * Reserve: reserve() with n = 1, SLEEPING clear, and the record ending
+	 * before the ring's end: no rewind, and no carry out of the data
+	 * count into the flags (a record ending at 2^32 words ends at the
+	 * ring's end too; the slow way's ring_pindex_add() handles it).  The
+	 * room
+	 * tests count unsigned, as the distances from r up to w: never more
+	 * than the ring, unless r moved past our stale w (another writer's
+	 * record was read meanwhile) or the reader sealed w's tag count 2^29
+	 * ahead.  Both look like "no room" here and go the slow way, whose
+	 * reserve() tells them apart.
 	 */
 	old = atomic_load_explicit(&b->w, memory_order_relaxed);
-	size = b->data_len;
-	do {
-		/*
-		 * Acquire: pairs with the release store of r in
-		 * give_back_run(), as in reserve().
-		 */
-		r = atomic_load_explicit(&b->r, memory_order_acquire);
-		pos = ring_pindex_data(old) & (size - 1);
-		if (ring_unlikely(old & PB_SLEEPING) || pos + len > size ||
-		    ring_pindex_data(old) - ring_pindex_data(r) + len > size ||
-		    ((ring_pindex_tag(old) - ring_pindex_tag(r)) &
-		     RING_TAG_COUNT_MASK) >= b->tag_len)
-			goto slow;
-		/* Relaxed: as in reserve(); the stamp publishes. */
-	} while (!atomic_compare_exchange_weak_explicit(
-		&b->w, &old, ring_pindex_add(old, len, 1), memory_order_relaxed,
-		memory_order_relaxed));
+	/*
+	 * Acquire: pairs with the release store of r in give_back_run(), as
+	 * in reserve().
+	 */
+	r = atomic_load_explicit(&b->r, memory_order_acquire);
+	pos = ring_pindex_data(old) & (size - 1);
+	if (ring_unlikely((old & PB_SLEEPING) || pos + len >= size ||
+			  ring_pindex_data(old) - ring_pindex_data(r) + len >
+				  size ||
+			  ((ring_pindex_tag(old) - ring_pindex_tag(r)) &
+			   RING_TAG_COUNT_MASK) >= b->tag_len))
+		goto slow;
+	slot = ring_pindex_tag(old) & (b->tag_len - 1);
+	d = pb_data(b) + pos;
+	tagp = pb_tags(b) + slot;
+	stamp = pb_stamps(b) + slot;
+	/* Computed here, not after the CAS (see above): opaque to GCC. */
+	__asm__("" : "+r"(d), "+r"(tagp), "+r"(stamp));
+	/*
+	 * pos + len < size, so the data count does not carry into the
+	 * flags; the tag count sits in the top bits and wraps by itself.
+	 * Relaxed: as in reserve(); the stamp publishes.
+	 */
+	if (ring_unlikely(!atomic_compare_exchange_strong_explicit(
+		    &b->w, &old,
+		    old + len + ((uint64_t)1 << RING_PINDEX_TAG_SHIFT),
+		    memory_order_relaxed, memory_order_relaxed)))
+		goto slow;
 	ring_perturb();
 	/* Fill: put_record() for a private buffer with no rewind marker. */
-	d = pb_data(b) + pos;
-	mask = b->tag_len - 1;
-	stamp = &pb_stamps(b)[ring_pindex_tag(old) & mask];
-	pb_tags(b)[ring_pindex_tag(old) & mask] = tag;
+	*tagp = tag;
 	d[0] = len;
 	d[1] = (uint64_t)now;
 	copy_words(d + 2, hdr, nhdr);
 	zero_words(d + 2 + nhdr, hs - nhdr);
-	if (nstk) /* stk may be NULL then */
-		memcpy(d + 2 + hs, stk, nstk * sizeof(*d));
+	s = d + 2 + hs;
+	if (nstk > PB_INLINE_COPY_WORDS)
+		return commit_long_stack(s, stk, nstk, stamp);
+	copy_words(s, (const uint64_t *)stk, nstk); /* same type on LP64 */
 	ring_perturb();
 	/*
 	 * Release: pairs with the acquire load of the stamp in scan_run():

@@ -747,6 +747,39 @@ static void counters_wrap(void)
 }
 
 /*
+ * A record that ends exactly where the data count wraps to 0 (2^32 words
+ * in all) must not carry into w's flags: a carry sets SLEEPING with no
+ * reader asleep, and the next writer then "wakes" a reader that never
+ * slept (a wakeup without a sleep in the accounting).  profbuf_write()'s
+ * fast path adds to w directly, so it must leave such a record to the
+ * slow path (whose ring_pindex_add() keeps the flags): this fails if it
+ * takes it.
+ */
+static void record_ending_at_count_wrap(void)
+{
+	struct profbuf_test_counters c;
+	struct profbuf *b = profbuf_new_at(2, 16, 1024, 0u - 32, 0);
+
+	KT_REQUIRE(b);
+	for (int i = 0; i < 4; i++) {
+		/* The whole ring: the second ends at 2^32. */
+		KT_CHECK_EQ(
+			WRITE(b, &my_tags[0], 1, HDR(2, 3),
+			      STK(4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)),
+			0);
+		READ(b,
+		     WORDS(16, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14,
+			   15),
+		     &my_tags[0]);
+		READ_NONE(b);
+	}
+	profbuf_test_counters(b, &c);
+	KT_CHECK_EQ(c.sleeps, 0);
+	KT_CHECK_EQ(c.wakeups, 0);
+	profbuf_free(b);
+}
+
+/*
  * Go's overflow cases again with the data count crossing 2^32 and the tag
  * count just below 2^30 (both starting at multiples of the ring sizes: the
  * expected words depend on the positions in the rings).
@@ -1483,6 +1516,7 @@ int main(void)
 	KT_RUN(iter_malformed);
 	KT_RUN(iter_overflow_shape);
 	KT_RUN(counters_wrap);
+	KT_RUN(record_ending_at_count_wrap);
 	KT_RUN(overflow_near_wrap);
 	KT_RUN(wrap_random_ops);
 	KT_RUN(new_errors);
