@@ -176,8 +176,13 @@ static inline bool ring_grace_slot_ours(struct ring_grace *g,
  * only from 0 to the thread's one value (a handler may set it between
  * our load and a way's check, but a way then holds no slot of ours yet:
  * a cached slot is one claimed with the token already set).
+ *
+ * ring_grace_slot_cached() is that look-up alone: NULL when no way holds
+ * our slot of @g (then ring_grace_slot_slow() finds or claims it).  A hot
+ * path that makes no other call can keep the slow call out of its body.
  */
-static inline struct ring_grace_slot *ring_grace_slot(struct ring_grace *g)
+static inline struct ring_grace_slot *
+ring_grace_slot_cached(struct ring_grace *g)
 {
 	uintptr_t base = (uintptr_t)g->slots;
 	uintptr_t span = (uintptr_t)g->nslots * sizeof(struct ring_grace_slot);
@@ -196,33 +201,35 @@ static inline struct ring_grace_slot *ring_grace_slot(struct ring_grace *g)
 					token)) {
 			/*
 			 * In the array, so not NULL: saying so lets the
-			 * compiler drop ring_grace_enter()'s test on this
-			 * path.
+			 * compiler drop the callers' tests on this path.
 			 */
 			if (!slot)
 				__builtin_unreachable();
 			return slot;
 		}
 	}
-	return ring_grace_slot_slow(g);
+	return NULL;
 }
 
-/**
- * ring_grace_enter() - begin a read-side section.
- *
- * Async-signal-safe, nests.  Return: false if the thread has no slot (all
- * are taken by live threads); the caller must not read then.
- */
-static inline bool ring_grace_enter(struct ring_grace *g,
-				    struct ring_grace_section *s)
+/* The calling thread's slot of @g, or NULL (ring_grace_slot_slow()). */
+static inline struct ring_grace_slot *ring_grace_slot(struct ring_grace *g)
 {
-	struct ring_grace_slot *slot = ring_grace_slot(g);
-	uint64_t w;
+	struct ring_grace_slot *slot = ring_grace_slot_cached(g);
 
-	if (ring_unlikely(!slot))
-		return false;
+	return slot ? slot : ring_grace_slot_slow(g);
+}
+
+/*
+ * ring_grace_enter_slot() - ring_grace_enter() with the thread's slot of
+ * @g already found (ring_grace_slot_cached() or ring_grace_slot_slow()).
+ */
+static inline void ring_grace_enter_slot(struct ring_grace *g,
+					 struct ring_grace_slot *slot,
+					 struct ring_grace_section *s)
+{
 	/* Relaxed: only this thread (and its handlers) store the word. */
-	w = atomic_load_explicit(&slot->word, memory_order_relaxed);
+	uint64_t w = atomic_load_explicit(&slot->word, memory_order_relaxed);
+
 	ring_perturb(); /* a handler's whole section may land here */
 	/*
 	 * Release (a plain store on x86): an updater that sees this store
@@ -241,6 +248,22 @@ static inline bool ring_grace_enter(struct ring_grace *g,
 		atomic_signal_fence(memory_order_seq_cst);
 	s->slot = slot;
 	s->saved = w;
+}
+
+/**
+ * ring_grace_enter() - begin a read-side section.
+ *
+ * Async-signal-safe, nests.  Return: false if the thread has no slot (all
+ * are taken by live threads); the caller must not read then.
+ */
+static inline bool ring_grace_enter(struct ring_grace *g,
+				    struct ring_grace_section *s)
+{
+	struct ring_grace_slot *slot = ring_grace_slot(g);
+
+	if (ring_unlikely(!slot))
+		return false;
+	ring_grace_enter_slot(g, slot, s);
 	return true;
 }
 

@@ -436,14 +436,28 @@ static struct tracebuf_ev emit_ev(struct tracebuf *t,
 	};
 }
 
-/* tracebuf_emit()'s refill: room_for()'s slow half, with an ev for it. */
-static __attribute__((noinline)) struct tb_chunk *
+/*
+ * emit_refill() - tracebuf_emit()'s end when its buffer is missing or
+ * full: room_for()'s slow half, the event, and the section's exit.  Out
+ * of line and called last, so that nothing in tracebuf_emit() is live
+ * across it.  (Its arguments do not fit in registers, so GCC calls it
+ * rather than jumping to it.)
+ */
+static __attribute__((noinline)) int
 emit_refill(struct tracebuf *t, struct ring_grace_section sec, uint64_t gen,
-	    unsigned int level)
+	    unsigned int level, unsigned int type, const uint64_t *args,
+	    unsigned int nargs, uint64_t now)
 {
 	struct tracebuf_ev ev = emit_ev(t, sec, gen, level);
+	struct tb_chunk *c = refill_or_count(&ev);
+	int rc = -ENOSPC;
 
-	return refill_or_count(&ev);
+	if (c) {
+		put_event_at(c, type, args, nargs, now);
+		rc = 0;
+	}
+	ring_grace_exit(&sec);
+	return rc;
 }
 
 /* tracebuf_emit()'s refusal by begin(), as there. */
@@ -457,11 +471,15 @@ emit_refused(struct tracebuf *t, struct ring_grace_section sec, uint64_t gen,
 }
 
 /*
- * tracebuf_emit() is begin + emit + end in one body: the tracer's
- * per-event cost, so no call inside it but the rare refill, and no
- * struct tracebuf_ev in memory.  The same section, loads and stores as
- * the three calls, in the same order, with the same results (a refusal
- * of begin() comes before a bad argument).
+ * tracebuf_emit() is begin + emit + end in one body (emit_in()): the
+ * tracer's per-event cost, so no struct tracebuf_ev in memory, and no
+ * call with values live across it: the rare paths (a thread's first
+ * event, a refill, a refusal) end the event out of line, called last.
+ * (Before, the slot look-up's and the refill's calls in the middle kept
+ * six values in callee-saved registers; three are saved now.)
+ * The same section, loads and stores as the three calls, in the same
+ * order, with the same results (a refusal of begin() comes before a bad
+ * argument).
  *
  * The clock is read first: RDTSC takes tens of cycles (more under a
  * hypervisor) but nothing waits for it until the time delta is encoded,
@@ -470,10 +488,10 @@ emit_refused(struct tracebuf *t, struct ring_grace_section sec, uint64_t gen,
  * (RDTSC is not ordered with loads); an event stamped before a refill's
  * batch time gets delta 0, as any event whose clock read lost a race.
  */
-RING_API int tracebuf_emit(struct tracebuf *t, unsigned int type,
-			   const uint64_t *args, unsigned int nargs)
+static inline __attribute__((always_inline)) int
+emit_in(struct tracebuf *t, struct ring_grace_slot *slot, unsigned int type,
+	const uint64_t *args, unsigned int nargs, uint64_t now)
 {
-	uint64_t now = ring_clock_ticks();
 	struct ring_grace_section sec;
 	struct tb_thread *th;
 	struct tb_chunk *c;
@@ -481,10 +499,7 @@ RING_API int tracebuf_emit(struct tracebuf *t, unsigned int type,
 	uint64_t gen;
 	int rc = 0;
 
-	if (ring_unlikely(!t))
-		return -EINVAL;
-	if (ring_unlikely(!ring_grace_enter(&t->grace, &sec)))
-		return no_slot(t, true);
+	ring_grace_enter_slot(&t->grace, slot, &sec);
 	level = (unsigned int)(sec.saved & RING_GRACE_DEPTH_MASK);
 	/* Acquire: pairs with the release store of gen in close_gen(). */
 	gen = atomic_load_explicit(&t->gen, memory_order_acquire);
@@ -497,17 +512,38 @@ RING_API int tracebuf_emit(struct tracebuf *t, unsigned int type,
 	th = &t->threads[sec.slot - t->grace.slots];
 	c = th->buf[gen & 1][level];
 	if (ring_unlikely(!c || c->pos + 1 + RING_VARINT_MAX * (1 + nargs) >
-					t->buf_size)) {
-		c = emit_refill(t, sec, gen, level);
-		if (!c) {
-			rc = -ENOSPC;
-			goto out;
-		}
-	}
+					t->buf_size))
+		return emit_refill(t, sec, gen, level, type, args, nargs, now);
 	put_event_at(c, type, args, nargs, now);
 out:
 	ring_grace_exit(&sec);
 	return rc;
+}
+
+/* tracebuf_emit() on a thread whose slot is not in its TLS ways. */
+static __attribute__((noinline)) int
+emit_slot_slow(struct tracebuf *t, unsigned int type, const uint64_t *args,
+	       unsigned int nargs, uint64_t now)
+{
+	struct ring_grace_slot *slot = ring_grace_slot_slow(&t->grace);
+
+	if (ring_unlikely(!slot))
+		return no_slot(t, true);
+	return emit_in(t, slot, type, args, nargs, now);
+}
+
+RING_API int tracebuf_emit(struct tracebuf *t, unsigned int type,
+			   const uint64_t *args, unsigned int nargs)
+{
+	uint64_t now = ring_clock_ticks();
+	struct ring_grace_slot *slot;
+
+	if (ring_unlikely(!t))
+		return -EINVAL;
+	slot = ring_grace_slot_cached(&t->grace);
+	if (ring_unlikely(!slot))
+		return emit_slot_slow(t, type, args, nargs, now);
+	return emit_in(t, slot, type, args, nargs, now);
 }
 
 RING_API uint64_t tracebuf_ticks(void)
