@@ -780,6 +780,45 @@ static void record_ending_at_count_wrap(void)
 }
 
 /*
+ * Headers and stacks of every length up to past the writer's inline copy
+ * (copy_words(): fixed-size copies up to 16 words), with headers short
+ * of hdrsize (zero-padded): every word lands where it belongs.
+ */
+static void record_lengths(void)
+{
+	enum { HS = 24, MAXSTK = 40 };
+	uint64_t hdr[HS], want[2 + HS + MAXSTK];
+	uintptr_t stk[MAXSTK];
+	struct profbuf *b = profbuf_new(HS, 256, 16);
+
+	KT_REQUIRE(b);
+	for (size_t i = 0; i < HS; i++)
+		hdr[i] = 1000 + i;
+	for (size_t i = 0; i < MAXSTK; i++)
+		stk[i] = 5000 + i;
+	for (size_t nhdr = 1; nhdr <= HS; nhdr++) {
+		for (size_t nstk = 0; nstk <= MAXSTK; nstk++) {
+			struct profbuf_read r;
+			size_t len = 2 + HS + nstk;
+
+			KT_CHECK_EQ(profbuf_write(b, &my_tags[1], 7, hdr, nhdr,
+						  stk, nstk),
+				    0);
+			want[0] = len;
+			want[1] = 7;
+			for (size_t i = 0; i < HS; i++)
+				want[2 + i] = i < nhdr ? hdr[i] : 0;
+			for (size_t i = 0; i < nstk; i++)
+				want[2 + HS + i] = stk[i];
+			KT_CHECK_EQ(profbuf_read(b, PROFBUF_NONBLOCKING, &r),
+				    0);
+			expect(&r, HS, want, len, TAGS(&my_tags[1]), 1);
+		}
+	}
+	profbuf_free(b);
+}
+
+/*
  * Go's overflow cases again with the data count crossing 2^32 and the tag
  * count just below 2^30 (both starting at multiples of the ring sizes: the
  * expected words depend on the positions in the rings).
@@ -1517,6 +1556,7 @@ int main(void)
 	KT_RUN(iter_overflow_shape);
 	KT_RUN(counters_wrap);
 	KT_RUN(record_ending_at_count_wrap);
+	KT_RUN(record_lengths);
 	KT_RUN(overflow_near_wrap);
 	KT_RUN(wrap_random_ops);
 	KT_RUN(new_errors);
