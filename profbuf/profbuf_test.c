@@ -780,9 +780,10 @@ static void record_ending_at_count_wrap(void)
 }
 
 /*
- * Headers and stacks of every length up to past the writer's inline copy
- * (copy_words(): fixed-size copies up to 16 words), with headers short
- * of hdrsize (zero-padded): every word lands where it belongs.
+ * Headers and stacks of every length up to past the writer's inline
+ * copies (copy_words(): 4-word copies, the last overlapping; stacks over
+ * 16 words by memcpy()), with headers short of hdrsize (zero-padded):
+ * every word lands where it belongs.
  */
 static void record_lengths(void)
 {
