@@ -38,6 +38,9 @@ static void grace_once(void)
 			MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
 
+/* The TLS way the next ring_grace_init() deals out. */
+static _Atomic uint32_t next_way;
+
 int ring_grace_init(struct ring_grace *g, uint32_t nslots, bool reclaim)
 {
 	uint32_t n = 1;
@@ -50,6 +53,9 @@ int ring_grace_init(struct ring_grace *g, uint32_t nslots, bool reclaim)
 	if (!g->slots)
 		return -errno;
 	g->nslots = n;
+	/* Relaxed: a spreading hint; any value works. */
+	g->way = atomic_fetch_add_explicit(&next_way, 1, memory_order_relaxed) %
+		 RING_GRACE_TLS_WAYS;
 	g->reader_fence = !have_membarrier;
 	g->reclaim = reclaim;
 	return 0;
@@ -104,14 +110,26 @@ static uint64_t my_token(void)
 	return none;
 }
 
-static struct ring_grace_slot *cache(struct ring_grace_slot *slot)
+/*
+ * cache() - put @slot in @g's own way, and the slot it displaces in way
+ * `next` (not @g's).  Plain pointer stores: a handler that caches its own
+ * slot between them can at worst evict an entry or leave one in two ways,
+ * never make one wrong (each is checked on use).
+ */
+static struct ring_grace_slot *cache(struct ring_grace *g,
+				     struct ring_grace_slot *slot)
 {
-	/*
-	 * One pointer store: a handler that caches its own slot meanwhile
-	 * can at worst evict an entry, never make one wrong (each is
-	 * checked on use).
-	 */
-	ring_grace_tls.slot[ring_grace_tls.next++ % RING_GRACE_TLS_WAYS] = slot;
+	unsigned int w = g->way % RING_GRACE_TLS_WAYS;
+	struct ring_grace_slot *old = ring_grace_tls.slot[w];
+	unsigned int j;
+
+	ring_grace_tls.slot[w] = slot;
+	if (!old || old == slot)
+		return slot;
+	j = ring_grace_tls.next++ % RING_GRACE_TLS_WAYS;
+	if (j == w)
+		j = ring_grace_tls.next++ % RING_GRACE_TLS_WAYS;
+	ring_grace_tls.slot[j] = old;
 	return slot;
 }
 
@@ -153,7 +171,7 @@ static struct ring_grace_slot *reclaim_dead(struct ring_grace *g,
 		if (!(atomic_load_explicit(&slot->word, memory_order_acquire) &
 		      RING_GRACE_DEPTH_MASK) &&
 		    claim(slot, o, token))
-			return cache(slot);
+			return cache(g, slot);
 	}
 	return NULL;
 }
@@ -176,7 +194,7 @@ struct ring_grace_slot *ring_grace_slot_slow(struct ring_grace *g)
 							  memory_order_relaxed);
 
 			if (o == token)
-				return cache(slot);
+				return cache(g, slot);
 			if (!ring_grace_owned(o) && !free_slot) {
 				free_slot = slot;
 				free_seen = o;
@@ -188,7 +206,7 @@ struct ring_grace_slot *ring_grace_slot_slow(struct ring_grace *g)
 			return g->reclaim ? reclaim_dead(g, token) : NULL;
 		ring_perturb(); /* a handler may claim it first */
 		if (claim(free_slot, free_seen, token))
-			return cache(free_slot);
+			return cache(g, free_slot);
 		/* Another thread took it first: look again. */
 	}
 }

@@ -98,6 +98,7 @@ struct ring_grace_slot {
 struct ring_grace {
 	struct ring_grace_slot *slots;
 	uint32_t nslots; /* power of two */
+	uint32_t way; /* the TLS way tried first (ring_grace_slot_cached()) */
 	bool reader_fence;
 	bool reclaim; /* take over dead threads' slots when probing */
 };
@@ -146,28 +147,45 @@ struct ring_grace_slot *ring_grace_slot_slow(struct ring_grace *g);
 
 /*
  * The calling thread's owner token and its last slots (of any structures:
- * a tracer's event uses the tracer's and four tables' slots).
+ * a tracer's event uses the tracer's and four tables' slots).  Each
+ * struct ring_grace has a way of its own (ring_grace_init() deals them
+ * out in turn), where the slow path caches the thread's slot of it; the
+ * way's previous slot moves to way `next`, so that two structures dealt
+ * the same way stay cached (one in its way, the other found by the scan).
  */
 #define RING_GRACE_TLS_WAYS 8
 
 struct ring_grace_tls {
 	struct ring_grace_slot *slot[RING_GRACE_TLS_WAYS];
-	unsigned int next; /* the way to replace on a miss */
+	unsigned int next; /* where a displaced slot goes */
 	_Atomic uint64_t token; /* 0 until first use; set by CAS */
 };
 
 extern _Thread_local struct ring_grace_tls ring_grace_tls
 	__attribute__((tls_model("initial-exec")));
 
+/*
+ * Whether @slot, a pointer from a TLS way, is ours: in the array at @base
+ * (@span bytes) and owned by @token.
+ */
+static inline bool ring_grace_way_holds(struct ring_grace_slot *slot,
+					uintptr_t base, uintptr_t span,
+					uint64_t token)
+{
+	/* Relaxed: our own slot's owner only changes by us. */
+	return (uintptr_t)slot - base < span &&
+	       atomic_load_explicit(&slot->owner, memory_order_relaxed) ==
+		       token;
+}
+
 static inline bool ring_grace_slot_ours(struct ring_grace *g,
 					struct ring_grace_slot *slot)
 {
-	/* Relaxed: our own slot's owner only changes by us. */
-	return (uintptr_t)slot - (uintptr_t)g->slots <
-		       (uintptr_t)g->nslots * sizeof(*slot) &&
-	       atomic_load_explicit(&slot->owner, memory_order_relaxed) ==
-		       atomic_load_explicit(&ring_grace_tls.token,
-					    memory_order_relaxed);
+	/* Relaxed: only this thread (and its handlers) store it. */
+	return ring_grace_way_holds(slot, (uintptr_t)g->slots,
+				    (uintptr_t)g->nslots * sizeof(*slot),
+				    atomic_load_explicit(&ring_grace_tls.token,
+							 memory_order_relaxed));
 }
 
 /*
@@ -177,10 +195,12 @@ static inline bool ring_grace_slot_ours(struct ring_grace *g,
  * our load and a way's check, but a way then holds no slot of ours yet:
  * a cached slot is one claimed with the token already set).
  *
- * ring_grace_slot_cached() is that look-up alone: NULL when no way holds
- * our slot of @g (then ring_grace_slot_slow() finds or claims it).  A hot
- * path that makes no other call can keep the slow call out of its body.
+ * ring_grace_slot_cached() is that look-up alone: @g's own way first,
+ * then all of them; NULL when no way holds our slot of @g (then
+ * ring_grace_slot_slow() finds or claims it).  A hot path that makes no
+ * other call can keep the slow call out of its body.
  */
+
 static inline struct ring_grace_slot *
 ring_grace_slot_cached(struct ring_grace *g)
 {
@@ -189,26 +209,25 @@ ring_grace_slot_cached(struct ring_grace *g)
 	/* Relaxed: only this thread (and its handlers) store it. */
 	uint64_t token = atomic_load_explicit(&ring_grace_tls.token,
 					      memory_order_relaxed);
+	/* One load per way, checked on the copy: see above. */
+	struct ring_grace_slot *slot = ring_grace_tls.slot[g->way];
 
+	if (ring_likely(ring_grace_way_holds(slot, base, span, token)))
+		goto found;
 	for (int i = 0; i < RING_GRACE_TLS_WAYS; i++) {
-		/* One load per way, checked on the copy: see above. */
-		struct ring_grace_slot *slot = ring_grace_tls.slot[i];
-
-		/* Relaxed: our own slot's owner only changes by us. */
-		if (ring_likely((uintptr_t)slot - base < span &&
-				atomic_load_explicit(&slot->owner,
-						     memory_order_relaxed) ==
-					token)) {
-			/*
-			 * In the array, so not NULL: saying so lets the
-			 * compiler drop the callers' tests on this path.
-			 */
-			if (!slot)
-				__builtin_unreachable();
-			return slot;
-		}
+		slot = ring_grace_tls.slot[i];
+		if (ring_grace_way_holds(slot, base, span, token))
+			goto found;
 	}
 	return NULL;
+found:
+	/*
+	 * In the array, so not NULL: saying so lets the compiler drop the
+	 * callers' tests on this path.
+	 */
+	if (!slot)
+		__builtin_unreachable();
+	return slot;
 }
 
 /* The calling thread's slot of @g, or NULL (ring_grace_slot_slow()). */

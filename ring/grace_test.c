@@ -228,11 +228,41 @@ static void fork_child_ignores_parent_sections(void)
 	ring_grace_destroy(&g);
 }
 
+/*
+ * Two structures dealt the same TLS way both stay cached: the second's
+ * slot takes the way and the first's moves to another, where the scan
+ * finds it.  A third, in a way of its own, is found there directly.
+ */
+static void shared_way_keeps_both(void)
+{
+	struct ring_grace a, b, c;
+	struct ring_grace_slot *sa, *sb, *sc;
+
+	KT_REQUIRE(ring_grace_init(&a, 4, false) == 0);
+	KT_REQUIRE(ring_grace_init(&b, 4, false) == 0);
+	KT_REQUIRE(ring_grace_init(&c, 4, false) == 0);
+	a.way = b.way = 3;
+	c.way = 5;
+	sa = ring_grace_slot(&a);
+	sb = ring_grace_slot(&b);
+	sc = ring_grace_slot(&c);
+	KT_REQUIRE(sa && sb && sc);
+	KT_CHECK(ring_grace_tls.slot[3] == sb);
+	KT_CHECK(ring_grace_tls.slot[5] == sc);
+	KT_CHECK(ring_grace_slot_cached(&a) == sa);
+	KT_CHECK(ring_grace_slot_cached(&b) == sb);
+	KT_CHECK(ring_grace_slot_cached(&c) == sc);
+	ring_grace_destroy(&a);
+	ring_grace_destroy(&b);
+	ring_grace_destroy(&c);
+}
+
 int main(void)
 {
 	KT_RUN(nested_section_keeps_outer);
 	KT_RUN(one_slot_per_thread);
 	KT_RUN(tokens_are_per_thread);
+	KT_RUN(shared_way_keeps_both);
 	KT_RUN(dead_owner_section_is_over);
 	KT_RUN(fork_child_ignores_parent_sections);
 	return ktest_exit();
