@@ -112,14 +112,15 @@ static uint64_t my_token(void)
 
 /*
  * cache() - put @slot in @g's own way, and the slot it displaces in way
- * `next` (not @g's).  Plain pointer stores: a handler that caches its own
- * slot between them can at worst evict an entry or leave one in two ways,
- * never make one wrong (each is checked on use).
+ * `next` (skipping @g's).  Plain pointer stores: a handler that caches
+ * its own slot between them can at worst evict entries (its own, or
+ * ours) or leave one in two ways, never make one wrong (each is checked
+ * on use); an evicted slot costs its thread the slow path's probe.
  */
 static struct ring_grace_slot *cache(struct ring_grace *g,
 				     struct ring_grace_slot *slot)
 {
-	unsigned int w = g->way % RING_GRACE_TLS_WAYS;
+	unsigned int w = g->way;
 	struct ring_grace_slot *old = ring_grace_tls.slot[w];
 	unsigned int j;
 
@@ -157,6 +158,13 @@ static struct ring_grace_slot *reclaim_dead(struct ring_grace *g,
 		uint64_t o = atomic_load_explicit(&slot->owner,
 						  memory_order_relaxed);
 
+		/*
+		 * Ours already: a handler on this thread claimed it after
+		 * our probe.  Taking a dead slot too would give the thread
+		 * two.
+		 */
+		if (o == token)
+			return cache(g, slot);
 		if (!ring_grace_owned(o) ||
 		    !ring_grace_thread_gone(ring_grace_owner_tid(o)))
 			continue;

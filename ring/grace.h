@@ -23,13 +23,16 @@
  *    thread's token and its last RING_GRACE_TLS_WAYS slot pointers, of
  *    any structures (a tracer's event uses the tracer's slot and those of
  *    its tables).  A way is a hit if its slot lies in this structure's
- *    array and that slot's owner is the thread's token.  Each way is read
- *    with one pointer load and checked on that copy, so a handler that
- *    re-points the way in between cannot hand us a wrong slot.  A miss
- *    stores the slot found in the next way, round robin: one pointer
- *    store, so a handler caching its own slot meanwhile can at worst
- *    evict an entry, never make one wrong.  A fork()ed child clears the
- *    cache and its token (pthread_atfork): it has a new tid.
+ *    array and that slot's owner is the thread's token.  Each structure
+ *    is dealt a way of its own at init, tried first; then all the ways
+ *    are scanned.  Each way is read with one pointer load and checked on
+ *    that copy, so a handler that re-points the way in between cannot
+ *    hand us a wrong slot.  A miss stores the slot found in the
+ *    structure's way and moves the pointer it displaces to the next way,
+ *    round robin: plain pointer stores, so a handler caching its own
+ *    slot meanwhile can at worst evict entries or leave one in two ways,
+ *    never make one wrong.  A fork()ed child clears the cache and its
+ *    token (pthread_atfork): it has a new tid.
  *  - On a miss the thread probes the array from hash(tid) - open
  *    addressing: a released slot becomes a tombstone, never free again,
  *    so a thread's own slot always lies before the first never-used slot
@@ -98,7 +101,7 @@ struct ring_grace_slot {
 struct ring_grace {
 	struct ring_grace_slot *slots;
 	uint32_t nslots; /* power of two */
-	uint32_t way; /* the TLS way tried first (ring_grace_slot_cached()) */
+	uint32_t way; /* TLS way tried first, < RING_GRACE_TLS_WAYS */
 	bool reader_fence;
 	bool reclaim; /* take over dead threads' slots when probing */
 };
@@ -150,8 +153,10 @@ struct ring_grace_slot *ring_grace_slot_slow(struct ring_grace *g);
  * a tracer's event uses the tracer's and four tables' slots).  Each
  * struct ring_grace has a way of its own (ring_grace_init() deals them
  * out in turn), where the slow path caches the thread's slot of it; the
- * way's previous slot moves to way `next`, so that two structures dealt
- * the same way stay cached (one in its way, the other found by the scan).
+ * way's previous slot moves to way `next`, so that of two structures
+ * dealt the same way the other stays cached too (found by the scan) until
+ * a later miss overwrites it: a miss costs the slow path's probe, never
+ * a wrong slot.
  */
 #define RING_GRACE_TLS_WAYS 8
 
@@ -200,7 +205,6 @@ static inline bool ring_grace_slot_ours(struct ring_grace *g,
  * ring_grace_slot_slow() finds or claims it).  A hot path that makes no
  * other call can keep the slow call out of its body.
  */
-
 static inline struct ring_grace_slot *
 ring_grace_slot_cached(struct ring_grace *g)
 {
