@@ -18,6 +18,7 @@
 #include <profring/stacktab.h>
 
 #include "ring/hash.h"
+#include "stacktab/stacktab_testing.h"
 #include "testing/ktest.h"
 
 /*
@@ -87,15 +88,6 @@ static void collisions_are_real(void)
 	}
 }
 
-static int count_stack(void *arg, uint32_t id, const uintptr_t *pcs, size_t n)
-{
-	(void)id;
-	(void)pcs;
-	(void)n;
-	++*(int *)arg;
-	return 0;
-}
-
 /*
  * Each colliding stack gets its own id and keeps it; a put of a stack
  * behind a colliding node in its chain (all but the last put: nodes are
@@ -123,7 +115,7 @@ static void colliding_stacks_keep_ids(void)
 		KT_CHECK_EQ(stacktab_get(t, ids[i], out, DEPTH), DEPTH);
 		KT_CHECK(!memcmp(out, coll[i], sizeof(out)));
 	}
-	KT_CHECK_EQ(stacktab_foreach(t, count_stack, &walked), 0);
+	KT_CHECK_EQ(stacktab_foreach(t, stacktab_test_count, &walked), 0);
 	KT_CHECK_EQ(walked, COLL);
 	stacktab_stats(t, &st);
 	KT_CHECK_EQ(st.inserts, COLL);

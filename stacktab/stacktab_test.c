@@ -17,6 +17,7 @@
 
 #include <profring/stacktab.h>
 
+#include "stacktab/stacktab_testing.h"
 #include "testing/ktest.h"
 #include "testing/harness.h"
 
@@ -1094,15 +1095,6 @@ static void *fork_putter_main(void *arg)
 	return NULL;
 }
 
-static int count_stack(void *arg, uint32_t id, const uintptr_t *pcs, size_t n)
-{
-	(void)id;
-	(void)pcs;
-	(void)n;
-	++*(int *)arg;
-	return 0;
-}
-
 /* In a child: reset, then put and read back a stack of our own. */
 static int reset_child(void)
 {
@@ -1110,7 +1102,7 @@ static int reset_child(void)
 	uint32_t id;
 	int n = 0;
 
-	if (stacktab_reset(fork_tab, count_stack, &n))
+	if (stacktab_reset(fork_tab, stacktab_test_count, &n))
 		return 2;
 	id = stacktab_put(fork_tab, mine, 3);
 	if (!id || stacktab_get(fork_tab, id, out, 3) != 3 ||
