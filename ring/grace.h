@@ -183,18 +183,8 @@ static inline bool ring_grace_way_holds(struct ring_grace_slot *slot,
 		       token;
 }
 
-static inline bool ring_grace_slot_ours(struct ring_grace *g,
-					struct ring_grace_slot *slot)
-{
-	/* Relaxed: only this thread (and its handlers) store it. */
-	return ring_grace_way_holds(slot, (uintptr_t)g->slots,
-				    (uintptr_t)g->nslots * sizeof(*slot),
-				    atomic_load_explicit(&ring_grace_tls.token,
-							 memory_order_relaxed));
-}
-
 /*
- * The ways are checked as ring_grace_slot_ours() does, with the array's
+ * The ways are checked by ring_grace_way_holds(), with the array's
  * bounds and the token loaded once for all of them: the token changes
  * only from 0 to the thread's one value (a handler may set it between
  * our load and a way's check, but a way then holds no slot of ours yet:
