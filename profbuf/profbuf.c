@@ -126,11 +126,20 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/*
+ * This file defines the real profbuf_write(), so not the header's inline
+ * one (PROFRING_NO_INLINE); it calls the header's fast path,
+ * profbuf__write_fast(), by that name.  The stress build puts
+ * ring_perturb() at the fast path's steps.
+ */
+#define PROFRING_NO_INLINE
+#define PROFBUF__PERTURB() ring_perturb()
+#include "ring/perturb.h"
+
 #include <profring/profbuf.h>
 
 #include "ring/compiler.h"
 #include "ring/futex.h"
-#include "ring/perturb.h"
 #include "ring/pindex.h"
 #include "profbuf/profbuf_impl.h"
 #include "profbuf/profbuf_testing.h"
@@ -498,61 +507,42 @@ write_with_overflow(struct profbuf *b, uint64_t o, const void *tag, int64_t now,
 	return 0;
 }
 
-/*
- * copy_words() - @n words from @s to @d, inline: 4-word copies, the last
- * one ending at the last word (overlapping the one before it, as glibc's
- * memcpy() does), or for fewer than 4 words a 2-word copy and one word.
- * The header and a short stack are a few words: a memcpy() call costs a
- * call and an indirect jump, more than the copy, and a word loop its
- * control on every word.  The empty asm keeps the loop a loop (it hides
- * the index from loop-idiom recognition, which would make it a memcpy()
- * call) and costs nothing.
- */
-static inline void copy_words(uint64_t *restrict d, const uint64_t *restrict s,
-			      size_t n)
+/* Whether @hdr's @nhdr words are a header profbuf_write() takes. */
+static bool header_ok(const struct profbuf *b, const uint64_t *hdr, size_t nhdr)
 {
-	if (n >= 4) {
-		memcpy(d, s, 4 * sizeof(*d));
-		for (size_t i = 4; i + 4 < n; i += 4) {
-			__asm__("" : "+r"(i));
-			memcpy(d + i, s + i, 4 * sizeof(*d));
-		}
-		if (n > 4)
-			memcpy(d + n - 4, s + n - 4, 4 * sizeof(*d));
-	} else if (n >= 2) {
-		memcpy(d, s, 2 * sizeof(*d));
-		if (n == 3)
-			d[2] = s[2];
-	} else if (n) {
-		d[0] = s[0];
-	}
-}
+	uint64_t any = 0;
 
-/* Stacks up to this many words are copied by copy_words(), not memcpy(). */
-#define PB_INLINE_COPY_WORDS 16
-
-static inline void zero_words(uint64_t *d, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		__asm__("" : "+r"(i));
-		d[i] = 0;
-	}
+	if (!hdr || nhdr == 0 || nhdr > b->hdrsize)
+		return false;
+	for (size_t i = 0; i < nhdr; i++)
+		any |= hdr[i];
+	return any != 0;
 }
 
 /*
- * write_slow() - everything profbuf_write() keeps off its fast path: a
- * pending overflow or CLOSED, a shared buffer, SLEEPING, a rewind, no
- * room.  The record was checked.
+ * write_slow() - everything profbuf__write_fast() declines: bad
+ * arguments, a pending overflow or CLOSED, a shared buffer, SLEEPING, a
+ * rewind, no room, a lost CAS.
  */
 static __attribute__((noinline)) int
 write_slow(struct profbuf *b, const void *tag, int64_t now, const uint64_t *hdr,
 	   size_t nhdr, const uintptr_t *stk, size_t nstk)
 {
-	uint32_t want = 2 + b->hdrsize + (uint32_t)nstk;
+	uint32_t want;
 	struct pb_reservation rv;
-	/* Acquire: as in profbuf_write() (a fresh look is as good). */
-	uint64_t o = atomic_load_explicit(&b->ovf, memory_order_acquire);
+	uint64_t o;
 
+	if (!b || !header_ok(b, hdr, nhdr) || (!stk && nstk) ||
+	    nstk > b->data_len - 2 - b->hdrsize)
+		return -EINVAL;
+	want = 2 + b->hdrsize + (uint32_t)nstk;
+	/*
+	 * Acquire: pairs with ovf_release_busy(), so that if we go on to
+	 * emit the overflow record its ovf_time is visible; and with the
+	 * fetch_or in profbuf_close(), so that a write that starts after
+	 * close returned (in happens-before order) sees CLOSED.
+	 */
+	o = atomic_load_explicit(&b->ovf, memory_order_acquire);
 	if (o & (OVF_CLOSED | OVF_COUNT_MASK)) {
 		int rc;
 
@@ -573,144 +563,23 @@ write_slow(struct profbuf *b, const void *tag, int64_t now, const uint64_t *hdr,
 }
 
 /*
- * commit_long_stack() - profbuf_write()'s end for a long stack: copy it
- * with memcpy() and commit.  Out of line, so that profbuf_write() makes
- * no call and keeps its addresses in registers the call would clobber.
- */
-static __attribute__((noinline)) int commit_long_stack(uint64_t *d,
-						       const uintptr_t *stk,
-						       size_t nstk,
-						       _Atomic uint32_t *stamp)
-{
-	memcpy(d, stk, nstk * sizeof(*d));
-	ring_perturb();
-	/*
-	 * Release: pairs with the acquire load of the stamp in scan_run():
-	 * the record and the tag, stored by profbuf_write() before it called
-	 * us, are visible before the stamp.
-	 */
-	atomic_store_explicit(stamp, PB_STAMP_COMMITTED, memory_order_release);
-	return 0;
-}
-
-/*
  * profbuf_write() is the profiler's per-sample cost, so its fast path -
  * a private buffer, no overflow pending, room before the ring's end (a
  * record that would reach it exactly, or rewind, goes the slow way),
  * nobody asleep, and w unchanged between its load and the one CAS - is
- * written out here in full; everything else goes to write_slow(), which
- * runs the general reserve() and put_record().  Both follow the protocol
- * above step by step: the same loads, CAS and stores with the same
- * memory orders.
- *
- * Why it is written this way (bench/RESULTS.md, "The write path after
- * the CAS"): a locked CAS waits for every earlier store to drain, and no
- * later load runs before it completes, so whatever the stores after it
- * need should already be in registers.  So every address the record goes
- * to is computed from the expected w before the CAS (if the CAS
- * succeeds, w was that value); the CAS is tried once (it fails when w
- * moved: another writer's reservation, or the reader's or a loser's flag
- * or seal CAS; write_slow() then starts over), so the retry loop's
- * values are not live across it; and the header and a short stack are
- * copied inline, a long one by commit_long_stack(), so that no call
- * returns into this function.
+ * profbuf__write_fast() in <profring/profbuf_inline.h>, which C callers
+ * also run inline (bench/RESULTS.md, "The inline write path").  Whatever
+ * it declines, write_slow() does: the checks, the general reserve() and
+ * put_record().  Both follow the protocol above step by step: the same
+ * loads, CAS and stores with the same memory orders.
  */
 RING_API int profbuf_write(struct profbuf *b, const void *tag, int64_t now,
 			   const uint64_t *hdr, size_t nhdr,
 			   const uintptr_t *stk, size_t nstk)
 {
-	uint32_t hs, len, pos, size, slot;
-	uint64_t o, old, r, any, *d, *s;
-	const void **tagp;
-	_Atomic uint32_t *stamp;
-
-	if (ring_unlikely(!b || !hdr))
-		return -EINVAL;
-	hs = b->hdrsize;
-	size = b->data_len;
-	/*
-	 * nhdr 0 (an all-zero header) or above hdrsize, a stack missing or
-	 * longer than the ring: one branch.
-	 */
-	if (ring_unlikely(nhdr - 1 >= hs || nstk > size - 2 - hs ||
-			  (!stk && nstk)))
-		return -EINVAL;
-	/* nhdr >= 1 now: the first and last words, then any between. */
-	any = hdr[0] | hdr[nhdr - 1];
-	for (size_t i = 1; i + 1 < nhdr; i++)
-		any |= hdr[i];
-	if (ring_unlikely(!any))
-		return -EINVAL;
-	len = 2 + hs + (uint32_t)nstk;
-	/*
-	 * Acquire: pairs with ovf_release_busy(), so that if we go on to
-	 * emit the overflow record its ovf_time is visible; and with the
-	 * fetch_or in profbuf_close(), so that a write that starts after
-	 * close returned (in happens-before order) sees CLOSED.
-	 */
-	o = atomic_load_explicit(&b->ovf, memory_order_acquire);
-	if (ring_unlikely((o & (OVF_CLOSED | OVF_COUNT_MASK)) | b->shared))
-		goto slow;
-	/*
-	 * Reserve: reserve() with n = 1, SLEEPING clear, and the record ending
-	 * before the ring's end: no rewind, and no carry out of the data
-	 * count into the flags (a record ending at 2^32 words ends at the
-	 * ring's end too; the slow way's ring_pindex_add() handles it).  The
-	 * room
-	 * tests count unsigned, as the distances from r up to w: never more
-	 * than the ring, unless r moved past our stale w (another writer's
-	 * record was read meanwhile) or the reader sealed w's tag count 2^29
-	 * ahead.  Both look like "no room" here and go the slow way, whose
-	 * reserve() tells them apart.
-	 */
-	old = atomic_load_explicit(&b->w, memory_order_relaxed);
-	/*
-	 * Acquire: pairs with the release store of r in give_back_run(), as
-	 * in reserve().
-	 */
-	r = atomic_load_explicit(&b->r, memory_order_acquire);
-	pos = ring_pindex_data(old) & (size - 1);
-	if (ring_unlikely((old & PB_SLEEPING) || pos + len >= size ||
-			  ring_pindex_data(old) - ring_pindex_data(r) + len >
-				  size ||
-			  ((ring_pindex_tag(old) - ring_pindex_tag(r)) &
-			   RING_TAG_COUNT_MASK) >= b->tag_len))
-		goto slow;
-	slot = ring_pindex_tag(old) & (b->tag_len - 1);
-	d = pb_data(b) + pos;
-	tagp = pb_tags(b) + slot;
-	stamp = pb_stamps(b) + slot;
-	/* Computed here, not after the CAS (see above): opaque to GCC. */
-	__asm__("" : "+r"(d), "+r"(tagp), "+r"(stamp));
-	/*
-	 * pos + len < size, so the data count does not carry into the
-	 * flags; the tag count sits in the top bits and wraps by itself.
-	 * Relaxed: as in reserve(); the stamp publishes.
-	 */
-	if (ring_unlikely(!atomic_compare_exchange_strong_explicit(
-		    &b->w, &old,
-		    old + len + ((uint64_t)1 << RING_PINDEX_TAG_SHIFT),
-		    memory_order_relaxed, memory_order_relaxed)))
-		goto slow;
-	ring_perturb();
-	/* Fill: put_record() for a private buffer with no rewind marker. */
-	*tagp = tag;
-	d[0] = len;
-	d[1] = (uint64_t)now;
-	copy_words(d + 2, hdr, nhdr);
-	zero_words(d + 2 + nhdr, hs - nhdr);
-	s = d + 2 + hs;
-	if (nstk > PB_INLINE_COPY_WORDS)
-		return commit_long_stack(s, stk, nstk, stamp);
-	copy_words(s, (const uint64_t *)stk, nstk); /* same type on LP64 */
-	ring_perturb();
-	/*
-	 * Release: pairs with the acquire load of the stamp in scan_run():
-	 * the record and the tag are visible before the stamp.
-	 */
-	atomic_store_explicit(stamp, PB_STAMP_COMMITTED, memory_order_release);
-	return 0;
-slow:
+	if (ring_likely(
+		    !profbuf__write_fast(b, tag, now, hdr, nhdr, stk, nstk)))
+		return 0;
 	return write_slow(b, tag, now, hdr, nhdr, stk, nstk);
 }
 
@@ -719,8 +588,8 @@ RING_API int profbuf_close(struct profbuf *b)
 	if (!b)
 		return -EINVAL;
 	/*
-	 * Release: pairs with the acquire loads of ovf in profbuf_write()
-	 * and read_step().
+	 * Release: pairs with the acquire loads of ovf in
+	 * profbuf__write_fast(), write_slow() and read_step().
 	 */
 	if (atomic_fetch_or_explicit(&b->ovf, OVF_CLOSED,
 				     memory_order_release) &

@@ -17,7 +17,10 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+
+#include <profring/profbuf.h>
 
 #include "ring/compiler.h"
 #include "ring/pindex.h"
@@ -48,7 +51,11 @@ struct profbuf {
 	uint32_t hdrsize;
 	uint32_t data_len; /* power of two */
 	uint32_t tag_len; /* power of two */
-	uint32_t shared; /* laid out by profbuf_shared_init() */
+	/*
+	 * Laid out by profbuf_shared_init(); also the inline writers' slow
+	 * word (struct profbuf_layout_v1): nonzero sends them to the library.
+	 */
+	uint32_t shared;
 	/* Where the rings are, in bytes from the struct. */
 	uint64_t data_off;
 	uint64_t tags_off;
@@ -71,6 +78,35 @@ struct profbuf {
 };
 
 /*
+ * The inline write path (<profring/profbuf_inline.h>) reads these fields
+ * and constants as struct profbuf_layout_v1 and its PROFBUF__ names say:
+ * the frozen ABI, checked here.
+ */
+#define PB_LAYOUT_AT(f, g)                                                  \
+	_Static_assert(                                                     \
+		offsetof(struct profbuf, f) ==                              \
+				offsetof(struct profbuf_layout_v1, g) &&    \
+			sizeof(((struct profbuf *)0)->f) ==                 \
+				sizeof(((struct profbuf_layout_v1 *)0)->g), \
+		"inline layout v1: " #f)
+PB_LAYOUT_AT(w, w);
+PB_LAYOUT_AT(r, r);
+PB_LAYOUT_AT(ovf, ovf);
+PB_LAYOUT_AT(hdrsize, hdrsize);
+PB_LAYOUT_AT(data_len, data_len);
+PB_LAYOUT_AT(tag_len, tag_len);
+PB_LAYOUT_AT(shared, slow);
+PB_LAYOUT_AT(data_off, data_off);
+PB_LAYOUT_AT(tags_off, tags_off);
+PB_LAYOUT_AT(stamps_off, stamps_off);
+#undef PB_LAYOUT_AT
+_Static_assert(PB_SLEEPING == PROFBUF__W_SLEEPING &&
+		       RING_PINDEX_TAG_SHIFT == PROFBUF__W_TAG_SHIFT &&
+		       RING_TAG_COUNT_MASK == PROFBUF__TAG_COUNT_MASK &&
+		       RING_PINDEX_MAX_ENTRIES == PROFBUF__MAX_WORDS,
+	       "inline layout v1: w");
+
+/*
  * Commit stamps (one per tag slot): 0 free, 1 committed; in a shared
  * buffer, PB_STAMP_OWNER | pid while that process writes the record
  * (its length word already stored).
@@ -78,6 +114,9 @@ struct profbuf {
 #define PB_STAMP_FREE 0u
 #define PB_STAMP_COMMITTED 1u
 #define PB_STAMP_OWNER 0x80000000u
+_Static_assert(PB_STAMP_COMMITTED == PROFBUF__STAMP_COMMITTED &&
+		       (OVF_CLOSED | OVF_COUNT_MASK) == PROFBUF__OVF_PENDING,
+	       "inline layout v1: stamps, ovf");
 
 /* The overflow word (see profbuf.c, Overflow). */
 static inline uint32_t ovf_count(uint64_t o)

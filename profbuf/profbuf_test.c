@@ -780,6 +780,46 @@ static void record_ending_at_count_wrap(void)
 }
 
 /*
+ * The tag ring full just after the data count wrapped past 2^32 while r's
+ * has not: w's data count is then below r's, and a tag distance taken
+ * from w - r whole would borrow one from the tag counts and let a fifth
+ * record into four slots, over an unread tag.  The fifth write must be
+ * counted lost, and the four read back intact.
+ */
+static void tag_room_across_data_wrap(void)
+{
+	/* 4-word records from 2^32 - 6: the second rewinds past 2^32. */
+	struct profbuf *b = profbuf_new_at(1, 1024, 4, 0u - 6, 0);
+	struct profbuf_iter it;
+	struct profbuf_record rec;
+	struct profbuf_read r;
+	size_t n = 0;
+	uint64_t lost = 0;
+
+	KT_REQUIRE(b);
+	for (int i = 0; i < 4; i++)
+		KT_CHECK_EQ(WRITE(b, &my_tags[i], i, HDR(7), STK(9)), 0);
+	KT_CHECK_EQ(WRITE(b, &my_tags[4], 4, HDR(7), STK(9)), -ENOSPC);
+	do {
+		KT_CHECK_EQ(profbuf_read(b, PROFBUF_NONBLOCKING, &r), 0);
+		profbuf_iter_init(&it, &r, 1);
+		while (profbuf_iter_next(&it, &rec)) {
+			if (profbuf_record_is_overflow(&rec)) {
+				lost += profbuf_record_overflow_count(&rec);
+				continue;
+			}
+			KT_CHECK(n < 4 && rec.tag == &my_tags[n] &&
+				 rec.time == (int64_t)n && rec.nstk == 1 &&
+				 rec.stk[0] == 9);
+			n++;
+		}
+	} while (r.ndata);
+	KT_CHECK_EQ(n, 4);
+	KT_CHECK_EQ(lost, 1);
+	profbuf_free(b);
+}
+
+/*
  * Headers and stacks of every length up to past the writer's inline
  * copies (copy_words(): 4-word copies, the last overlapping; stacks over
  * 16 words by memcpy()), with headers short of hdrsize (zero-padded):
@@ -1558,6 +1598,7 @@ int main(void)
 	KT_RUN(counters_wrap);
 	KT_RUN(record_ending_at_count_wrap);
 	KT_RUN(record_lengths);
+	KT_RUN(tag_room_across_data_wrap);
 	KT_RUN(overflow_near_wrap);
 	KT_RUN(wrap_random_ops);
 	KT_RUN(new_errors);

@@ -11,7 +11,8 @@
  * random stalls if asked) and checks every word, each writer's order, and
  * at the end the exact accounting: for every writer, records read == writes
  * that returned 0, and the overflow counts read == writes that returned
- * -ENOSPC.  --close-early closes the buffer while the writers still run:
+ * -ENOSPC.  Even writers write inline, odd ones call the library
+ * (<profring/profbuf_inline.h>).  --close-early closes the buffer while the writers still run:
  * writes after that must be refused, nothing accepted may be lost.  --wrap
  * starts the counters just below their 2^32 / 2^30 wrap.  It also checks
  * that every reader sleep was ended by exactly one wakeup, and walks every
@@ -29,6 +30,9 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The inline write path, perturbed as the library is (make stress-perturb). */
+#include "ring/perturb.h"
+#define PROFBUF__PERTURB() ring_perturb()
 #include <profring/profbuf.h>
 
 #include "profbuf/profbuf_testing.h"
@@ -104,8 +108,17 @@ static int write_one(struct writer *w)
 	int rc;
 
 	checkrec_fill(hdr, stk, w->id, w->seq, n);
-	rc = profbuf_write(buf, (void *)(uintptr_t)(w->id + 1), (int64_t)w->seq,
-			   hdr, 2, stk, n);
+	/*
+	 * Even ids write inline (<profring/profbuf_inline.h>), odd ones call
+	 * the library's profbuf_write(), as a binary built without the inline
+	 * path does: both race each other.
+	 */
+	if (w->id & 1)
+		rc = (profbuf_write)(buf, (void *)(uintptr_t)(w->id + 1),
+				     (int64_t)w->seq, hdr, 2, stk, n);
+	else
+		rc = profbuf_write(buf, (void *)(uintptr_t)(w->id + 1),
+				   (int64_t)w->seq, hdr, 2, stk, n);
 	w->seq++;
 	if (rc == 0)
 		w->ok++;

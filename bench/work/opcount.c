@@ -56,7 +56,7 @@ static size_t stk_len[67];
 	{                                                                      \
 		for (unsigned int i = 0; i < OPS; i++)                         \
 			bad |= profbuf_write(b, hdr, i + 1, hdr, HDRSIZE, stk, \
-					     n - 2 - HDRSIZE);                 \
+					     stk_len[n]);                      \
 	}                                                                      \
 	static __attribute__((noinline)) void op_floor_##n##w(void)            \
 	{                                                                      \

@@ -514,6 +514,9 @@ profbuf_record_overflow_count(const struct profbuf_record *rec)
 	return profbuf_record_is_overflow(rec) ? (uint64_t)rec->stk[0] : 0;
 }
 
+/* profbuf_write()'s fast path, inline in C callers (see there). */
+#include <profring/profbuf_inline.h>
+
 #ifdef __cplusplus
 }
 #endif

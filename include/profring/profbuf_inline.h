@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * <profring/profbuf_inline.h> - profbuf_write()'s fast path, inline at the
+ * call site.  Included by <profring/profbuf.h>; not included on its own.
+ *
+ * WHY.  A write's fixed cost is mostly the call: seven arguments passed,
+ * six registers saved and restored, checks of arguments the caller knows
+ * at compile time (issue 18, bench/RESULTS.md).  So, when compiling C
+ * with GCC or Clang and optimizing, a call to profbuf_write() runs this
+ * fast path in the caller, and calls the library's profbuf_write() only
+ * when it declines.  It declines for a shared buffer, a pending overflow
+ * or CLOSED, a sleeping reader, a record that would reach the ring's end,
+ * no room, an argument it does not like, or a lost CAS: the library then
+ * does everything, the checks included.  Define PROFRING_NO_INLINE before
+ * including <profring/profbuf.h> to always call the library.
+ *
+ * THE PROTOCOL is profbuf.c's, step by step (read it there): acquire-load
+ * ovf, load w, acquire-load r, check room, reserve with one CAS on w, fill
+ * the record and its tag, release-store the commit stamp.  The library's
+ * own profbuf_write() runs this same function first, so there is one
+ * fast path, not two.
+ *
+ * ABI.  An inline writer reads the buffer's block directly, so the words
+ * in struct profbuf_layout_v1 and the constants below are frozen:
+ *  - a binary built before this header calls the profbuf_write symbol and
+ *    sees no change;
+ *  - a binary built with it writes inline into buffers whose @slow word is
+ *    0; every library since the first lays private buffers out this way
+ *    (the block's layout is version 1), so such a binary also runs against
+ *    an older libprofring.so.1;
+ *  - a library whose layout or protocol differs must keep a nonzero u32 at
+ *    @slow's offset in every buffer: inline writers built against this
+ *    header then call profbuf_write(), slower but right.  Shared buffers
+ *    (profbuf_shared_init()) already do, because their writers must name
+ *    themselves in the stamps.
+ * profbuf/profbuf_impl.h checks at compile time that the library's struct
+ * profbuf puts every field where this one says.
+ *
+ * Internal names start with profbuf__: not API.
+ */
+#ifndef PROFRING_PROFBUF_INLINE_H
+#define PROFRING_PROFBUF_INLINE_H
+
+#if !defined(PROFRING_NO_INLINE) && !defined(__cplusplus) && \
+	defined(__GNUC__) && defined(__OPTIMIZE__) &&        \
+	(defined(__x86_64__) || defined(__aarch64__))
+#define PROFBUF__INLINE 1
+#endif
+
+/*
+ * struct profbuf_layout_v1 - the start of every profbuf's block, as the
+ * inline path reads it (the library's struct profbuf, fields it alone
+ * uses left out).  @w, @r, @ovf are accessed only with __atomic builtins.
+ */
+struct profbuf_layout_v1 {
+	uint64_t w; /* packed index: data count, flags, tag count */
+	uint64_t pad_w[7];
+	uint64_t r; /* the same, given back by the reader */
+	uint64_t pad_r[7];
+	uint64_t ovf; /* overflow count (bits 0-31), flags */
+	uint64_t pad_ovf[7];
+	uint32_t wake_watermark;
+	uint32_t hdrsize;
+	uint32_t data_len; /* power of two */
+	uint32_t tag_len; /* power of two */
+	uint32_t slow; /* nonzero: inline writers call profbuf_write() */
+	uint32_t pad_slow;
+	uint64_t data_off; /* bytes from the block to the data ring */
+	uint64_t tags_off; /* ... to the tag ring (const void *) */
+	uint64_t stamps_off; /* ... to the commit stamps (uint32_t) */
+};
+
+/* w: bits 0-31 the data count, bit 32 SLEEPING, bits 34-63 the tag count. */
+#define PROFBUF__W_SLEEPING ((uint64_t)1 << 32)
+#define PROFBUF__W_TAG_SHIFT 34
+#define PROFBUF__TAG_COUNT_MASK (((uint32_t)1 << 30) - 1)
+/* No ring holds this many words or tags. */
+#define PROFBUF__MAX_WORDS ((uint32_t)1 << 28)
+/* ovf: a pending overflow count, or CLOSED. */
+#define PROFBUF__OVF_PENDING (((uint64_t)1 << 34) | UINT32_MAX)
+#define PROFBUF__STAMP_COMMITTED 1u
+
+#ifdef __GNUC__
+
+/* A stack is copied 4 words at a time: two 16-byte moves. */
+static inline __attribute__((always_inline)) void
+profbuf__copy4(uint64_t *d, const uint64_t *s)
+{
+	__builtin_memcpy(d, s, 4 * sizeof(*d));
+}
+
+/*
+ * profbuf__copy() - @n words, @n >= 1: 4-word copies, the last ending at
+ * the last word (overlapping the one before it, as glibc's memcpy()
+ * does); under 4 words, a 2-word copy and one word.  A few words: a
+ * memcpy() call would cost more than the copy.  The empty asm keeps the
+ * loop a loop (hides the index from loop-idiom recognition, which would
+ * make it a memcpy() call).
+ */
+static inline __attribute__((always_inline)) void
+profbuf__copy(uint64_t *d, const uint64_t *s, size_t n)
+{
+	if (n >= 4) {
+		/*
+		 * Hide where s points: GCC would warn about this branch when
+		 * s is an array too short for it, though n then never gets here.
+		 */
+		__asm__("" : "+r"(s));
+		profbuf__copy4(d, s);
+		for (size_t i = 4; i + 4 < n; i += 4) {
+			__asm__("" : "+r"(i));
+			profbuf__copy4(d + i, s + i);
+		}
+		profbuf__copy4(d + n - 4, s + n - 4);
+	} else if (n >= 2) {
+		__builtin_memcpy(d, s, 2 * sizeof(*d));
+		d[n - 1] = s[n - 1];
+	} else if (n) {
+		d[0] = s[0];
+	}
+}
+
+/* Longer stacks are copied by memcpy(): its loop beats ours there. */
+#define PROFBUF__INLINE_COPY_WORDS 16
+
+#ifndef PROFBUF__PERTURB
+#define PROFBUF__PERTURB() ((void)0)
+#endif
+
+/*
+ * profbuf__write_fast() - the fast path: write the record and return 0,
+ * or do nothing and return 1 (the library's write_slow() then does
+ * everything).  Async-signal-safe, lock-free, wait-free: one CAS, never
+ * retried.
+ */
+static inline __attribute__((always_inline)) int
+profbuf__write_fast(struct profbuf *pb, const void *tag, int64_t now,
+		    const uint64_t *hdr, size_t nhdr, const uintptr_t *stk,
+		    size_t nstk)
+{
+	struct profbuf_layout_v1 *b = (struct profbuf_layout_v1 *)pb;
+	uint32_t hs, len, pos, size, slot;
+	uint64_t old, r, any, *d;
+	const void **tagp;
+	uint32_t *stamp;
+
+	if (__builtin_expect(!b || !hdr, 0))
+		return 1;
+	hs = b->hdrsize;
+	size = b->data_len;
+	/*
+	 * nhdr 0 (an all-zero header) or above hdrsize, a stack missing or
+	 * at least as long as any ring (len below cannot wrap, and the room
+	 * tests see the rest), a shared or newer buffer: one branch.
+	 */
+	if (__builtin_expect(nhdr - 1 >= hs || nstk >= PROFBUF__MAX_WORDS ||
+				     (!stk && nstk) || b->slow,
+			     0))
+		return 1;
+	/* nhdr >= 1 now: the first and last words, then any between. */
+	any = hdr[0] | hdr[nhdr - 1];
+	for (size_t i = 1; i + 1 < nhdr; i++)
+		any |= hdr[i];
+	if (__builtin_expect(!any, 0))
+		return 1;
+	len = 2 + hs + (uint32_t)nstk;
+	/*
+	 * Acquire: pairs with the release that ends a BUSY period (the
+	 * overflow record's time is visible to whoever emits it) and with
+	 * profbuf_close()'s (a write that starts after close returned sees
+	 * CLOSED).
+	 */
+	if (__builtin_expect(__atomic_load_n(&b->ovf, __ATOMIC_ACQUIRE) &
+				     PROFBUF__OVF_PENDING,
+			     0))
+		return 1;
+	/*
+	 * Reserve, with SLEEPING clear and the record ending before the
+	 * ring's end: no rewind, and no carry out of the data count into the
+	 * flags.  The room tests count unsigned, as the distances from r up
+	 * to w: never more than the ring unless r moved past our stale w or
+	 * the reader sealed w; both look like "no room" and go the slow way,
+	 * which tells them apart.  The tag distance is the top 30 bits of
+	 * w - r with r's data count and flags cleared first, so that they
+	 * cannot borrow from it.
+	 */
+	old = __atomic_load_n(&b->w, __ATOMIC_RELAXED);
+	/*
+	 * Acquire: pairs with the reader's release store of r once it has
+	 * cleared the stamps and is done with the space up to r.
+	 */
+	r = __atomic_load_n(&b->r, __ATOMIC_ACQUIRE);
+	pos = (uint32_t)old & (size - 1);
+	if (__builtin_expect(
+		    (old & PROFBUF__W_SLEEPING) || pos + len >= size ||
+			    (uint32_t)old - (uint32_t)r + len > size ||
+			    (old - (r >> PROFBUF__W_TAG_SHIFT
+						 << PROFBUF__W_TAG_SHIFT)) >>
+				    PROFBUF__W_TAG_SHIFT >= b->tag_len,
+		    0))
+		return 1;
+	slot = (uint32_t)(old >> PROFBUF__W_TAG_SHIFT) & (b->tag_len - 1);
+	d = (uint64_t *)((char *)b + b->data_off) + pos;
+	tagp = (const void **)((char *)b + b->tags_off) + slot;
+	stamp = (uint32_t *)((char *)b + b->stamps_off) + slot;
+	/*
+	 * Every address is computed before the CAS: a locked CAS waits for
+	 * earlier stores and holds back later loads, so what the stores
+	 * after it need should be in registers already (issue 18).  The
+	 * empty asm keeps the compiler from sinking the loads past it.
+	 */
+	__asm__("" : "+r"(d), "+r"(tagp), "+r"(stamp));
+	/*
+	 * pos + len < size: the data count does not carry into the flags;
+	 * the tag count sits in the top bits and wraps by itself.  Relaxed:
+	 * the space was proven free by the acquire of r, and the stamp
+	 * publishes.  One try: if w moved, the slow way starts over.
+	 */
+	if (__builtin_expect(
+		    !__atomic_compare_exchange_n(
+			    &b->w, &old,
+			    old + len + ((uint64_t)1 << PROFBUF__W_TAG_SHIFT),
+			    0, __ATOMIC_RELAXED, __ATOMIC_RELAXED),
+		    0))
+		return 1;
+	PROFBUF__PERTURB();
+	*tagp = tag;
+	d[0] = len;
+	d[1] = (uint64_t)now;
+	profbuf__copy(d + 2, hdr, nhdr);
+	for (size_t i = nhdr; i < hs; i++) {
+		__asm__("" : "+r"(i));
+		d[2 + i] = 0;
+	}
+	if (nstk > PROFBUF__INLINE_COPY_WORDS) {
+		/* Hide where stk points, as in profbuf__copy(). */
+		__asm__("" : "+r"(stk));
+		__builtin_memcpy(d + 2 + hs, stk, nstk * sizeof(*d));
+	} else if (nstk) {
+		profbuf__copy(d + 2 + hs, (const uint64_t *)stk, nstk);
+	}
+	PROFBUF__PERTURB();
+	/*
+	 * Release: pairs with the reader's acquire load of the stamp: the
+	 * record and the tag are visible before the stamp.
+	 */
+	__atomic_store_n(stamp, PROFBUF__STAMP_COMMITTED, __ATOMIC_RELEASE);
+	return 0;
+}
+
+#endif /* __GNUC__ */
+
+#ifdef PROFBUF__INLINE
+/*
+ * profbuf_write(), inline: a call written profbuf_write(...) runs this; the
+ * function's address, or (profbuf_write)(...), is still the library's.
+ */
+static inline __attribute__((always_inline)) int
+profbuf__write_inline(struct profbuf *b, const void *tag, int64_t now,
+		      const uint64_t *hdr, size_t nhdr, const uintptr_t *stk,
+		      size_t nstk)
+{
+	if (__builtin_expect(
+		    !profbuf__write_fast(b, tag, now, hdr, nhdr, stk, nstk), 1))
+		return 0;
+	return (profbuf_write)(b, tag, now, hdr, nhdr, stk, nstk);
+}
+#define profbuf_write(...) profbuf__write_inline(__VA_ARGS__)
+#endif /* PROFBUF__INLINE */
+
+#endif /* PROFRING_PROFBUF_INLINE_H */
