@@ -75,6 +75,7 @@ static struct profbuf *lay_out(void *mem, const struct pb_layout *l,
 	b->data_len = l->data_len;
 	b->tag_len = l->tag_len;
 	b->shared = shared;
+	b->inline_hdrsize = shared ? 0 : l->hdrsize;
 	b->data_off = l->data_off;
 	b->tags_off = l->tags_off;
 	b->stamps_off = l->stamps_off;

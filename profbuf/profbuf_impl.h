@@ -51,11 +51,12 @@ struct profbuf {
 	uint32_t hdrsize;
 	uint32_t data_len; /* power of two */
 	uint32_t tag_len; /* power of two */
+	uint32_t shared; /* laid out by profbuf_shared_init() */
 	/*
-	 * Laid out by profbuf_shared_init(); also the inline writers' slow
-	 * word (struct profbuf_layout_v1): nonzero sends them to the library.
+	 * hdrsize in a private buffer, 0 in a shared one: inline writers
+	 * (struct profbuf_layout_v1) write only where it is nonzero.
 	 */
-	uint32_t shared;
+	uint32_t inline_hdrsize;
 	/* Where the rings are, in bytes from the struct. */
 	uint64_t data_off;
 	uint64_t tags_off;
@@ -95,7 +96,8 @@ PB_LAYOUT_AT(ovf, ovf);
 PB_LAYOUT_AT(hdrsize, hdrsize);
 PB_LAYOUT_AT(data_len, data_len);
 PB_LAYOUT_AT(tag_len, tag_len);
-PB_LAYOUT_AT(shared, slow);
+PB_LAYOUT_AT(shared, shared);
+PB_LAYOUT_AT(inline_hdrsize, inline_hdrsize);
 PB_LAYOUT_AT(data_off, data_off);
 PB_LAYOUT_AT(tags_off, tags_off);
 PB_LAYOUT_AT(stamps_off, stamps_off);

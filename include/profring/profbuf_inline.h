@@ -21,18 +21,19 @@
  * fast path, not two.
  *
  * ABI.  An inline writer reads the buffer's block directly, so the words
- * in struct profbuf_layout_v1 and the constants below are frozen:
+ * in struct profbuf_layout_v1 and the constants below are frozen.  It
+ * writes only into a buffer whose @inline_hdrsize is nonzero (the
+ * buffer's hdrsize), and calls profbuf_write() for any other:
  *  - a binary built before this header calls the profbuf_write symbol and
  *    sees no change;
- *  - a binary built with it writes inline into buffers whose @slow word is
- *    0; every library since the first lays private buffers out this way
- *    (the block's layout is version 1), so such a binary also runs against
- *    an older libprofring.so.1;
- *  - a library whose layout or protocol differs must keep a nonzero u32 at
- *    @slow's offset in every buffer: inline writers built against this
- *    header then call profbuf_write(), slower but right.  Shared buffers
- *    (profbuf_shared_init()) already do, because their writers must name
- *    themselves in the stamps.
+ *  - a shared buffer (profbuf_shared_init()) has @inline_hdrsize 0: its
+ *    writers must name themselves in the stamps, which the library does;
+ *  - a library from before this header has 0 there too (it was padding),
+ *    so a binary built with it also runs against an older
+ *    libprofring.so.1, calling it for every write;
+ *  - a library whose layout or protocol differs from version 1 must keep
+ *    a u32 0 at @inline_hdrsize's offset in every buffer: inline writers
+ *    built against this header then call it, slower but right.
  * profbuf/profbuf_impl.h checks at compile time that the library's struct
  * profbuf puts every field where this one says.
  *
@@ -63,8 +64,8 @@ struct profbuf_layout_v1 {
 	uint32_t hdrsize;
 	uint32_t data_len; /* power of two */
 	uint32_t tag_len; /* power of two */
-	uint32_t slow; /* nonzero: inline writers call profbuf_write() */
-	uint32_t pad_slow;
+	uint32_t shared; /* not read here: @inline_hdrsize is 0 if set */
+	uint32_t inline_hdrsize; /* 0: inline writers call profbuf_write() */
 	uint64_t data_off; /* bytes from the block to the data ring */
 	uint64_t tags_off; /* ... to the tag ring (const void *) */
 	uint64_t stamps_off; /* ... to the commit stamps (uint32_t) */
@@ -82,46 +83,50 @@ struct profbuf_layout_v1 {
 
 #ifdef __GNUC__
 
-/* A stack is copied 4 words at a time: two 16-byte moves. */
+/* Four words: two 16-byte moves. */
 static inline __attribute__((always_inline)) void
 profbuf__copy4(uint64_t *d, const uint64_t *s)
 {
 	__builtin_memcpy(d, s, 4 * sizeof(*d));
 }
 
+/* Up to this many words are copied inline; more by memcpy(). */
+#define PROFBUF__INLINE_COPY_WORDS 16
+
 /*
- * profbuf__copy() - @n words, @n >= 1: 4-word copies, the last ending at
- * the last word (overlapping the one before it, as glibc's memcpy()
- * does); under 4 words, a 2-word copy and one word.  A few words: a
- * memcpy() call would cost more than the copy.  The empty asm keeps the
- * loop a loop (hides the index from loop-idiom recognition, which would
- * make it a memcpy() call).
+ * profbuf__copy() - @n words, any @n.  Up to 16: 4-word copies, the last
+ * ending at the last word (overlapping the one before it, as glibc's
+ * memcpy() does), and under 4 the first and last words and the one
+ * between; so two or three branches, no loop.  A header or a short stack
+ * is a few words: a memcpy() call would cost more than the copy, but for
+ * longer ones memcpy()'s loop wins.
  */
 static inline __attribute__((always_inline)) void
 profbuf__copy(uint64_t *d, const uint64_t *s, size_t n)
 {
-	if (n >= 4) {
-		/*
-		 * Hide where s points: GCC would warn about this branch when
-		 * s is an array too short for it, though n then never gets here.
-		 */
+	/*
+	 * Hide where s points: GCC would warn about the wider branches when
+	 * s is an array too short for them, though n then never gets there.
+	 */
+	if (n > PROFBUF__INLINE_COPY_WORDS) {
+		__asm__("" : "+r"(s));
+		__builtin_memcpy(d, s, n * sizeof(*d));
+	} else if (n >= 4) {
 		__asm__("" : "+r"(s));
 		profbuf__copy4(d, s);
-		for (size_t i = 4; i + 4 < n; i += 4) {
-			__asm__("" : "+r"(i));
-			profbuf__copy4(d + i, s + i);
-		}
 		profbuf__copy4(d + n - 4, s + n - 4);
-	} else if (n >= 2) {
-		__builtin_memcpy(d, s, 2 * sizeof(*d));
-		d[n - 1] = s[n - 1];
+		if (n > 8) {
+			profbuf__copy4(d + 4, s + 4);
+			if (n > 12)
+				profbuf__copy4(d + 8, s + 8);
+		}
 	} else if (n) {
 		d[0] = s[0];
+		d[n - 1] = s[n - 1];
+		if (n == 3)
+			d[1] = s[1];
 	}
 }
-
-/* Longer stacks are copied by memcpy(): its loop beats ours there. */
-#define PROFBUF__INLINE_COPY_WORDS 16
 
 #ifndef PROFBUF__PERTURB
 #define PROFBUF__PERTURB() ((void)0)
@@ -140,21 +145,22 @@ profbuf__write_fast(struct profbuf *pb, const void *tag, int64_t now,
 {
 	struct profbuf_layout_v1 *b = (struct profbuf_layout_v1 *)pb;
 	uint32_t hs, len, pos, size, slot;
-	uint64_t old, r, any, *d;
+	uint64_t old, nw, r, any, *d;
 	const void **tagp;
 	uint32_t *stamp;
 
 	if (__builtin_expect(!b || !hdr, 0))
 		return 1;
-	hs = b->hdrsize;
+	/* 0 in a shared, older or newer buffer: no nhdr is below it. */
+	hs = b->inline_hdrsize;
 	size = b->data_len;
 	/*
 	 * nhdr 0 (an all-zero header) or above hdrsize, a stack missing or
 	 * at least as long as any ring (len below cannot wrap, and the room
-	 * tests see the rest), a shared or newer buffer: one branch.
+	 * tests see the rest), a buffer not for us: one branch.
 	 */
 	if (__builtin_expect(nhdr - 1 >= hs || nstk >= PROFBUF__MAX_WORDS ||
-				     (!stk && nstk) || b->slow,
+				     (!stk && nstk),
 			     0))
 		return 1;
 	/* nhdr >= 1 now: the first and last words, then any between. */
@@ -177,12 +183,14 @@ profbuf__write_fast(struct profbuf *pb, const void *tag, int64_t now,
 	/*
 	 * Reserve, with SLEEPING clear and the record ending before the
 	 * ring's end: no rewind, and no carry out of the data count into the
-	 * flags.  The room tests count unsigned, as the distances from r up
-	 * to w: never more than the ring unless r moved past our stale w or
-	 * the reader sealed w; both look like "no room" and go the slow way,
-	 * which tells them apart.  The tag distance is the top 30 bits of
-	 * w - r with r's data count and flags cleared first, so that they
-	 * cannot borrow from it.
+	 * flags, so that w moves to nw by one add (the tag count sits in the
+	 * top bits and wraps by itself).  The room tests are on nw - r, the
+	 * distances from r up to the end of our record, unsigned: never more
+	 * than the ring unless the reader sealed w (or r moved past a stale
+	 * w, and then the CAS fails anyway); either goes the slow way, which
+	 * tells them apart.  Its low 32 bits are the data distance.  Its top
+	 * 30 bits are the tag distance, or one less when the low bits borrow:
+	 * so at worst a write into the last free tag slot goes the slow way.
 	 */
 	old = __atomic_load_n(&b->w, __ATOMIC_RELAXED);
 	/*
@@ -191,12 +199,12 @@ profbuf__write_fast(struct profbuf *pb, const void *tag, int64_t now,
 	 */
 	r = __atomic_load_n(&b->r, __ATOMIC_ACQUIRE);
 	pos = (uint32_t)old & (size - 1);
+	nw = old + len + ((uint64_t)1 << PROFBUF__W_TAG_SHIFT);
 	if (__builtin_expect(
 		    (old & PROFBUF__W_SLEEPING) || pos + len >= size ||
-			    (uint32_t)old - (uint32_t)r + len > size ||
-			    (old - (r >> PROFBUF__W_TAG_SHIFT
-						 << PROFBUF__W_TAG_SHIFT)) >>
-				    PROFBUF__W_TAG_SHIFT >= b->tag_len,
+			    (uint32_t)(nw - r) > size ||
+			    (uint32_t)((nw - r) >> PROFBUF__W_TAG_SHIFT) >=
+				    b->tag_len,
 		    0))
 		return 1;
 	slot = (uint32_t)(old >> PROFBUF__W_TAG_SHIFT) & (b->tag_len - 1);
@@ -211,17 +219,13 @@ profbuf__write_fast(struct profbuf *pb, const void *tag, int64_t now,
 	 */
 	__asm__("" : "+r"(d), "+r"(tagp), "+r"(stamp));
 	/*
-	 * pos + len < size: the data count does not carry into the flags;
-	 * the tag count sits in the top bits and wraps by itself.  Relaxed:
-	 * the space was proven free by the acquire of r, and the stamp
-	 * publishes.  One try: if w moved, the slow way starts over.
+	 * Relaxed: the space was proven free by the acquire of r, and the
+	 * stamp publishes.  One try: if w moved, the slow way starts over.
 	 */
-	if (__builtin_expect(
-		    !__atomic_compare_exchange_n(
-			    &b->w, &old,
-			    old + len + ((uint64_t)1 << PROFBUF__W_TAG_SHIFT),
-			    0, __ATOMIC_RELAXED, __ATOMIC_RELAXED),
-		    0))
+	if (__builtin_expect(!__atomic_compare_exchange_n(&b->w, &old, nw, 0,
+							  __ATOMIC_RELAXED,
+							  __ATOMIC_RELAXED),
+			     0))
 		return 1;
 	PROFBUF__PERTURB();
 	*tagp = tag;
@@ -232,13 +236,7 @@ profbuf__write_fast(struct profbuf *pb, const void *tag, int64_t now,
 		__asm__("" : "+r"(i));
 		d[2 + i] = 0;
 	}
-	if (nstk > PROFBUF__INLINE_COPY_WORDS) {
-		/* Hide where stk points, as in profbuf__copy(). */
-		__asm__("" : "+r"(stk));
-		__builtin_memcpy(d + 2 + hs, stk, nstk * sizeof(*d));
-	} else if (nstk) {
-		profbuf__copy(d + 2 + hs, (const uint64_t *)stk, nstk);
-	}
+	profbuf__copy(d + 2 + hs, (const uint64_t *)stk, nstk);
 	PROFBUF__PERTURB();
 	/*
 	 * Release: pairs with the reader's acquire load of the stamp: the
