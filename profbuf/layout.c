@@ -85,6 +85,7 @@ static struct profbuf *lay_out(void *mem, const struct pb_layout *l,
 	b->version = PB_VERSION;
 	atomic_init(&b->w, start);
 	atomic_init(&b->r, start);
+	atomic_init(&b->limit, pb_limit(b, start));
 	b->r_next = start;
 	return b;
 }

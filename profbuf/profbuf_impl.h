@@ -41,6 +41,12 @@ struct profbuf {
 	ring_cacheline_aligned _Atomic uint64_t w;
 	/* Given back by the reader. */
 	ring_cacheline_aligned _Atomic uint64_t r;
+	/*
+	 * r moved on by the ring's sizes (pb_limit()): where the room the
+	 * reader gave back ends.  Stored after r; only the inline write path
+	 * (profbuf__write_fast()) reads it.
+	 */
+	_Atomic uint64_t limit;
 	/* The pending overflow record, and CLOSED. */
 	ring_cacheline_aligned _Atomic uint64_t ovf;
 	_Atomic uint64_t ovf_time;
@@ -92,6 +98,7 @@ struct profbuf {
 		"inline layout v1: " #f)
 PB_LAYOUT_AT(w, w);
 PB_LAYOUT_AT(r, r);
+PB_LAYOUT_AT(limit, limit);
 PB_LAYOUT_AT(ovf, ovf);
 PB_LAYOUT_AT(hdrsize, hdrsize);
 PB_LAYOUT_AT(data_len, data_len);
@@ -157,6 +164,12 @@ static inline const void **pb_tags(const struct profbuf *b)
 static inline _Atomic uint32_t *pb_stamps(const struct profbuf *b)
 {
 	return (_Atomic uint32_t *)((char *)b + b->stamps_off);
+}
+
+/* The limit for r = @r: @r's counts moved on by the ring's sizes. */
+static inline uint64_t pb_limit(const struct profbuf *b, uint64_t r)
+{
+	return ring_pindex_add(r & ~RING_PINDEX_FLAGS, b->data_len, b->tag_len);
 }
 
 static inline uint64_t *pb_ovf_rec(const struct profbuf *b)

@@ -130,6 +130,13 @@ static void give_back_run(struct profbuf *b)
 	}
 	/* Release: pairs with the acquire load of r in reserve(). */
 	atomic_store_explicit(&b->r, b->r_next, memory_order_release);
+	/*
+	 * Release: pairs with the acquire load of limit in
+	 * profbuf__write_fast().  Until it lands, an inline writer sees the
+	 * old, smaller room: at worst it goes the slow way, which reads r.
+	 */
+	atomic_store_explicit(&b->limit, pb_limit(b, b->r_next),
+			      memory_order_release);
 }
 
 /*

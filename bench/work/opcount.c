@@ -14,7 +14,9 @@
  * by OPS, is the instructions per operation; the anchors of the timing
  * benchmarks (the floors, the seqlock) are here too, written the same way.
  * It also checks what it wrote (every call must return 0), so that a
- * broken path cannot look cheap.
+ * broken path cannot look cheap.  pb_write_* write as a C caller does
+ * (profbuf_write()'s fast path inline), pb_call_* through the library
+ * symbol, as a binary built without the inline path does.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -57,6 +59,13 @@ static size_t stk_len[67];
 		for (unsigned int i = 0; i < OPS; i++)                         \
 			bad |= profbuf_write(b, hdr, i + 1, hdr, HDRSIZE, stk, \
 					     stk_len[n]);                      \
+	}                                                                      \
+	static __attribute__((noinline)) void op_pb_call_##n##w(               \
+		struct profbuf *b)                                             \
+	{                                                                      \
+		for (unsigned int i = 0; i < OPS; i++)                         \
+			bad |= (profbuf_write)(b, hdr, i + 1, hdr, HDRSIZE,    \
+					       stk, stk_len[n]);               \
 	}                                                                      \
 	static __attribute__((noinline)) void op_floor_##n##w(void)            \
 	{                                                                      \
@@ -227,6 +236,12 @@ int main(void)
 		op_pb_write_34w(b);
 		pb_drain(b);
 		op_pb_write_66w(b);
+		pb_drain(b);
+		op_pb_call_8w(b);
+		pb_drain(b);
+		op_pb_call_34w(b);
+		pb_drain(b);
+		op_pb_call_66w(b);
 		pb_drain(b);
 		op_floor_8w();
 		op_floor_34w();

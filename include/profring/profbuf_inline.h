@@ -57,7 +57,8 @@ struct profbuf_layout_v1 {
 	uint64_t w; /* packed index: data count, flags, tag count */
 	uint64_t pad_w[7];
 	uint64_t r; /* the same, given back by the reader */
-	uint64_t pad_r[7];
+	uint64_t limit; /* r, its counts moved on by the ring's sizes */
+	uint64_t pad_r[6];
 	uint64_t ovf; /* overflow count (bits 0-31), flags */
 	uint64_t pad_ovf[7];
 	uint32_t wake_watermark;
@@ -145,7 +146,7 @@ profbuf__write_fast(struct profbuf *pb, const void *tag, int64_t now,
 {
 	struct profbuf_layout_v1 *b = (struct profbuf_layout_v1 *)pb;
 	uint32_t hs, len, pos, size, slot;
-	uint64_t old, nw, r, any, *d;
+	uint64_t old, nw, room, any, *d;
 	const void **tagp;
 	uint32_t *stamp;
 
@@ -184,28 +185,27 @@ profbuf__write_fast(struct profbuf *pb, const void *tag, int64_t now,
 	 * Reserve, with SLEEPING clear and the record ending before the
 	 * ring's end: no rewind, and no carry out of the data count into the
 	 * flags, so that w moves to nw by one add (the tag count sits in the
-	 * top bits and wraps by itself).  The room tests are on nw - r, the
-	 * distances from r up to the end of our record, unsigned: never more
-	 * than the ring unless the reader sealed w (or r moved past a stale
-	 * w, and then the CAS fails anyway); either goes the slow way, which
-	 * tells them apart.  Its low 32 bits are the data distance.  Its top
-	 * 30 bits are the tag distance, or one less when the low bits borrow:
-	 * so at worst a write into the last free tag slot goes the slow way.
+	 * top bits and wraps by itself).  The room test is on limit - nw,
+	 * the room left after our record: its low 32 bits are the data room,
+	 * negative if the record does not fit; its top 30 bits the tag room,
+	 * or one less when the low bits borrow, negative if the tag ring is
+	 * full (so at worst a write into the last free tag slot goes the
+	 * slow way).  A sealed w is 2^29 records ahead: negative too.  A w
+	 * that moved since we loaded it makes the CAS fail, whatever the
+	 * test said.
 	 */
 	old = __atomic_load_n(&b->w, __ATOMIC_RELAXED);
 	/*
-	 * Acquire: pairs with the reader's release store of r once it has
+	 * Acquire: pairs with the reader's release store of limit once it has
 	 * cleared the stamps and is done with the space up to r.
 	 */
-	r = __atomic_load_n(&b->r, __ATOMIC_ACQUIRE);
+	room = __atomic_load_n(&b->limit, __ATOMIC_ACQUIRE);
 	pos = (uint32_t)old & (size - 1);
 	nw = old + len + ((uint64_t)1 << PROFBUF__W_TAG_SHIFT);
-	if (__builtin_expect(
-		    (old & PROFBUF__W_SLEEPING) || pos + len >= size ||
-			    (uint32_t)(nw - r) > size ||
-			    (uint32_t)((nw - r) >> PROFBUF__W_TAG_SHIFT) >=
-				    b->tag_len,
-		    0))
+	room -= nw;
+	if (__builtin_expect((old & PROFBUF__W_SLEEPING) || pos + len >= size ||
+				     (int64_t)room < 0 || (int32_t)room < 0,
+			     0))
 		return 1;
 	slot = (uint32_t)(old >> PROFBUF__W_TAG_SHIFT) & (b->tag_len - 1);
 	d = (uint64_t *)((char *)b + b->data_off) + pos;
