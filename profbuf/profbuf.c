@@ -16,6 +16,9 @@
  *        is about to be, asleep on the futex word wake_seq) and EXTRA
  *        (overflow or close happened since the reader last looked).
  *   r    packed index of what the reader has given back to the writers.
+ *   limit  r with its counts moved on by the ring's sizes: the end of the
+ *        room the writers have, stored by the reader after r (read only
+ *        by the fast path).
  *   committed[]  one stamp per tag slot: 1 once the record reserved in
  *        that slot is completely written, 0 again once the reader has
  *        given it back.
@@ -38,6 +41,10 @@
  *      changed a flag meanwhile; then retry.  Reserved space belongs to
  *      this writer alone: the reader does not look at it before the stamp,
  *      and no other writer can reserve it until the reader gives it back.
+ *      The fast path (profbuf__write_fast(), <profring/profbuf_inline.h>)
+ *      loads limit instead of r: r moved on by the ring's sizes, which the
+ *      reader stores with release after r.  An older limit only shows
+ *      less room than there is; the slow path then reads r.
  *   2. Fill: the rewind marker (a 0 word) if any, then the record and the
  *      tag, with plain stores.
  *   3. Commit: store committed[slot] = 1 with release.  That is all; there
@@ -50,7 +57,7 @@
  * is contiguous in both rings: the committed prefix.  It stops at the first
  * reserved-but-uncommitted record: records are returned in reservation
  * order.  The next read gives the run back: it clears the tag slots and the
- * stamps, then stores r = r_next with release.
+ * stamps, then stores r = r_next with release, and then limit.
  *
  * Sleeping and waking: exactly one wakeup per sleep.  The reader may set
  * SLEEPING only by a CAS on w from a value that shows nothing reserved

@@ -122,7 +122,11 @@ void profbuf_free(struct profbuf *b);
  * @nstk: stack length
  *
  * Async-signal-safe and lock-free; callable from any thread and from a
- * signal handler that interrupted a write to the same buffer.
+ * signal handler that interrupted a write to the same buffer.  In C
+ * compiled with GCC or Clang and optimization, its fast path runs inline
+ * in the caller and the library is called only when that declines
+ * (<profring/profbuf_inline.h>, which also says what an old binary sees);
+ * the guarantees are the same either way.
  *
  * Return: 0 when written; -ENOSPC when there was no room (the record is
  * discarded and counted in an overflow record); -EINVAL on misuse (NULL

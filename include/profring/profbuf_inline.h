@@ -15,7 +15,8 @@
  * including <profring/profbuf.h> to always call the library.
  *
  * THE PROTOCOL is profbuf.c's, step by step (read it there): acquire-load
- * ovf, load w, acquire-load r, check room, reserve with one CAS on w, fill
+ * ovf, load w, acquire-load limit (r moved on by the ring's sizes, which
+ * the reader stores after r), check room, reserve with one CAS on w, fill
  * the record and its tag, release-store the commit stamp.  The library's
  * own profbuf_write() runs this same function first, so there is one
  * fast path, not two.
@@ -51,7 +52,8 @@
 /*
  * struct profbuf_layout_v1 - the start of every profbuf's block, as the
  * inline path reads it (the library's struct profbuf, fields it alone
- * uses left out).  @w, @r, @ovf are accessed only with __atomic builtins.
+ * uses left out).  @w, @limit, @ovf are accessed only with __atomic
+ * builtins; @r is not read here.
  */
 struct profbuf_layout_v1 {
 	uint64_t w; /* packed index: data count, flags, tag count */
