@@ -128,6 +128,12 @@ void profbuf_test_counters(struct profbuf *b, struct profbuf_test_counters *c)
 	c->withdrawn = b->withdrawn;
 }
 
+void profbuf_test_close_late(struct profbuf *b)
+{
+	atomic_fetch_and_explicit(&b->ovf, ~OVF_CLOSED, memory_order_relaxed);
+	atomic_fetch_or_explicit(&b->w, PB_EXTRA, memory_order_relaxed);
+}
+
 /* ---- across processes -------------------------------------------------- */
 
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;

@@ -111,7 +111,6 @@ PB_LAYOUT_AT(stamps_off, stamps_off);
 #undef PB_LAYOUT_AT
 _Static_assert(PB_SLEEPING == PROFBUF__W_SLEEPING &&
 		       RING_PINDEX_TAG_SHIFT == PROFBUF__W_TAG_SHIFT &&
-		       RING_TAG_COUNT_MASK == PROFBUF__TAG_COUNT_MASK &&
 		       RING_PINDEX_MAX_ENTRIES == PROFBUF__MAX_WORDS,
 	       "inline layout v1: w");
 
@@ -126,6 +125,10 @@ _Static_assert(PB_SLEEPING == PROFBUF__W_SLEEPING &&
 _Static_assert(PB_STAMP_COMMITTED == PROFBUF__STAMP_COMMITTED &&
 		       (OVF_CLOSED | OVF_COUNT_MASK) == PROFBUF__OVF_PENDING,
 	       "inline layout v1: stamps, ovf");
+_Static_assert(sizeof(_Atomic uint32_t) == sizeof(uint32_t) &&
+		       sizeof(const void *) == sizeof(uint64_t) &&
+		       PB_SEAL_DISTANCE == (uint32_t)1 << 29,
+	       "inline layout v1: tag and stamp sizes, the seal's distance");
 
 /* The overflow word (see profbuf.c, Overflow). */
 static inline uint32_t ovf_count(uint64_t o)

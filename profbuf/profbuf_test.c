@@ -821,9 +821,10 @@ static void tag_room_across_data_wrap(void)
 
 /*
  * Headers and stacks of every length up to past the writer's inline
- * copies (copy_words(): 4-word copies, the last overlapping; stacks over
- * 16 words by memcpy()), with headers short of hdrsize (zero-padded):
- * every word lands where it belongs.
+ * copies (profbuf__copy(): under 4 words the first, last and middle ones,
+ * up to 16 two to four 4-word copies, the last overlapping; over 16 words
+ * memcpy()), with headers short of hdrsize (zero-padded): every word lands
+ * where it belongs.
  */
 static void record_lengths(void)
 {
@@ -1051,6 +1052,34 @@ static void eof_after_drain(void)
 	/* Sealed: a write racing close now is refused, not lost. */
 	KT_CHECK_EQ(wr(b, NULL, 1, HDR(1), 1, STK(1), 1), -EINVAL);
 	profbuf_free(b);
+}
+
+/*
+ * A writer that loaded ovf just before close (so it did not see CLOSED)
+ * and reserves after the reader sealed w: its room test alone must refuse
+ * the write.  The tag room after a sealed w is about 2^29 tags, less the
+ * one the low bits borrow (here from EXTRA, and from the data count, 8
+ * words short of 2^32, that a 4-word record takes past limit's): a test
+ * that read it signed would take it for room in a 1-tag ring.
+ */
+static void write_after_seal_refused(void)
+{
+	static const uint32_t starts[] = { 0, 0u - 8 };
+
+	for (size_t k = 0; k < ARRAY_SIZE(starts); k++) {
+		struct profbuf *b = profbuf_new_at(1, 64, 1, starts[k], 0);
+		struct profbuf_read r;
+
+		KT_REQUIRE(b);
+		KT_CHECK_EQ(profbuf_close(b), 0);
+		KT_CHECK_EQ(profbuf_read(b, PROFBUF_NONBLOCKING, &r), 0);
+		KT_CHECK(r.eof);
+		profbuf_test_close_late(b);
+		KT_CHECK_EQ(WRITE(b, &my_tags[0], 1, HDR(5), STK(6)), -EINVAL);
+		KT_CHECK_EQ(profbuf_read(b, PROFBUF_NONBLOCKING, &r), 0);
+		KT_CHECK(r.eof && r.ndata == 0);
+		profbuf_free(b);
+	}
 }
 
 static void *delayed_write(void *arg)
@@ -1605,6 +1634,7 @@ int main(void)
 	KT_RUN(write_errors);
 	KT_RUN(errno_preserved);
 	KT_RUN(eof_after_drain);
+	KT_RUN(write_after_seal_refused);
 	KT_RUN(read_timeout);
 	KT_RUN(wake_watermark);
 	KT_RUN(second_reader_busy);

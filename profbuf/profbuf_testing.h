@@ -37,6 +37,15 @@ struct profbuf_test_counters {
 void profbuf_test_counters(struct profbuf *b, struct profbuf_test_counters *c);
 
 /*
+ * profbuf_test_close_late() - make a closed buffer look, to the next
+ * write, as it does to a writer that loaded ovf just before close: clear
+ * CLOSED, and set EXTRA in w as close's wakeup does when it lands after
+ * the reader sealed the buffer.  The write must then be refused by its
+ * room test alone.  No reader or writer may run meanwhile.
+ */
+void profbuf_test_close_late(struct profbuf *b);
+
+/*
  * Called by a writer to a shared buffer right after it stored its owner
  * stamp, before it fills and commits the record: a test parks a writer
  * there to kill or stop it mid-write.  NULL (the default): nothing.

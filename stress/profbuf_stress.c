@@ -12,8 +12,9 @@
  * at the end the exact accounting: for every writer, records read == writes
  * that returned 0, and the overflow counts read == writes that returned
  * -ENOSPC.  Even writers write inline, odd ones call the library
- * (<profring/profbuf_inline.h>).  --close-early closes the buffer while the writers still run:
- * writes after that must be refused, nothing accepted may be lost.  --wrap
+ * (<profring/profbuf_inline.h>).  --close-early closes the buffer while
+ * the writers still run: writes after that must be refused, nothing
+ * accepted may be lost.  --wrap
  * starts the counters just below their 2^32 / 2^30 wrap.  It also checks
  * that every reader sleep was ended by exactly one wakeup, and walks every
  * read with the record iterator too (<profring/profbuf.h>), which must

@@ -122,8 +122,9 @@ void profbuf_free(struct profbuf *b);
  * @nstk: stack length
  *
  * Async-signal-safe and lock-free; callable from any thread and from a
- * signal handler that interrupted a write to the same buffer.  In C
- * compiled with GCC or Clang and optimization, its fast path runs inline
+ * signal handler that interrupted a write to the same buffer.  In C for
+ * x86-64 or arm64 compiled with GCC or Clang and optimization (and
+ * without PROFRING_NO_INLINE), its fast path runs inline
  * in the caller and the library is called only when that declines
  * (<profring/profbuf_inline.h>, which also says what an old binary sees);
  * the guarantees are the same either way.

@@ -6,13 +6,17 @@
  * WHY.  A write's fixed cost is mostly the call: seven arguments passed,
  * six registers saved and restored, checks of arguments the caller knows
  * at compile time (issue 18, bench/RESULTS.md).  So, when compiling C
- * with GCC or Clang and optimizing, a call to profbuf_write() runs this
- * fast path in the caller, and calls the library's profbuf_write() only
- * when it declines.  It declines for a shared buffer, a pending overflow
+ * for x86-64 or arm64 with GCC or Clang and optimizing, a call written
+ * profbuf_write(...) runs this fast path in the caller (profbuf_write is
+ * then a function-like macro), and calls the library's profbuf_write()
+ * only when it declines.  It declines for a shared buffer, a pending overflow
  * or CLOSED, a sleeping reader, a record that would reach the ring's end,
  * no room, an argument it does not like, or a lost CAS: the library then
  * does everything, the checks included.  Define PROFRING_NO_INLINE before
- * including <profring/profbuf.h> to always call the library.
+ * including <profring/profbuf.h> to always call the library: needed by
+ * code that names a struct member profbuf_write, or that interposes the
+ * function (a wrapper, --wrap, an LD_PRELOAD mock) and must see every
+ * write.  (profbuf_write)(...) and its address always reach the library.
  *
  * THE PROTOCOL is profbuf.c's, step by step (read it there): acquire-load
  * ovf, load w, acquire-load limit (r moved on by the ring's sizes, which
@@ -77,14 +81,13 @@ struct profbuf_layout_v1 {
 /* w: bits 0-31 the data count, bit 32 SLEEPING, bits 34-63 the tag count. */
 #define PROFBUF__W_SLEEPING ((uint64_t)1 << 32)
 #define PROFBUF__W_TAG_SHIFT 34
-#define PROFBUF__TAG_COUNT_MASK (((uint32_t)1 << 30) - 1)
 /* No ring holds this many words or tags. */
 #define PROFBUF__MAX_WORDS ((uint32_t)1 << 28)
 /* ovf: a pending overflow count, or CLOSED. */
 #define PROFBUF__OVF_PENDING (((uint64_t)1 << 34) | UINT32_MAX)
 #define PROFBUF__STAMP_COMMITTED 1u
 
-#ifdef __GNUC__
+#if defined(__GNUC__) && !defined(__cplusplus)
 
 /* Four words: two 16-byte moves. */
 static inline __attribute__((always_inline)) void
@@ -108,14 +111,15 @@ static inline __attribute__((always_inline)) void
 profbuf__copy(uint64_t *d, const uint64_t *s, size_t n)
 {
 	/*
-	 * Hide where s points: GCC would warn about the wider branches when
-	 * s is an array too short for them, though n then never gets there.
+	 * With @n unknown, hide where @s points: GCC would warn about the
+	 * branches for larger @n when @s is an array too short for them,
+	 * though @n then never gets there.  The empty asm costs nothing.
 	 */
-	if (n > PROFBUF__INLINE_COPY_WORDS) {
+	if (!__builtin_constant_p(n))
 		__asm__("" : "+r"(s));
+	if (n > PROFBUF__INLINE_COPY_WORDS) {
 		__builtin_memcpy(d, s, n * sizeof(*d));
 	} else if (n >= 4) {
-		__asm__("" : "+r"(s));
 		profbuf__copy4(d, s);
 		profbuf__copy4(d + n - 4, s + n - 4);
 		if (n > 8) {
@@ -130,6 +134,9 @@ profbuf__copy(uint64_t *d, const uint64_t *s, size_t n)
 			d[1] = s[1];
 	}
 }
+
+/* A constant header up to this many words is held in registers. */
+#define PROFBUF__HELD_WORDS 4
 
 #ifndef PROFBUF__PERTURB
 #define PROFBUF__PERTURB() ((void)0)
@@ -147,8 +154,9 @@ profbuf__write_fast(struct profbuf *pb, const void *tag, int64_t now,
 		    size_t nstk)
 {
 	struct profbuf_layout_v1 *b = (struct profbuf_layout_v1 *)pb;
-	uint32_t hs, len, pos, size, slot;
-	uint64_t old, nw, room, any, *d;
+	uint32_t hs, len, pos, size, tags, slot;
+	uint64_t old, nw, room, any, *d, h[PROFBUF__HELD_WORDS];
+	bool held = __builtin_constant_p(nhdr) && nhdr <= PROFBUF__HELD_WORDS;
 	const void **tagp;
 	uint32_t *stamp;
 
@@ -166,10 +174,20 @@ profbuf__write_fast(struct profbuf *pb, const void *tag, int64_t now,
 				     (!stk && nstk),
 			     0))
 		return 1;
-	/* nhdr >= 1 now: the first and last words, then any between. */
-	any = hdr[0] | hdr[nhdr - 1];
-	for (size_t i = 1; i + 1 < nhdr; i++)
-		any |= hdr[i];
+	/*
+	 * nhdr >= 1 now.  A header of a few words known at compile time is
+	 * loaded once, here, and stored from registers after the CAS; any
+	 * other is read twice: the first and last words, then any between.
+	 */
+	if (held) {
+		any = 0;
+		for (size_t i = 0; i < nhdr; i++)
+			any |= h[i] = hdr[i];
+	} else {
+		any = hdr[0] | hdr[nhdr - 1];
+		for (size_t i = 1; i + 1 < nhdr; i++)
+			any |= hdr[i];
+	}
 	if (__builtin_expect(!any, 0))
 		return 1;
 	len = 2 + hs + (uint32_t)nstk;
@@ -188,13 +206,15 @@ profbuf__write_fast(struct profbuf *pb, const void *tag, int64_t now,
 	 * ring's end: no rewind, and no carry out of the data count into the
 	 * flags, so that w moves to nw by one add (the tag count sits in the
 	 * top bits and wraps by itself).  The room test is on limit - nw,
-	 * the room left after our record: its low 32 bits are the data room,
-	 * negative if the record does not fit; its top 30 bits the tag room,
-	 * or one less when the low bits borrow, negative if the tag ring is
-	 * full (so at worst a write into the last free tag slot goes the
-	 * slow way).  A sealed w is 2^29 records ahead: negative too.  A w
-	 * that moved since we loaded it makes the CAS fail, whatever the
-	 * test said.
+	 * the room left after our record, read unsigned: its low 32 bits are
+	 * the data room, past the ring if the record does not fit; its top 30
+	 * bits the tag room, or one less when the low bits borrow (always
+	 * when w has EXTRA set: the last free tag slot then goes the slow
+	 * way), past the tag ring if the tag ring is full.  A sealed w is
+	 * 2^29 records ahead: its tag room is about 2^29, past any tag ring,
+	 * however stale limit is (as everywhere here, counts compared are
+	 * less than 2^29 apart).  A w that moved since we loaded it makes the
+	 * CAS fail, whatever the test said.
 	 */
 	old = __atomic_load_n(&b->w, __ATOMIC_RELAXED);
 	/*
@@ -205,11 +225,14 @@ profbuf__write_fast(struct profbuf *pb, const void *tag, int64_t now,
 	pos = (uint32_t)old & (size - 1);
 	nw = old + len + ((uint64_t)1 << PROFBUF__W_TAG_SHIFT);
 	room -= nw;
+	tags = b->tag_len;
 	if (__builtin_expect((old & PROFBUF__W_SLEEPING) || pos + len >= size ||
-				     (int64_t)room < 0 || (int32_t)room < 0,
+				     (uint32_t)room > size ||
+				     (uint32_t)(room >> PROFBUF__W_TAG_SHIFT) >=
+					     tags,
 			     0))
 		return 1;
-	slot = (uint32_t)(old >> PROFBUF__W_TAG_SHIFT) & (b->tag_len - 1);
+	slot = (uint32_t)(old >> PROFBUF__W_TAG_SHIFT) & (tags - 1);
 	d = (uint64_t *)((char *)b + b->data_off) + pos;
 	tagp = (const void **)((char *)b + b->tags_off) + slot;
 	stamp = (uint32_t *)((char *)b + b->stamps_off) + slot;
@@ -221,7 +244,7 @@ profbuf__write_fast(struct profbuf *pb, const void *tag, int64_t now,
 	 */
 	__asm__("" : "+r"(d), "+r"(tagp), "+r"(stamp));
 	/*
-	 * Relaxed: the space was proven free by the acquire of r, and the
+	 * Relaxed: the space was proven free by the acquire of limit, and the
 	 * stamp publishes.  One try: if w moved, the slow way starts over.
 	 */
 	if (__builtin_expect(!__atomic_compare_exchange_n(&b->w, &old, nw, 0,
@@ -233,7 +256,12 @@ profbuf__write_fast(struct profbuf *pb, const void *tag, int64_t now,
 	*tagp = tag;
 	d[0] = len;
 	d[1] = (uint64_t)now;
-	profbuf__copy(d + 2, hdr, nhdr);
+	if (held) {
+		for (size_t i = 0; i < nhdr; i++)
+			d[2 + i] = h[i];
+	} else {
+		profbuf__copy(d + 2, hdr, nhdr);
+	}
 	for (size_t i = nhdr; i < hs; i++) {
 		__asm__("" : "+r"(i));
 		d[2 + i] = 0;
@@ -248,7 +276,7 @@ profbuf__write_fast(struct profbuf *pb, const void *tag, int64_t now,
 	return 0;
 }
 
-#endif /* __GNUC__ */
+#endif /* __GNUC__ && !__cplusplus */
 
 #ifdef PROFBUF__INLINE
 /*
