@@ -202,21 +202,29 @@ static int st_run(void *arg, struct bench_sample *s)
 
 /* ---- single writer: profbuf ---------------------------------------------- */
 
-static int pb_batch(struct st_case *c, struct bench_sample *s)
-{
-	const struct rec_src *r = c->src;
-	uint64_t now = c->now;
-	struct bench_timer t;
-	int bad = 0;
+/*
+ * PB_BATCH() - a timed batch of writes by @write: profbuf_write, which C
+ * callers get inline, or (profbuf_write), the library's symbol.
+ */
+#define PB_BATCH(name, write)                                          \
+	static int name(struct st_case *c, struct bench_sample *s)     \
+	{                                                              \
+		const struct rec_src *r = c->src;                      \
+		uint64_t now = c->now;                                 \
+		struct bench_timer t;                                  \
+		int bad = 0;                                           \
+                                                                       \
+		bench_timer_start(&t);                                 \
+		for (unsigned int i = 0; i < c->batch; i++)            \
+			bad |= write(c->pb, r, (int64_t)now++, r->hdr, \
+				     HDRSIZE, r->stk, r->nstk);        \
+		bench_timer_stop(&t, s, c->batch);                     \
+		c->now = now;                                          \
+		return bad ? write_failed("profbuf_write", bad) : 0;   \
+	}
 
-	bench_timer_start(&t);
-	for (unsigned int i = 0; i < c->batch; i++)
-		bad |= profbuf_write(c->pb, r, (int64_t)now++, r->hdr, HDRSIZE,
-				     r->stk, r->nstk);
-	bench_timer_stop(&t, s, c->batch);
-	c->now = now;
-	return bad ? write_failed("profbuf_write", bad) : 0;
-}
+PB_BATCH(pb_batch, profbuf_write)
+PB_BATCH(pb_call_batch, (profbuf_write))
 
 /*
  * pb_check_run() - count the records of a read, all ordinary and intact.
@@ -261,23 +269,6 @@ static int pb_drain(struct st_case *c)
 }
 
 static const struct st_ops pb_ops = { pb_batch, pb_drain };
-
-/* pb_batch() through the library's profbuf_write symbol. */
-static int pb_call_batch(struct st_case *c, struct bench_sample *s)
-{
-	const struct rec_src *r = c->src;
-	uint64_t now = c->now;
-	struct bench_timer t;
-	int bad = 0;
-
-	bench_timer_start(&t);
-	for (unsigned int i = 0; i < c->batch; i++)
-		bad |= (profbuf_write)(c->pb, r, (int64_t)now++, r->hdr,
-				       HDRSIZE, r->stk, r->nstk);
-	bench_timer_stop(&t, s, c->batch);
-	c->now = now;
-	return bad ? write_failed("profbuf_write", bad) : 0;
-}
 
 static const struct st_ops pb_call_ops = { pb_call_batch, pb_drain };
 
