@@ -130,6 +130,7 @@ void profbuf_test_counters(struct profbuf *b, struct profbuf_test_counters *c)
 
 void profbuf_test_close_late(struct profbuf *b)
 {
+	/* Relaxed: no reader or writer runs meanwhile (profbuf_testing.h). */
 	atomic_fetch_and_explicit(&b->ovf, ~OVF_CLOSED, memory_order_relaxed);
 	atomic_fetch_or_explicit(&b->w, PB_EXTRA, memory_order_relaxed);
 }
