@@ -52,21 +52,18 @@ static int bad;
 /* The floor's stack length by record size, set at run time as the bench's. */
 static size_t stk_len[67];
 
+/* OPS writes of n words by @write: profbuf_write (inline) or (profbuf_write). */
+#define PB_OP(name, write, n)                                          \
+	static __attribute__((noinline)) void name(struct profbuf *b)  \
+	{                                                              \
+		for (unsigned int i = 0; i < OPS; i++)                 \
+			bad |= write(b, hdr, i + 1, hdr, HDRSIZE, stk, \
+				     stk_len[n]);                      \
+	}
+
 #define PB_CASE(n)                                                             \
-	static __attribute__((noinline)) void op_pb_write_##n##w(              \
-		struct profbuf *b)                                             \
-	{                                                                      \
-		for (unsigned int i = 0; i < OPS; i++)                         \
-			bad |= profbuf_write(b, hdr, i + 1, hdr, HDRSIZE, stk, \
-					     stk_len[n]);                      \
-	}                                                                      \
-	static __attribute__((noinline)) void op_pb_call_##n##w(               \
-		struct profbuf *b)                                             \
-	{                                                                      \
-		for (unsigned int i = 0; i < OPS; i++)                         \
-			bad |= (profbuf_write)(b, hdr, i + 1, hdr, HDRSIZE,    \
-					       stk, stk_len[n]);               \
-	}                                                                      \
+	PB_OP(op_pb_write_##n##w, profbuf_write, n)                            \
+	PB_OP(op_pb_call_##n##w, (profbuf_write), n)                           \
 	static __attribute__((noinline)) void op_floor_##n##w(void)            \
 	{                                                                      \
 		for (unsigned int i = 0; i < OPS; i++) {                       \
