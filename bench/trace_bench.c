@@ -62,10 +62,14 @@
  *  - advance: N = 0 is the anchor of N = 16 and N = 64.  Info.
  *
  * All cases of a row group run interleaved repetition by repetition
- * (harness.c) with the same argument sequence and batch size.  tracebuf
- * is called through the static library (no inlining across the call); the
- * anchors are inline.  That is part of the cost of a library and is not
- * corrected for.
+ * (harness.c) with the same argument sequence and batch size.
+ * tracebuf_emit() runs as a C caller of the library runs it: its fast
+ * path inline (<profring/tracebuf_inline.h>), the static library called
+ * only when it declines; the anchors are inline too.  tracebuf_call is
+ * the same event through the library's symbol (its own tracer), as a
+ * binary built without the inline path (C++, PROFRING_NO_INLINE, or
+ * before it existed) emits: its row says what the inline path saves.
+ * The begin + stack + emit + end row calls the library.
  *
  * Caveats, so that the numbers are read right.
  *
@@ -133,7 +137,7 @@ static _Thread_local _Alignas(64) _Atomic uint64_t flr_seq;
 /* The 16 PCs of the interned stack. */
 static uintptr_t stack_pcs[STACK_DEPTH];
 
-enum impl { IM_TRACE, IM_FLOOR, IM_SEQLOCK };
+enum impl { IM_TRACE, IM_FLOOR, IM_SEQLOCK, IM_CALL };
 
 /*
  * struct ev_case - one case.
@@ -206,8 +210,15 @@ make_args(uint64_t n, unsigned int nargs, bool stack, uint64_t id, uint64_t *a)
 
 /* ---- tracebuf ------------------------------------------------------------ */
 
+/*
+ * tb_batch_n() - a timed batch of tracebuf_emit(): as a C caller of the
+ * library emits, inline (<profring/tracebuf_inline.h>), or with @call
+ * through the library's symbol, as a binary built without the inline path
+ * does (C++, PROFRING_NO_INLINE, or before it existed).
+ */
 static inline __attribute__((always_inline)) int
-tb_batch_n(struct ev_case *c, struct bench_sample *s, unsigned int nargs)
+tb_batch_n(struct ev_case *c, struct bench_sample *s, unsigned int nargs,
+	   bool call)
 {
 	struct tracebuf *tb = c->tb;
 	uint64_t a[TRACEBUF_MAX_ARGS], n = c->n;
@@ -217,7 +228,10 @@ tb_batch_n(struct ev_case *c, struct bench_sample *s, unsigned int nargs)
 	bench_timer_start(&t);
 	for (unsigned int i = 0; i < c->batch; i++) {
 		make_args(n++, nargs, false, 0, a);
-		bad |= tracebuf_emit(tb, EV_TYPE, a, nargs);
+		if (call)
+			bad |= (tracebuf_emit)(tb, EV_TYPE, a, nargs);
+		else
+			bad |= tracebuf_emit(tb, EV_TYPE, a, nargs);
 	}
 	bench_timer_stop(&t, s, c->batch);
 	c->n = n;
@@ -254,13 +268,17 @@ static int tb_batch_stack(struct ev_case *c, struct bench_sample *s)
 
 static int tb_batch(struct ev_case *c, struct bench_sample *s)
 {
+	bool call = c->impl == IM_CALL;
+
 	if (c->stack)
 		return tb_batch_stack(c, s);
 	if (c->nargs == 0)
-		return tb_batch_n(c, s, 0);
+		return call ? tb_batch_n(c, s, 0, true)
+			    : tb_batch_n(c, s, 0, false);
 	if (c->nargs == 2)
-		return tb_batch_n(c, s, 2);
-	return tb_batch_n(c, s, 4);
+		return call ? tb_batch_n(c, s, 2, true)
+			    : tb_batch_n(c, s, 2, false);
+	return call ? tb_batch_n(c, s, 4, true) : tb_batch_n(c, s, 4, false);
 }
 
 static int acc_append(const uint8_t *p, size_t len)
@@ -655,7 +673,7 @@ static double clock_cost(void)
  * @ours:  tracebuf case name
  * @nargs: arguments
  * @stack: { counter, stack id }
- * @ncase: 2 (tracebuf, floor) or 3 (and seqlock)
+ * @ncase: 2 (tracebuf, floor) or 4 (and seqlock, tracebuf_call)
  * @info:  no goal, information only
  */
 struct group {
@@ -668,13 +686,15 @@ struct group {
 };
 
 static const struct group groups[] = {
-	{ "emit 2 args", "tracebuf_emit", 2, false, 3, false },
+	{ "emit 2 args", "tracebuf_emit", 2, false, 4, false },
 	{ "emit stack", "begin+stack+emit", 2, true, 2, true },
-	{ "emit 0 args", "tracebuf_emit", 0, false, 3, false },
-	{ "emit 4 args", "tracebuf_emit", 4, false, 3, false },
+	{ "emit 0 args", "tracebuf_emit", 0, false, 4, false },
+	{ "emit 4 args", "tracebuf_emit", 4, false, 4, false },
 };
 
-static const char *const anchor_names[] = { "floor", "seqlock" };
+#define NCASE 4
+static const char *const anchor_names[NCASE - 1] = { "floor", "seqlock",
+						     "tracebuf_call" };
 
 static void group_report(const struct group *g, const struct ev_case *c,
 			 const struct bench_stats *st)
@@ -693,10 +713,12 @@ static void group_report(const struct group *g, const struct ev_case *c,
 			 g->info ? "info; " : "",
 			 (double)c[0].bytes / (double)c[0].events,
 			 (double)c[i].bytes / (double)c[i].events,
-			 i == 1 ? "" : " (+2 lock add)");
+			 c[i].impl == IM_SEQLOCK ? " (+2 lock add)"
+			 : c[i].impl == IM_CALL ? "; inline vs the library call"
+						: "");
 		row.anchor = &st[i];
 		row.anchor_name = anchor_names[i - 1];
-		row.goal_ratio = i == 1 ? 1.3 : 1.0;
+		row.goal_ratio = c[i].impl == IM_FLOOR ? 1.3 : 1.0;
 		row.note = note;
 		bench_report_row(&row);
 	}
@@ -704,10 +726,12 @@ static void group_report(const struct group *g, const struct ev_case *c,
 
 static int group_run(const struct bench_opts *o, const struct group *g)
 {
-	struct ev_case c[3] = { 0 };
-	struct bench_case bc[3];
-	struct bench_stats st[3];
-	static const enum impl impls[3] = { IM_TRACE, IM_FLOOR, IM_SEQLOCK };
+	struct ev_case c[NCASE] = { 0 };
+	struct bench_case bc[NCASE];
+	struct bench_stats st[NCASE];
+	static const enum impl impls[NCASE] = { IM_TRACE, IM_FLOOR, IM_SEQLOCK,
+						IM_CALL };
+	bool tracer;
 	int rc = -1;
 
 	for (unsigned int i = 0; i < g->ncase; i++) {
@@ -718,16 +742,18 @@ static int group_run(const struct bench_opts *o, const struct group *g)
 			.stack = g->stack,
 			.batch = o->batch,
 		};
-		bc[i] = (struct bench_case){ c[i].name, i ? flr_run : tb_run,
-					     &c[i] };
+		tracer = impls[i] == IM_TRACE || impls[i] == IM_CALL;
+		bc[i] = (struct bench_case){ c[i].name,
+					     tracer ? tb_run : flr_run, &c[i] };
 	}
-	if (tb_init(&c[0]))
+	if (tb_init(&c[0]) || (g->ncase == NCASE && tb_init(&c[NCASE - 1])))
 		goto out;
 	rc = bench_run_cases(bc, g->ncase, o, st);
 	if (!rc)
 		group_report(g, c, st);
 out:
 	tb_fini(&c[0]);
+	tb_fini(&c[NCASE - 1]);
 	return rc;
 }
 

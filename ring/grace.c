@@ -18,7 +18,7 @@
 #include "ring/perturb.h"
 #include "ring/region.h"
 
-_Thread_local struct ring_grace_tls ring_grace_tls
+RING_API _Thread_local struct ring_grace_tls ring_grace_tls
 	__attribute__((tls_model("initial-exec")));
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;

@@ -166,8 +166,14 @@ struct ring_grace_tls {
 	_Atomic uint64_t token; /* 0 until first use; set by CAS */
 };
 
-extern _Thread_local struct ring_grace_tls ring_grace_tls
-	__attribute__((tls_model("initial-exec")));
+/*
+ * Exported as profring__grace_tls: tracebuf_emit()'s inline path reads the
+ * tracer's way and the token (<profring/tracebuf_inline.h>, whose struct
+ * tracebuf_tls_v1 tracebuf/tracebuf_impl.h checks against this one).
+ */
+extern _Thread_local struct ring_grace_tls
+	ring_grace_tls __asm__("profring__grace_tls")
+		__attribute__((tls_model("initial-exec")));
 
 /*
  * Whether @slot, a pointer from a TLS way, is ours: in the array at @base

@@ -9,19 +9,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define RING_VARINT_MAX 10
+#include <profring/tracebuf_inline.h>
 
-/* Write @v at @p (room for RING_VARINT_MAX bytes); return the bytes used. */
+#define RING_VARINT_MAX TRACEBUF__VARINT_MAX
+
+/*
+ * Write @v at @p (room for RING_VARINT_MAX bytes); return the bytes used.
+ * The encoder is the public header's, which tracebuf_emit()'s inline path
+ * uses: one encoder for the library and its inline callers.
+ */
 static inline size_t ring_varint_put(uint8_t *p, uint64_t v)
 {
-	size_t n = 0;
-
-	while (v >= 0x80) {
-		p[n++] = (uint8_t)v | 0x80;
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	return n;
+	return tracebuf__varint_put(p, v);
 }
 
 /*

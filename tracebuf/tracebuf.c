@@ -6,7 +6,9 @@
  *
  * Threads.  Each thread that writes has a slot in the tracer's ring_grace
  * (ring/grace.h), found through an initial-exec TLS cache, and a struct
- * tb_thread at the same index.  A begin/end pair is a read-side section of
+ * tb_thread at the same index.  tracebuf_emit()'s fast path, inline in C
+ * callers, reads these (and the chunk's cursor) directly: their layout is
+ * frozen (<profring/tracebuf_inline.h>, asserted in tracebuf_impl.h).  A begin/end pair is a read-side section of
  * that grace: its plain depth store is the per-thread "inside a write"
  * marker (Go's per-M seqlock, without Go's atomic add), and its depth says
  * whether this write interrupted another one on the same thread (a signal
@@ -48,6 +50,16 @@
  * called by advance after its grace period and before the stack tables
  * are reset.
  */
+/*
+ * This file defines the real tracebuf_emit(), so not the header's inline
+ * one (PROFRING_NO_INLINE); it calls the header's fast path,
+ * tracebuf__emit_fast(), by that name.  The stress build puts
+ * ring_perturb() at the fast path's steps.
+ */
+#define PROFRING_NO_INLINE
+#define TRACEBUF__PERTURB() ring_perturb()
+#include "ring/perturb.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -471,15 +483,15 @@ emit_refused(struct tracebuf *t, struct ring_grace_section sec, uint64_t gen,
 }
 
 /*
- * tracebuf_emit() is begin + emit + end in one body (emit_in()): the
- * tracer's per-event cost, so no struct tracebuf_ev in memory, and no
- * call with values live across it: the rare paths (a thread's first
- * event, a refill, a refusal) end the event out of line, called last.
- * (Before, the slot look-up's and the refill's calls in the middle kept
- * six values in callee-saved registers; three are saved now.)
- * The same section, loads and stores as the three calls, in the same
- * order, with the same results (a refusal of begin() comes before a bad
- * argument).
+ * tracebuf_emit()'s fast path is the public header's (tracebuf__emit_fast()
+ * in <profring/tracebuf_inline.h>: the same steps for a thread whose slot
+ * is in the tracer's own TLS way and whose buffer has room); emit_in() is
+ * the whole event it falls back to, begin + emit + end in one body: no
+ * struct tracebuf_ev in memory, and no call with values live across it:
+ * the rare paths (a thread's first event, a refill, a refusal) end the
+ * event out of line, called last.  The same section, loads and stores as
+ * the three calls, in the same order, with the same results (a refusal
+ * of begin() comes before a bad argument).
  *
  * The clock is read first: RDTSC takes tens of cycles (more under a
  * hypervisor) but nothing waits for it until the time delta is encoded,
@@ -520,30 +532,41 @@ out:
 	return rc;
 }
 
-/* tracebuf_emit() on a thread whose slot is not in its TLS ways. */
-static __attribute__((noinline)) int
-emit_slot_slow(struct tracebuf *t, unsigned int type, const uint64_t *args,
-	       unsigned int nargs, uint64_t now)
+/*
+ * tracebuf_emit() when the fast path declined (or is not built here): the
+ * whole event, from the slot look-up (all the TLS ways, then the probe)
+ * to the section's exit.  Out of line, so the fast path saves nothing
+ * for it.
+ */
+static __attribute__((noinline)) int emit_slow(struct tracebuf *t,
+					       unsigned int type,
+					       const uint64_t *args,
+					       unsigned int nargs, uint64_t now)
 {
-	struct ring_grace_slot *slot = ring_grace_slot_slow(&t->grace);
+	struct ring_grace_slot *slot;
 
+	if (ring_unlikely(!t))
+		return -EINVAL;
+	slot = ring_grace_slot(&t->grace);
 	if (ring_unlikely(!slot))
 		return no_slot(t, true);
 	return emit_in(t, slot, type, args, nargs, now);
 }
 
+/*
+ * The header's fast path (<profring/tracebuf_inline.h>), then, if it
+ * declined, everything: what an inline caller does, out of line.
+ */
 RING_API int tracebuf_emit(struct tracebuf *t, unsigned int type,
 			   const uint64_t *args, unsigned int nargs)
 {
 	uint64_t now = ring_clock_ticks();
-	struct ring_grace_slot *slot;
 
-	if (ring_unlikely(!t))
-		return -EINVAL;
-	slot = ring_grace_slot_cached(&t->grace);
-	if (ring_unlikely(!slot))
-		return emit_slot_slow(t, type, args, nargs, now);
-	return emit_in(t, slot, type, args, nargs, now);
+#ifdef TRACEBUF__FAST
+	if (ring_likely(!tracebuf__emit_fast(t, type, args, nargs, now)))
+		return 0;
+#endif
+	return emit_slow(t, type, args, nargs, now);
 }
 
 RING_API uint64_t tracebuf_ticks(void)
@@ -1112,6 +1135,9 @@ RING_API struct tracebuf *tracebuf_new(const struct tracebuf_opts *opts)
 	rc = ring_grace_init(&t->grace, TRACEBUF_MAX_THREADS, false);
 	if (rc)
 		goto free_t;
+	/* The inline path's sections have no fence (tracebuf_inline.h). */
+	if (!t->grace.reader_fence)
+		t->inline_span = t->grace.nslots * sizeof(*t->grace.slots);
 	t->threads =
 		ring_map_zeroed(TRACEBUF_MAX_THREADS * sizeof(*t->threads));
 	if (!t->threads) {

@@ -8,6 +8,7 @@
 #define PROFRING_TRACEBUF_IMPL_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -40,11 +41,18 @@ struct tb_thread {
 	_Atomic uint64_t lost[2][2]; /* [gen & 1][level] */
 };
 
+/*
+ * The first fields are struct tracebuf_layout_v1's, which the inline
+ * emitters of <profring/tracebuf_inline.h> read: frozen (see the asserts
+ * below).
+ */
 struct tracebuf {
 	ring_cacheline_aligned _Atomic uint64_t gen;
 	uint32_t buf_size;
-	struct ring_grace grace;
+	/* Bytes of grace.slots; 0 if readers need a fence (grace.h). */
+	uint32_t inline_span;
 	struct tb_thread *threads;
+	struct ring_grace grace;
 	struct tb_chunk *chunks;
 	uint8_t *mem;
 	uint32_t nbufs;
@@ -69,6 +77,43 @@ struct tracebuf {
 	struct tb_mem objs; /* memory events: tracemem.c */
 	pthread_mutex_t lock; /* advance, stop, name_type */
 };
+
+/* The inline path's view of these structs (tracebuf_inline.h): frozen. */
+#define TB_SAME(a, fa, b, fb)                                \
+	(offsetof(struct a, fa) == offsetof(struct b, fb) && \
+	 sizeof(((struct a *)0)->fa) == sizeof(((struct b *)0)->fb))
+_Static_assert(
+	TB_SAME(tracebuf, gen, tracebuf_layout_v1, gen) &&
+		TB_SAME(tracebuf, buf_size, tracebuf_layout_v1, buf_size) &&
+		TB_SAME(tracebuf, inline_span, tracebuf_layout_v1,
+			inline_span) &&
+		TB_SAME(tracebuf, threads, tracebuf_layout_v1, threads) &&
+		TB_SAME(tracebuf, grace.slots, tracebuf_layout_v1, slots) &&
+		TB_SAME(tracebuf, grace.way, tracebuf_layout_v1, way),
+	"struct tracebuf_layout_v1");
+_Static_assert(TB_SAME(ring_grace_slot, owner, tracebuf_slot_v1, owner) &&
+		       TB_SAME(ring_grace_slot, word, tracebuf_slot_v1, word) &&
+		       sizeof(struct ring_grace_slot) == TRACEBUF__SLOT_BYTES,
+	       "struct tracebuf_slot_v1");
+_Static_assert(TB_SAME(tb_thread, buf, tracebuf_thread_v1, buf) &&
+		       sizeof(struct tb_thread) == TRACEBUF__THREAD_BYTES &&
+		       TRACEBUF__THREAD_BYTES % TRACEBUF__SLOT_BYTES == 0,
+	       "struct tracebuf_thread_v1");
+_Static_assert(TB_SAME(tb_chunk, data, tracebuf_buf_v1, data) &&
+		       TB_SAME(tb_chunk, pos, tracebuf_buf_v1, pos) &&
+		       TB_SAME(tb_chunk, last, tracebuf_buf_v1, last),
+	       "struct tracebuf_buf_v1");
+_Static_assert(TB_SAME(ring_grace_tls, slot, tracebuf_tls_v1, slot) &&
+		       TB_SAME(ring_grace_tls, token, tracebuf_tls_v1, token) &&
+		       RING_GRACE_TLS_WAYS == TRACEBUF__TLS_WAYS,
+	       "struct tracebuf_tls_v1");
+_Static_assert(RING_GRACE_DEPTH_MASK == TRACEBUF__DEPTH_MASK &&
+		       RING_GRACE_PERIOD == TRACEBUF__PERIOD,
+	       "section word");
+_Static_assert(TRACEBUF_MAX_THREADS * (uint64_t)TRACEBUF__SLOT_BYTES <=
+		       UINT32_MAX,
+	       "inline_span");
+#undef TB_SAME
 
 /* tracebuf_begin(); @will_emit: a refusal loses an event (count it). */
 int tb_begin(struct tracebuf *t, struct tracebuf_ev *ev, bool will_emit);

@@ -27,6 +27,7 @@
 #include "testing/harness.h"
 #include "testing/trace_stream.h"
 #include "tracebuf/tracebuf_format.h"
+#include "tracebuf/tracebuf_impl.h"
 
 /* ---- collecting and decoding a stream ------------------------------------ */
 
@@ -804,6 +805,173 @@ static void threads_exit_mid_trace(void)
 	tracebuf_free(t);
 }
 
+/*
+ * Two tracers whose slots the TLS caches in the same way (ways are dealt
+ * round robin at init, so nine tracers hold a pair): one thread emits to
+ * both in turn, so each event finds the other tracer's slot in the way.
+ * The inline path must decline (the slot is not in this tracer's array)
+ * and the library find the right slot: every event lands in its tracer.
+ */
+static void tracers_sharing_a_way(void)
+{
+	struct tracebuf *t[10] = { 0 }, *pair[2] = { NULL, NULL };
+	struct emitter e[2];
+
+	t[0] = pair[0] = new_tracer(1 << 20, 4096);
+	KT_REQUIRE(t[0]);
+	for (int n = 1; n < 10 && !pair[1]; n++) {
+		t[n] = new_tracer(1 << 20, 4096);
+		KT_REQUIRE(t[n]);
+		if (t[n]->grace.way == t[0]->grace.way)
+			pair[1] = t[n];
+	}
+	KT_REQUIRE(pair[1]);
+	for (int k = 0; k < 2; k++) {
+		KT_CHECK_EQ(tracebuf_start(pair[k]), 0);
+		e[k] = (struct emitter){ .t = pair[k], .who = (uint32_t)k };
+	}
+	for (int i = 0; i < 5000; i++) {
+		emit_one(&e[0]);
+		emit_one(&e[1]);
+	}
+	for (int k = 0; k < 2; k++) {
+		struct stream s = { 0 };
+		struct decoded *d;
+
+		KT_CHECK_EQ(e[k].ok, 5000);
+		tracebuf_stop(pair[k]);
+		read_to_eof(pair[k], &s);
+		d = decode_all(&s);
+		KT_CHECK_EQ(d->order_errors, 0);
+		KT_CHECK_EQ(d->who_count[k], 5000);
+		KT_CHECK_EQ(d->who_count[1 - k], 0);
+		decoded_free(d);
+		free(s.p);
+	}
+	for (int n = 0; n < 10; n++)
+		tracebuf_free(t[n]);
+}
+
+/*
+ * An event nested two deep (two begins open on the thread, as two nested
+ * handlers would have) is lost and counted, not written into a buffer
+ * the thread does not have.  In an odd generation after an even one, so
+ * that a "buffer" [1][2] read past the thread's four would be gen 2's
+ * batch count, not NULL.
+ */
+static void emit_nested_too_deep(void)
+{
+	struct tracebuf *t = new_tracer(1 << 20, 4096);
+	struct tracebuf_ev ev[2];
+	struct stream s = { 0 };
+	uint64_t a[2] = { 0, 0 };
+	struct decoded *d;
+
+	KT_REQUIRE(t);
+	KT_CHECK_EQ(tracebuf_start(t), 0);
+	KT_CHECK_EQ(tracebuf_advance(t), 0);
+	KT_CHECK_EQ(tracebuf_emit(t, 8, a, 2), 0); /* the thread's buffer */
+	KT_CHECK_EQ(tracebuf_advance(t), 0);
+	KT_CHECK_EQ(atomic_load(&t->gen), 3);
+	KT_CHECK_EQ(tracebuf_begin(t, &ev[0]), 0);
+	KT_CHECK_EQ(tracebuf_begin(t, &ev[1]), 0);
+	a[1] = 1;
+	KT_CHECK_EQ(tracebuf_emit(t, 8, a, 2), -ENOSPC);
+	tracebuf_end(&ev[1]);
+	tracebuf_end(&ev[0]);
+	tracebuf_stop(t);
+	read_to_eof(t, &s);
+	d = decode_all(&s);
+	KT_CHECK_EQ(d->who_count[0], 1);
+	KT_CHECK_EQ(d->lost_total, 1);
+	decoded_free(d);
+	free(s.p);
+	tracebuf_free(t);
+}
+
+/*
+ * Stop's window, staged: gen already 0 while the thread's buffer of the
+ * closing generation (an even one: parity 0, as gen 0's) is not yet
+ * taken.  An event that sees gen 0 is refused, not written into it.
+ */
+static void emit_sees_gen_zero(void)
+{
+	struct tracebuf *t = new_tracer(1 << 20, 4096);
+	struct stream s = { 0 };
+	uint64_t a[2] = { 0, 0 }, gen;
+	struct decoded *d;
+
+	KT_REQUIRE(t);
+	KT_CHECK_EQ(tracebuf_start(t), 0);
+	KT_CHECK_EQ(tracebuf_advance(t), 0);
+	gen = atomic_load(&t->gen);
+	KT_CHECK_EQ(gen & 1, 0);
+	KT_CHECK_EQ(tracebuf_emit(t, 8, a, 2), 0);
+	atomic_store(&t->gen, 0);
+	a[1] = 1;
+	KT_CHECK_EQ(tracebuf_emit(t, 8, a, 2), -ESHUTDOWN);
+	atomic_store(&t->gen, gen);
+	tracebuf_stop(t);
+	read_to_eof(t, &s);
+	d = decode_all(&s);
+	KT_CHECK_EQ(d->who_count[0], 1);
+	decoded_free(d);
+	free(s.p);
+	tracebuf_free(t);
+}
+
+static void *emit_and_exit(void *arg)
+{
+	uint64_t a[2] = { 1, 0 };
+
+	return (void *)(intptr_t)tracebuf_emit(arg, 8, a, 2);
+}
+
+/*
+ * The tracer's TLS way holding a slot of its array that another thread
+ * owns (here forged; a way is only ever re-pointed at slots of ours, so
+ * this is what a slot re-owned after a tracer's memory was reused would
+ * look like): the event is not written into that thread's buffer.
+ */
+static void way_holds_anothers_slot(void)
+{
+	struct tracebuf *t = new_tracer(1 << 20, 4096);
+	struct ring_grace_slot *mine = NULL, *theirs = NULL;
+	struct stream s = { 0 };
+	uint64_t a[2] = { 0, 0 };
+	struct decoded *d;
+	pthread_t th;
+	void *rc;
+
+	KT_REQUIRE(t);
+	KT_CHECK_EQ(tracebuf_start(t), 0);
+	KT_CHECK_EQ(tracebuf_emit(t, 8, a, 2), 0);
+	pthread_create(&th, NULL, emit_and_exit, t);
+	pthread_join(th, &rc);
+	KT_CHECK_EQ((intptr_t)rc, 0);
+	mine = ring_grace_tls.slot[t->grace.way];
+	for (uint32_t i = 0; i < t->grace.nslots; i++)
+		if (atomic_load(&t->grace.slots[i].owner) &&
+		    &t->grace.slots[i] != mine)
+			theirs = &t->grace.slots[i];
+	KT_REQUIRE(theirs);
+	ring_grace_tls.slot[t->grace.way] = theirs;
+	a[1] = 1;
+	KT_CHECK_EQ(tracebuf_emit(t, 8, a, 2), 0);
+	tracebuf_stop(t);
+	read_to_eof(t, &s);
+	d = decode_all(&s);
+	KT_CHECK_EQ(d->who_count[0], 2);
+	KT_CHECK_EQ(d->who_count[1], 1);
+	for (size_t i = 0; i < d->nev; i++)
+		if (d->ev[i].type == 8 && d->ev[i].args[0] == 0)
+			KT_CHECK_EQ(d->ev[i].tid,
+				    (uint64_t)syscall(SYS_gettid));
+	decoded_free(d);
+	free(s.p);
+	tracebuf_free(t);
+}
+
 static atomic_int refused_noslot;
 
 static void *emit_once(void *arg)
@@ -1140,6 +1308,10 @@ int main(void)
 	KT_RUN(nested_sigprof);
 	KT_RUN(threads_exit_mid_trace);
 	KT_RUN(thread_slots_exhausted);
+	KT_RUN(tracers_sharing_a_way);
+	KT_RUN(emit_nested_too_deep);
+	KT_RUN(emit_sees_gen_zero);
+	KT_RUN(way_holds_anothers_slot);
 	KT_RUN(cpu_samples);
 	KT_RUN(decoder_truncated);
 	KT_RUN(decoder_corrupted);

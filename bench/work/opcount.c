@@ -16,7 +16,8 @@
  * It also checks what it wrote (every call must return 0), so that a
  * broken path cannot look cheap.  pb_write_* write as a C caller does
  * (profbuf_write()'s fast path inline), pb_call_* through the library
- * symbol, as a binary built without the inline path does.
+ * symbol, as a binary built without the inline path does; likewise
+ * tb_emit_* (tracebuf_emit() inline) and tb_call_*.
  */
 #include <stdatomic.h>
 #include <stdio.h>
@@ -117,17 +118,21 @@ static inline void flr_event(const uint64_t *a, unsigned int nargs)
 	flr_pos = (uint32_t)(p - flr_data);
 }
 
-#define TB_CASE(n)                                                         \
-	static __attribute__((noinline)) void op_tb_emit_##n(              \
-		struct tracebuf *t)                                        \
+/* OPS events of n args by @emit: tracebuf_emit (inline) or (tracebuf_emit). */
+#define TB_OP(name, emit, n)                                               \
+	static __attribute__((noinline)) void name(struct tracebuf *t)     \
 	{                                                                  \
 		uint64_t a[4];                                             \
 		for (unsigned int i = 0; i < OPS; i++) {                   \
 			uint64_t h = (i * 0x9e3779b97f4a7c15ull) >> 16;    \
 			a[0] = i, a[1] = h, a[2] = i & 63, a[3] = h >> 20; \
-			bad |= tracebuf_emit(t, 8, a, n);                  \
+			bad |= emit(t, 8, a, n);                           \
 		}                                                          \
-	}                                                                  \
+	}
+
+#define TB_CASE(n)                                                         \
+	TB_OP(op_tb_emit_##n, tracebuf_emit, n)                            \
+	TB_OP(op_tb_call_##n, (tracebuf_emit), n)                          \
 	static __attribute__((noinline)) void op_floor_emit_##n(void)      \
 	{                                                                  \
 		uint64_t a[4];                                             \
@@ -247,6 +252,10 @@ int main(void)
 		op_tb_emit_2(t);
 		op_tb_emit_4(t);
 		op_tb_emit_stack(t);
+		tb_drain(t);
+		op_tb_call_0(t);
+		op_tb_call_2(t);
+		op_tb_call_4(t);
 		tb_drain(t);
 		op_floor_emit_0();
 		op_floor_emit_2();

@@ -338,7 +338,11 @@ int tracebuf_mem_free(struct tracebuf *t, uintptr_t addr);
 
 /*
  * tracebuf_begin() + tracebuf_ev_emit() + tracebuf_end().  Return: the
- * first error of the two, or 0.
+ * first error of the two, or 0.  In C on x86-64 with GCC or Clang and
+ * optimization, a call written tracebuf_emit(...) runs its fast path
+ * inline and calls this only when that declines; same protocol, same
+ * guarantees (<profring/tracebuf_inline.h>, which also says what an old
+ * binary sees).  (tracebuf_emit)(...) always calls the library.
  */
 int tracebuf_emit(struct tracebuf *t, unsigned int type, const uint64_t *args,
 		  unsigned int nargs);
@@ -402,5 +406,8 @@ void tracebuf_stats(struct tracebuf *t, struct tracebuf_stats *s);
 #ifdef __cplusplus
 }
 #endif
+
+/* tracebuf_emit()'s inline fast path, and what an old binary sees. */
+#include <profring/tracebuf_inline.h>
 
 #endif /* PROFRING_TRACEBUF_H */
