@@ -110,7 +110,7 @@ _Static_assert(TB_SAME(ring_grace_tls, slot, tracebuf_tls_v1, slot) &&
 _Static_assert(RING_GRACE_DEPTH_MASK == TRACEBUF__DEPTH_MASK &&
 		       RING_GRACE_PERIOD == TRACEBUF__PERIOD,
 	       "section word");
-_Static_assert(TRACEBUF_MAX_THREADS * (uint64_t)TRACEBUF__SLOT_BYTES <=
+_Static_assert(TRACEBUF_MAX_THREADS *(uint64_t)TRACEBUF__SLOT_BYTES <=
 		       UINT32_MAX,
 	       "inline_span");
 #undef TB_SAME
