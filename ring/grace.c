@@ -18,7 +18,7 @@
 #include "ring/perturb.h"
 #include "ring/region.h"
 
-RING_API _Thread_local struct ring_grace_tls ring_grace_tls
+RING_API __thread struct tracebuf_tls_v1 profring__grace_tls
 	__attribute__((tls_model("initial-exec")));
 
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
@@ -86,8 +86,8 @@ static _Atomic uint32_t next_nonce;
  */
 static uint64_t my_token(void)
 {
-	uint64_t token = atomic_load_explicit(&ring_grace_tls.token,
-					      memory_order_relaxed);
+	uint64_t token =
+		__atomic_load_n(&ring_grace_tls.token, __ATOMIC_RELAXED);
 	uint64_t none = 0;
 	uint32_t nonce;
 	int saved;
@@ -103,9 +103,9 @@ static uint64_t my_token(void)
 		(uint32_t)syscall(SYS_gettid);
 	errno = saved;
 	/* Relaxed: our own TLS word; the CAS only settles a handler race. */
-	if (atomic_compare_exchange_strong_explicit(
-		    &ring_grace_tls.token, &none, token, memory_order_relaxed,
-		    memory_order_relaxed))
+	if (__atomic_compare_exchange_n(&ring_grace_tls.token, &none, token,
+					false, __ATOMIC_RELAXED,
+					__ATOMIC_RELAXED))
 		return token;
 	return none;
 }

@@ -19,11 +19,12 @@
  *    thread that gets a dead thread's tid is a different owner; a thread
  *    and its signal handlers settle on one token by a CAS).
  *  - A thread finds its slot through an initial-exec TLS cache (struct
- *    ring_grace_tls: no allocation, no lock, no dynamic TLS) holding the
- *    thread's token and its last RING_GRACE_TLS_WAYS slot pointers, of
- *    any structures (a tracer's event uses the tracer's slot and those of
- *    its tables).  A way is a hit if its slot lies in this structure's
- *    array and that slot's owner is the thread's token.  Each structure
+ *    tracebuf_tls_v1 in profring__grace_tls: no allocation, no lock, no
+ *    dynamic TLS) holding the thread's token and its last
+ *    RING_GRACE_TLS_WAYS slot pointers, of any structures (a tracer's
+ *    event uses the tracer's slot and those of its tables).  A way is a
+ *    hit if its slot lies in this structure's array and that slot's
+ *    owner is the thread's token.  Each structure
  *    is dealt a way of its own at init, tried first; then all the ways
  *    are scanned.  Each way is read with one pointer load and checked on
  *    that copy, so a handler that re-points the way in between cannot
@@ -81,6 +82,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include <profring/tracebuf_inline.h>
 
 #include "ring/compiler.h"
 #include "ring/perturb.h"
@@ -158,22 +161,17 @@ struct ring_grace_slot *ring_grace_slot_slow(struct ring_grace *g);
  * a later miss overwrites it: a miss costs the slow path's probe, never
  * a wrong slot.
  */
-#define RING_GRACE_TLS_WAYS 8
-
-struct ring_grace_tls {
-	struct ring_grace_slot *slot[RING_GRACE_TLS_WAYS];
-	unsigned int next; /* where a displaced slot goes */
-	_Atomic uint64_t token; /* 0 until first use; set by CAS */
-};
+#define RING_GRACE_TLS_WAYS TRACEBUF__TLS_WAYS
 
 /*
- * Exported as profring__grace_tls: tracebuf_emit()'s inline path reads the
- * tracer's way and the token (<profring/tracebuf_inline.h>, whose struct
- * tracebuf_tls_v1 tracebuf/tracebuf_impl.h checks against this one).
+ * The ways and the token are struct tracebuf_tls_v1 (slot[], next: where
+ * a displaced slot goes; token: 0 until first use, set by CAS, accessed
+ * with __atomic builtins), in the TLS variable profring__grace_tls that
+ * the library exports: tracebuf_emit()'s inline path reads the tracer's
+ * way and the token (<profring/tracebuf_inline.h>).  One declaration, of
+ * one type, for the library and its inline callers.
  */
-extern _Thread_local struct ring_grace_tls
-	ring_grace_tls __asm__("profring__grace_tls")
-		__attribute__((tls_model("initial-exec")));
+#define ring_grace_tls profring__grace_tls
 
 /*
  * Whether @slot, a pointer from a TLS way, is ours: in the array at @base
@@ -198,8 +196,8 @@ static inline bool ring_grace_way_holds(struct ring_grace_slot *slot,
  *
  * ring_grace_slot_cached() is that look-up alone: @g's own way first,
  * then all of them; NULL when no way holds our slot of @g (then
- * ring_grace_slot_slow() finds or claims it).  A hot path that makes no
- * other call can keep the slow call out of its body.
+ * ring_grace_slot_slow() finds or claims it).  (tracebuf_emit()'s inline
+ * path tries @g's own way alone, and calls the library otherwise.)
  */
 static inline struct ring_grace_slot *
 ring_grace_slot_cached(struct ring_grace *g)
@@ -207,8 +205,8 @@ ring_grace_slot_cached(struct ring_grace *g)
 	uintptr_t base = (uintptr_t)g->slots;
 	uintptr_t span = (uintptr_t)g->nslots * sizeof(struct ring_grace_slot);
 	/* Relaxed: only this thread (and its handlers) store it. */
-	uint64_t token = atomic_load_explicit(&ring_grace_tls.token,
-					      memory_order_relaxed);
+	uint64_t token =
+		__atomic_load_n(&ring_grace_tls.token, __ATOMIC_RELAXED);
 	/* One load per way, checked on the copy: see above. */
 	struct ring_grace_slot *slot = ring_grace_tls.slot[g->way];
 

@@ -65,7 +65,7 @@ static void *first_main(void *arg)
 	struct claimer *c = arg;
 
 	c->slot = ring_grace_slot(c->g);
-	c->token = atomic_load(&ring_grace_tls.token);
+	c->token = __atomic_load_n(&ring_grace_tls.token, __ATOMIC_RELAXED);
 	return NULL; /* exits: its slot may be released */
 }
 
@@ -108,7 +108,7 @@ static void *token_main(void *arg)
 	struct token_probe *p = arg;
 
 	ring_grace_slot_slow(p->g);
-	p->token = atomic_load(&ring_grace_tls.token);
+	p->token = __atomic_load_n(&ring_grace_tls.token, __ATOMIC_RELAXED);
 	return NULL;
 }
 

@@ -8,12 +8,13 @@
  * (ring/grace.h), found through an initial-exec TLS cache, and a struct
  * tb_thread at the same index.  tracebuf_emit()'s fast path, inline in C
  * callers, reads these (and the chunk's cursor) directly: their layout is
- * frozen (<profring/tracebuf_inline.h>, asserted in tracebuf_impl.h).  A begin/end pair is a read-side section of
- * that grace: its plain depth store is the per-thread "inside a write"
- * marker (Go's per-M seqlock, without Go's atomic add), and its depth says
- * whether this write interrupted another one on the same thread (a signal
- * handler): depth 0 writes to the thread's level-0 buffer, depth 1 to its
- * level-1 (nested) buffer, deeper is counted lost.  Only the owner thread
+ * frozen (<profring/tracebuf_inline.h>, asserted in tracebuf_impl.h).  A
+ * begin/end pair is a read-side section of that grace: its plain depth
+ * store is the per-thread "inside a write" marker (Go's per-M seqlock,
+ * without Go's atomic add), and its depth says whether this write
+ * interrupted another one on the same thread (a signal handler): depth 0
+ * writes to the thread's level-0 buffer, depth 1 to its level-1 (nested)
+ * buffer, deeper is counted lost.  Only the owner thread
  * (and, one level at a time, its handlers) touch a level's buffer.
  *
  * Generations.  `gen` (0 = stopped) is loaded with acquire inside the
@@ -245,18 +246,22 @@ void tb_count_lost(struct tracebuf_ev *ev)
 				  memory_order_relaxed);
 }
 
+/*
+ * A buffer's cursor as the public header's encoder sees it (struct
+ * tracebuf_buf_v1, a view of struct tb_chunk: tracebuf_impl.h): one
+ * encoder for the library and the inline path.
+ */
+static inline struct tracebuf_buf_v1 *cursor(struct tb_chunk *c)
+{
+	return (struct tracebuf_buf_v1 *)(void *)c;
+}
+
 /* Event header: type byte and time delta to @now. */
 static inline __attribute__((always_inline)) uint8_t *
 put_event_head_at(struct tb_chunk *c, unsigned int type, unsigned int code,
 		  uint64_t now)
 {
-	uint8_t *p = c->data + c->pos;
-
-	*p++ = (uint8_t)(type << 3 | code);
-	p += ring_varint_put(p, now > c->last ? now - c->last : 0);
-	if (now > c->last)
-		c->last = now;
-	return p;
+	return tracebuf__put_head(cursor(c), type, code, now);
 }
 
 static inline __attribute__((always_inline)) uint8_t *
@@ -270,11 +275,7 @@ static inline __attribute__((always_inline)) void
 put_event_at(struct tb_chunk *c, unsigned int type, const uint64_t *args,
 	     unsigned int nargs, uint64_t now)
 {
-	uint8_t *p = put_event_head_at(c, type, nargs, now);
-
-	for (unsigned int i = 0; i < nargs; i++)
-		p += ring_varint_put(p, args[i]);
-	c->pos = (uint32_t)(p - c->data);
+	tracebuf__put_event(cursor(c), type, args, nargs, now);
 }
 
 static inline __attribute__((always_inline)) void
@@ -486,12 +487,12 @@ emit_refused(struct tracebuf *t, struct ring_grace_section sec, uint64_t gen,
  * tracebuf_emit()'s fast path is the public header's (tracebuf__emit_fast()
  * in <profring/tracebuf_inline.h>: the same steps for a thread whose slot
  * is in the tracer's own TLS way and whose buffer has room); emit_in() is
- * the whole event it falls back to, begin + emit + end in one body: no
- * struct tracebuf_ev in memory, and no call with values live across it:
- * the rare paths (a thread's first event, a refill, a refusal) end the
- * event out of line, called last.  The same section, loads and stores as
- * the three calls, in the same order, with the same results (a refusal
- * of begin() comes before a bad argument).
+ * the whole event it falls back to (after emit_slow() found the slot),
+ * begin + emit + end in one body: no struct tracebuf_ev in memory, and no
+ * call with values live across it: the rare paths (a refill, a refusal)
+ * end the event out of line, called last.  The same section, loads and
+ * stores as the three calls, in the same order, with the same results (a
+ * refusal of begin() comes before a bad argument).
  *
  * The clock is read first: RDTSC takes tens of cycles (more under a
  * hypervisor) but nothing waits for it until the time delta is encoded,

@@ -103,15 +103,13 @@ _Static_assert(TB_SAME(tb_chunk, data, tracebuf_buf_v1, data) &&
 		       TB_SAME(tb_chunk, pos, tracebuf_buf_v1, pos) &&
 		       TB_SAME(tb_chunk, last, tracebuf_buf_v1, last),
 	       "struct tracebuf_buf_v1");
-_Static_assert(TB_SAME(ring_grace_tls, slot, tracebuf_tls_v1, slot) &&
-		       TB_SAME(ring_grace_tls, token, tracebuf_tls_v1, token) &&
-		       RING_GRACE_TLS_WAYS == TRACEBUF__TLS_WAYS,
-	       "struct tracebuf_tls_v1");
 _Static_assert(RING_GRACE_DEPTH_MASK == TRACEBUF__DEPTH_MASK &&
 		       RING_GRACE_PERIOD == TRACEBUF__PERIOD,
 	       "section word");
-_Static_assert(TRACEBUF_MAX_THREADS *(uint64_t)TRACEBUF__SLOT_BYTES <=
-		       UINT32_MAX,
+/* grace.slots: TRACEBUF_MAX_THREADS, a power of two (not rounded up). */
+_Static_assert((uint64_t)TRACEBUF__SLOT_BYTES *TRACEBUF_MAX_THREADS <=
+			       UINT32_MAX &&
+		       !(TRACEBUF_MAX_THREADS & (TRACEBUF_MAX_THREADS - 1)),
 	       "inline_span");
 #undef TB_SAME
 

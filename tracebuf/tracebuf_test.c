@@ -807,10 +807,11 @@ static void threads_exit_mid_trace(void)
 
 /*
  * Two tracers whose slots the TLS caches in the same way (ways are dealt
- * round robin at init, so nine tracers hold a pair): one thread emits to
- * both in turn, so each event finds the other tracer's slot in the way.
- * The inline path must decline (the slot is not in this tracer's array)
- * and the library find the right slot: every event lands in its tracer.
+ * in turn at init, so one of the next eight tracers shares the first
+ * one's): one thread emits to both in turn.  Each event of one of them
+ * finds the other's slot in the way: the inline path must decline (the
+ * slot is not in this tracer's array) and the library find the right
+ * one.  Every event lands in its tracer.
  */
 static void tracers_sharing_a_way(void)
 {
@@ -850,6 +851,33 @@ static void tracers_sharing_a_way(void)
 	}
 	for (int n = 0; n < 10; n++)
 		tracebuf_free(t[n]);
+}
+
+/*
+ * A tracer whose gate is closed (inline_span 0: a kernel without
+ * membarrier, or a future layout): every event goes through the library,
+ * and arrives.
+ */
+static void emit_gate_closed(void)
+{
+	struct tracebuf *t = new_tracer(1 << 20, 4096);
+	struct emitter e = { .t = t };
+	struct stream s = { 0 };
+	struct decoded *d;
+
+	KT_REQUIRE(t);
+	t->inline_span = 0;
+	KT_CHECK_EQ(tracebuf_start(t), 0);
+	for (int i = 0; i < 5000; i++)
+		emit_one(&e);
+	KT_CHECK_EQ(e.ok, 5000);
+	tracebuf_stop(t);
+	read_to_eof(t, &s);
+	d = decode_all(&s);
+	check_emitters(d, &e, 1);
+	decoded_free(d);
+	free(s.p);
+	tracebuf_free(t);
 }
 
 /*
@@ -1309,6 +1337,7 @@ int main(void)
 	KT_RUN(threads_exit_mid_trace);
 	KT_RUN(thread_slots_exhausted);
 	KT_RUN(tracers_sharing_a_way);
+	KT_RUN(emit_gate_closed);
 	KT_RUN(emit_nested_too_deep);
 	KT_RUN(emit_sees_gen_zero);
 	KT_RUN(way_holds_anothers_slot);

@@ -6,8 +6,8 @@
  *
  * WHY.  An event's fixed cost was mostly the call and what the caller
  * already knows: the call boundary, the checks of a type and an argument
- * count that are constants at the call site, the look-up of the thread's
- * slot through all eight TLS ways (issue 18, bench/RESULTS.md).  So, when
+ * count that are constants at the call site, and the look-up of the
+ * thread's slot (issue 18, bench/RESULTS.md).  So, when
  * compiling C for x86-64 (where the tracer's clock is RDTSC) with GCC or
  * Clang and optimizing, a call written tracebuf_emit(...) runs this fast
  * path in the caller (tracebuf_emit is then a function-like macro), and
@@ -38,8 +38,11 @@
  *
  * ABI.  An inline emitter reads the tracer's block, a thread's slot, its
  * buffer record and the thread's TLS ways directly, so the structs and
- * constants below are frozen, and the library exports its TLS ways under
- * the name profring__grace_tls.
+ * constants below, and the event encoding (tracebuf/FORMAT.md, version
+ * 2), are frozen, and the library exports its TLS ways under the name
+ * profring__grace_tls.  The first thing read is @inline_span, at byte 12
+ * of the tracer: every layout keeps it there; only when it is nonzero is
+ * anything else read.
  *  - A binary built before this header calls the tracebuf_emit symbol and
  *    sees no change.
  *  - A binary built with it needs a libprofring.so.1 that exports
@@ -50,8 +53,12 @@
  *    name the symbol.
  *  - A tracer whose readers need a fence (a kernel without membarrier)
  *    has @inline_span 0, and so must every tracer of a library whose
- *    layout or protocol differs from version 1: inline emitters built
- *    against this header then call it, slower but right.
+ *    layout, TLS ways or protocol differ from version 1: inline emitters
+ *    built against this header then read nothing more and call it,
+ *    slower but right.
+ *  - A copy of libprofring.a linked into a shared object without a
+ *    version script exports profring__grace_tls from it too; every copy
+ *    of version 1 agrees on its layout, so sharing one is harmless.
  * tracebuf/tracebuf_impl.h checks at compile time that the library's
  * structs put every field where these say.
  *
@@ -62,6 +69,83 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+/*
+ * The structs below are views of the library's own (which it accesses
+ * by their types): may_alias, so that a compiler that sees both (the
+ * library, an LTO build) does not reorder accesses across them.
+ */
+#if defined(__GNUC__)
+#define TRACEBUF__VIEW __attribute__((may_alias))
+#else
+#define TRACEBUF__VIEW
+#endif
+
+/*
+ * struct tracebuf_layout_v1 - the start of every tracer's block, as the
+ * inline path reads it (the library's struct tracebuf; the fields it
+ * alone uses are left out).  @gen is accessed only with __atomic
+ * builtins.
+ */
+struct TRACEBUF__VIEW tracebuf_layout_v1 {
+	uint64_t gen; /* 0: stopped; the buffers' parity is gen & 1 */
+	uint32_t buf_size; /* bytes of each buffer */
+	/*
+	 * The gate, read first: 0, and inline emitters read nothing more
+	 * and call tracebuf_emit().  Else the bytes of the slot array.
+	 */
+	uint32_t inline_span;
+	/* Thread i's buffers are threads[i], its slot slots[i]. */
+	void *threads; /* struct tracebuf_thread_v1, TRACEBUF__THREAD_BYTES apart */
+	void *slots; /* struct tracebuf_slot_v1, TRACEBUF__SLOT_BYTES apart */
+	uint32_t reserved;
+	uint32_t way; /* the TLS way this tracer's slot is cached in */
+};
+
+/* A thread's slot: its owner token and its section word (period | depth). */
+struct TRACEBUF__VIEW tracebuf_slot_v1 {
+	uint64_t owner;
+	uint64_t word;
+};
+
+/* A thread's buffers: [gen & 1][depth], each NULL or a buffer record. */
+struct TRACEBUF__VIEW tracebuf_thread_v1 {
+	void *buf[2][2];
+};
+
+/* A buffer record: where the next event goes, and the last event's time. */
+struct TRACEBUF__VIEW tracebuf_buf_v1 {
+	void *reserved0[2];
+	uint8_t *data;
+	uint32_t reserved1;
+	uint32_t pos; /* the next event's offset in data */
+	uint64_t reserved2;
+	uint64_t last; /* ticks of the last event */
+};
+
+#define TRACEBUF__TLS_WAYS 8
+
+/*
+ * struct tracebuf_tls_v1 - a thread's TLS ways: its last slots (of any
+ * of the library's structures), where a displaced slot goes next, and its
+ * owner token (0 until first use).  The library's own type for them
+ * (ring/grace.h), not a view.
+ */
+struct tracebuf_tls_v1 {
+	void *slot[TRACEBUF__TLS_WAYS];
+	unsigned int next;
+	uint64_t token; /* __atomic builtins only */
+};
+
+#define TRACEBUF__SLOT_BYTES 64
+#define TRACEBUF__THREAD_BYTES 128
+#define TRACEBUF__DEPTH_MASK ((uint64_t)0xff)
+#define TRACEBUF__PERIOD ((uint64_t)0x100)
+#define TRACEBUF__VARINT_MAX 10
+
+#if defined(__GNUC__) && !defined(__cplusplus)
+extern __thread struct tracebuf_tls_v1 profring__grace_tls
+	__attribute__((tls_model("initial-exec")));
 
 /*
  * tracebuf__varint_put() - write @v at @p as an unsigned LEB128 (7 bits
@@ -82,64 +166,38 @@ static inline size_t tracebuf__varint_put(uint8_t *p, uint64_t v)
 }
 
 /*
- * struct tracebuf_layout_v1 - the start of every tracer's block, as the
- * inline path reads it (the library's struct tracebuf; the fields it
- * alone uses are left out).  @gen is accessed only with __atomic
- * builtins.
+ * tracebuf__put_head() - an event's head at @c's cursor: the type byte
+ * (@type << 3 | @code: the argument count, or the payload's mark) and
+ * the ticks since the buffer's last event (0 if the clock went back),
+ * which @now becomes.  Return: where the arguments go.  The caller has
+ * checked the room and moves the cursor.  The library's encoder too.
  */
-struct tracebuf_layout_v1 {
-	uint64_t gen; /* 0: stopped; the buffers' parity is gen & 1 */
-	uint32_t buf_size; /* bytes of each buffer */
-	/*
-	 * The bytes of the slot array, or 0: then no slot is in range, and
-	 * inline emitters call tracebuf_emit() (the gate).
-	 */
-	uint32_t inline_span;
-	/* Thread i's buffers are threads[i], its slot slots[i]. */
-	void *threads; /* struct tracebuf_thread_v1, TRACEBUF__THREAD_BYTES apart */
-	void *slots; /* struct tracebuf_slot_v1, TRACEBUF__SLOT_BYTES apart */
-	uint32_t reserved;
-	uint32_t way; /* the TLS way this tracer's slot is cached in */
-};
+static inline __attribute__((always_inline)) uint8_t *
+tracebuf__put_head(struct tracebuf_buf_v1 *c, unsigned int type,
+		   unsigned int code, uint64_t now)
+{
+	uint8_t *p = c->data + c->pos;
+	uint64_t last = c->last;
 
-/* A thread's slot: its owner token and its section word (period | depth). */
-struct tracebuf_slot_v1 {
-	uint64_t owner;
-	uint64_t word;
-};
+	*p++ = (uint8_t)(type << 3 | code);
+	p += tracebuf__varint_put(p, now > last ? now - last : 0);
+	if (now > last)
+		c->last = now;
+	return p;
+}
 
-/* A thread's buffers: [gen & 1][depth], each NULL or a buffer record. */
-struct tracebuf_thread_v1 {
-	void *buf[2][2];
-};
+/* tracebuf__put_head(), then @nargs varint arguments; the cursor moves. */
+static inline __attribute__((always_inline)) void
+tracebuf__put_event(struct tracebuf_buf_v1 *c, unsigned int type,
+		    const uint64_t *args, unsigned int nargs, uint64_t now)
+{
+	uint8_t *p = tracebuf__put_head(c, type, nargs, now);
 
-/* A buffer record: where the next event goes, and the last event's time. */
-struct tracebuf_buf_v1 {
-	void *reserved0[2];
-	uint8_t *data;
-	uint32_t reserved1;
-	uint32_t pos; /* the next event's offset in data */
-	uint64_t reserved2;
-	uint64_t last; /* ticks of the last event */
-};
-
-#define TRACEBUF__TLS_WAYS 8
-
-/*
- * struct tracebuf_tls_v1 - a thread's TLS ways: its last slots (of any
- * of the library's structures) and its owner token, 0 until first use.
- */
-struct tracebuf_tls_v1 {
-	void *slot[TRACEBUF__TLS_WAYS];
-	uint32_t next;
-	uint64_t token;
-};
-
-#define TRACEBUF__SLOT_BYTES 64
-#define TRACEBUF__THREAD_BYTES 128
-#define TRACEBUF__DEPTH_MASK ((uint64_t)0xff)
-#define TRACEBUF__PERIOD ((uint64_t)0x100)
-#define TRACEBUF__VARINT_MAX 10
+	for (unsigned int i = 0; i < nargs; i++)
+		p += tracebuf__varint_put(p, args[i]);
+	c->pos = (uint32_t)(p - c->data);
+}
+#endif /* __GNUC__ && !__cplusplus */
 
 #endif /* PROFRING_TRACEBUF_INLINE_H */
 
@@ -154,9 +212,6 @@ struct tracebuf_tls_v1 {
 
 #if defined(__GNUC__) && !defined(__cplusplus) && defined(__x86_64__)
 #define TRACEBUF__FAST 1
-
-extern __thread struct tracebuf_tls_v1 profring__grace_tls
-	__attribute__((tls_model("initial-exec")));
 
 #ifndef TRACEBUF__PERTURB
 #define TRACEBUF__PERTURB() ((void)0)
@@ -200,23 +255,28 @@ tracebuf__emit_fast(struct tracebuf *t, unsigned int type, const uint64_t *args,
 	struct tracebuf_thread_v1 *th;
 	struct tracebuf_slot_v1 *slot;
 	struct tracebuf_buf_v1 *c;
-	uint64_t token, w, gen, last;
-	unsigned int level, i;
+	uint64_t token, w, gen;
+	uint32_t span, way;
+	unsigned int level;
 	uintptr_t off;
-	uint8_t *p;
 
 	if (!tracebuf__emit_args_ok(type, args, nargs) || !t)
 		return 1;
+	span = l->inline_span; /* the gate: nothing else is read if 0 */
+	if (!span)
+		return 1;
+	way = l->way & (TRACEBUF__TLS_WAYS - 1);
 	/* Relaxed: only this thread (and its handlers) store the token. */
 	token = __atomic_load_n(&profring__grace_tls.token, __ATOMIC_RELAXED);
 	/*
 	 * One load of the way, checked on the copy (ring/grace.h): in the
-	 * array (and not NULL), so @off is a multiple of the slot size, as
-	 * every slot pointer is aligned to it.
+	 * array (so not NULL), @off is a multiple of the slot size, as
+	 * every slot pointer is aligned to it.  Relaxed: our own TLS.
 	 */
-	slot = (struct tracebuf_slot_v1 *)profring__grace_tls.slot[l->way];
+	slot = (struct tracebuf_slot_v1 *)__atomic_load_n(
+		&profring__grace_tls.slot[way], __ATOMIC_RELAXED);
 	off = (uintptr_t)slot - (uintptr_t)l->slots;
-	if (off >= l->inline_span)
+	if (off >= span)
 		return 1;
 	/* Relaxed: our own slot's owner only changes by us. */
 	if (__atomic_load_n(&slot->owner, __ATOMIC_RELAXED) != token)
@@ -242,15 +302,7 @@ tracebuf__emit_fast(struct tracebuf *t, unsigned int type, const uint64_t *args,
 				    l->buf_size,
 		    0))
 		goto decline;
-	p = c->data + c->pos;
-	*p++ = (uint8_t)(type << 3 | nargs);
-	last = c->last;
-	p += tracebuf__varint_put(p, now > last ? now - last : 0);
-	if (now > last)
-		c->last = now;
-	for (i = 0; i < nargs; i++)
-		p += tracebuf__varint_put(p, args[i]);
-	c->pos = (uint32_t)(p - c->data);
+	tracebuf__put_event(c, type, args, nargs, now);
 	tracebuf__exit(slot, w);
 	return 0;
 decline:
@@ -259,7 +311,6 @@ decline:
 }
 
 #endif /* __GNUC__ && !__cplusplus && __x86_64__ */
-
 #ifdef TRACEBUF__INLINE
 /*
  * tracebuf_emit(), inline: a call written tracebuf_emit(...) runs this;
