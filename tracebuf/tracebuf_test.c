@@ -805,6 +805,23 @@ static void threads_exit_mid_trace(void)
 	tracebuf_free(t);
 }
 
+/* Stop @t and decode its whole stream into a struct decoded. */
+static struct decoded *stop_and_decode(struct tracebuf *t, struct stream *s)
+{
+	tracebuf_stop(t);
+	read_to_eof(t, s);
+	return decode_all(s);
+}
+
+/* Free what stop_and_decode() returned and filled, and the tracer. */
+static void decoded_done(struct tracebuf *t, struct decoded *d,
+			 struct stream *s)
+{
+	decoded_free(d);
+	free(s->p);
+	tracebuf_free(t);
+}
+
 /*
  * Two tracers whose slots the TLS caches in the same way (ways are dealt
  * in turn at init, so one of the next eight tracers shares the first
@@ -840,9 +857,7 @@ static void tracers_sharing_a_way(void)
 		struct decoded *d;
 
 		KT_CHECK_EQ(e[k].ok, 5000);
-		tracebuf_stop(pair[k]);
-		read_to_eof(pair[k], &s);
-		d = decode_all(&s);
+		d = stop_and_decode(pair[k], &s);
 		KT_CHECK_EQ(d->order_errors, 0);
 		KT_CHECK_EQ(d->who_count[k], 5000);
 		KT_CHECK_EQ(d->who_count[1 - k], 0);
@@ -871,13 +886,9 @@ static void emit_gate_closed(void)
 	for (int i = 0; i < 5000; i++)
 		emit_one(&e);
 	KT_CHECK_EQ(e.ok, 5000);
-	tracebuf_stop(t);
-	read_to_eof(t, &s);
-	d = decode_all(&s);
+	d = stop_and_decode(t, &s);
 	check_emitters(d, &e, 1);
-	decoded_free(d);
-	free(s.p);
-	tracebuf_free(t);
+	decoded_done(t, d, &s);
 }
 
 /*
@@ -907,14 +918,10 @@ static void emit_nested_too_deep(void)
 	KT_CHECK_EQ(tracebuf_emit(t, 8, a, 2), -ENOSPC);
 	tracebuf_end(&ev[1]);
 	tracebuf_end(&ev[0]);
-	tracebuf_stop(t);
-	read_to_eof(t, &s);
-	d = decode_all(&s);
+	d = stop_and_decode(t, &s);
 	KT_CHECK_EQ(d->who_count[0], 1);
 	KT_CHECK_EQ(d->lost_total, 1);
-	decoded_free(d);
-	free(s.p);
-	tracebuf_free(t);
+	decoded_done(t, d, &s);
 }
 
 /*
@@ -939,13 +946,9 @@ static void emit_sees_gen_zero(void)
 	a[1] = 1;
 	KT_CHECK_EQ(tracebuf_emit(t, 8, a, 2), -ESHUTDOWN);
 	atomic_store(&t->gen, gen);
-	tracebuf_stop(t);
-	read_to_eof(t, &s);
-	d = decode_all(&s);
+	d = stop_and_decode(t, &s);
 	KT_CHECK_EQ(d->who_count[0], 1);
-	decoded_free(d);
-	free(s.p);
-	tracebuf_free(t);
+	decoded_done(t, d, &s);
 }
 
 static void *emit_and_exit(void *arg)
@@ -986,18 +989,14 @@ static void way_holds_anothers_slot(void)
 	ring_grace_tls.slot[t->grace.way] = theirs;
 	a[1] = 1;
 	KT_CHECK_EQ(tracebuf_emit(t, 8, a, 2), 0);
-	tracebuf_stop(t);
-	read_to_eof(t, &s);
-	d = decode_all(&s);
+	d = stop_and_decode(t, &s);
 	KT_CHECK_EQ(d->who_count[0], 2);
 	KT_CHECK_EQ(d->who_count[1], 1);
 	for (size_t i = 0; i < d->nev; i++)
 		if (d->ev[i].type == 8 && d->ev[i].args[0] == 0)
 			KT_CHECK_EQ(d->ev[i].tid,
 				    (uint64_t)syscall(SYS_gettid));
-	decoded_free(d);
-	free(s.p);
-	tracebuf_free(t);
+	decoded_done(t, d, &s);
 }
 
 static atomic_int refused_noslot;
