@@ -5,8 +5,9 @@
 #
 #	sh testing/run-tests.sh BUILD LABEL TEST...
 #
-# Runs each unit-test binary TEST, the README example, the tools' and the
-# profiler's end-to-end scripts (prof_test.sh, e2e/e2e_test.sh, e2e/heap_test.sh,
+# Runs each unit-test binary TEST, the README example, the public headers
+# as users compile them (headers_test.sh), the tools' and the profiler's
+# end-to-end scripts (prof_test.sh, e2e/e2e_test.sh, e2e/heap_test.sh,
 # e2e/http_test.sh, e2e/record_http_test.sh, e2e/threads_test.sh,
 # e2e/wall_test.sh, e2e/wall_outputs_test.sh), the first scenario of each stress
 # program for 2 s and, when LABEL is "check", each fuzzer for
@@ -55,6 +56,8 @@ fi
 
 out=$(sh tools/tools_test.sh "$BUILD" 2>&1)
 count tools_test.sh $? "$out"
+out=$(sh testing/headers_test.sh "$BUILD" 2>&1)
+count headers_test.sh $? "$out"
 out=$(sh prof/prof_test.sh "$BUILD" "$LABEL" 2>&1)
 count prof_test.sh $? "$out"
 out=$(sh prof/e2e/e2e_test.sh "$BUILD" "$LABEL" 2>&1)

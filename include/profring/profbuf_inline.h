@@ -54,12 +54,23 @@
 #endif
 
 /*
+ * A view of the library's own struct (which it accesses by its type):
+ * may_alias, so that a compiler that sees both (the library, an LTO
+ * build) does not reorder accesses across them.
+ */
+#if defined(__GNUC__)
+#define PROFBUF__VIEW __attribute__((may_alias))
+#else
+#define PROFBUF__VIEW
+#endif
+
+/*
  * struct profbuf_layout_v1 - the start of every profbuf's block, as the
  * inline path reads it (the library's struct profbuf, fields it alone
  * uses left out).  @w, @limit, @ovf are accessed only with __atomic
  * builtins; @r is not read here.
  */
-struct profbuf_layout_v1 {
+struct PROFBUF__VIEW profbuf_layout_v1 {
 	uint64_t w; /* packed index: data count, flags, tag count */
 	uint64_t pad_w[7];
 	uint64_t r; /* the same, given back by the reader */
