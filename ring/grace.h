@@ -175,7 +175,11 @@ struct ring_grace_slot *ring_grace_slot_slow(struct ring_grace *g);
 
 /*
  * Whether @slot, a pointer from a TLS way, is ours: in the array at @base
- * (@span bytes) and owned by @token.
+ * (@span bytes) and owned by @token.  <profring/tracebuf_inline.h> holds
+ * a frozen copy of this, of ring_grace_enter_slot() and of
+ * ring_grace_exit() (version 1 of the section, which inline emitters
+ * run): a change to any of them must close tracebuf's gate (inline_span
+ * 0) or keep to version 1.
  */
 static inline bool ring_grace_way_holds(struct ring_grace_slot *slot,
 					uintptr_t base, uintptr_t span,

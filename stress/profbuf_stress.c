@@ -14,11 +14,10 @@
  * -ENOSPC.  Even writers write inline, odd ones call the library
  * (<profring/profbuf_inline.h>).  --close-early closes the buffer while
  * the writers still run: writes after that must be refused, nothing
- * accepted may be lost.  --wrap
- * starts the counters just below their 2^32 / 2^30 wrap.  It also checks
- * that every reader sleep was ended by exactly one wakeup, and walks every
- * read with the record iterator too (<profring/profbuf.h>), which must
- * agree with the checker.
+ * accepted may be lost.  --wrap starts the counters just below their
+ * 2^32 / 2^30 wrap.  It also checks that every reader sleep was ended by
+ * exactly one wakeup, and walks every read with the record iterator too
+ * (<profring/profbuf.h>), which must agree with the checker.
  *
  * Exit status 0 only if nothing was violated.
  */

@@ -285,27 +285,14 @@ put_event(struct tb_chunk *c, unsigned int type, const uint64_t *args,
 	put_event_at(c, type, args, nargs, ring_clock_ticks());
 }
 
-/* Whether tb_emit() refuses @type and @nargs (-EINVAL). */
-static inline bool bad_event(unsigned int type, const uint64_t *args,
-			     unsigned int nargs)
-{
-	return !type || type > TRACEBUF_MAX_TYPE || nargs > TRACEBUF_MAX_ARGS ||
-	       (nargs && !args);
-}
-
-static bool mem_type(unsigned int type)
-{
-	return type >= TRACEBUF_EV_ALLOC && type <= TRACEBUF_EV_EXISTS;
-}
-
 RING_API int tracebuf_ev_emit(struct tracebuf_ev *ev, unsigned int type,
 			      const uint64_t *args, unsigned int nargs)
 {
 	struct tb_chunk *c;
 
-	if (ring_unlikely(mem_type(type) || bad_event(type, args, nargs)))
+	if (ring_unlikely(!tracebuf__emit_args_ok(type, args, nargs)))
 		return -EINVAL; /* memory types: tracemem.c's alone */
-	c = room_for(ev, 1 + RING_VARINT_MAX * (1 + nargs));
+	c = room_for(ev, TRACEBUF__EVENT_MAX(nargs));
 	if (ring_unlikely(!c))
 		return -ENOSPC;
 	put_event(c, type, args, nargs);
@@ -317,9 +304,9 @@ int tb_emit(struct tracebuf_ev *ev, unsigned int type, const uint64_t *args,
 {
 	struct tb_chunk *c;
 
-	if (ring_unlikely(bad_event(type, args, nargs)))
+	if (ring_unlikely(tracebuf__bad_args(type, args, nargs)))
 		return -EINVAL;
-	c = room_for(ev, 1 + RING_VARINT_MAX * (1 + nargs));
+	c = room_for(ev, TRACEBUF__EVENT_MAX(nargs));
 	if (ring_unlikely(!c))
 		return -ENOSPC;
 	put_event(c, type, args, nargs);
@@ -332,7 +319,7 @@ RING_API int tracebuf_ev_emit_bytes(struct tracebuf_ev *ev, unsigned int type,
 	struct tb_chunk *c;
 	uint8_t *p;
 
-	if (!type || type > TRACEBUF_MAX_TYPE || mem_type(type) ||
+	if (!type || type > TRACEBUF_MAX_TYPE || tracebuf__mem_type(type) ||
 	    len > TRACEBUF_MAX_PAYLOAD || (len && !data))
 		return -EINVAL;
 	c = room_for(ev, 1 + 2 * RING_VARINT_MAX + len);
@@ -518,14 +505,14 @@ emit_in(struct tracebuf *t, struct ring_grace_slot *slot, unsigned int type,
 	gen = atomic_load_explicit(&t->gen, memory_order_acquire);
 	if (ring_unlikely(!gen || level > 1))
 		return emit_refused(t, sec, gen, level);
-	if (ring_unlikely(mem_type(type) || bad_event(type, args, nargs))) {
+	if (ring_unlikely(!tracebuf__emit_args_ok(type, args, nargs))) {
 		rc = -EINVAL;
 		goto out;
 	}
 	th = &t->threads[sec.slot - t->grace.slots];
 	c = th->buf[gen & 1][level];
-	if (ring_unlikely(!c || c->pos + 1 + RING_VARINT_MAX * (1 + nargs) >
-					t->buf_size))
+	if (ring_unlikely(!c ||
+			  c->pos + TRACEBUF__EVENT_MAX(nargs) > t->buf_size))
 		return emit_refill(t, sec, gen, level, type, args, nargs, now);
 	put_event_at(c, type, args, nargs, now);
 out:

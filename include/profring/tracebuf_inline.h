@@ -7,10 +7,10 @@
  * WHY.  An event's fixed cost was mostly the call and what the caller
  * already knows: the call boundary, the checks of a type and an argument
  * count that are constants at the call site, and the look-up of the
- * thread's slot (issue 18, bench/RESULTS.md).  So, when
- * compiling C for x86-64 (where the tracer's clock is RDTSC) with GCC or
- * Clang and optimizing, a call written tracebuf_emit(...) runs this fast
- * path in the caller (tracebuf_emit is then a function-like macro), and
+ * thread's slot (issue 18, bench/RESULTS.md).  So, when compiling C for
+ * x86-64 (where the tracer's clock is RDTSC) with GCC or Clang and
+ * optimizing, a call written tracebuf_emit(...) runs this fast path in the
+ * caller (tracebuf_emit is then a function-like macro), and
  * calls the library's tracebuf_emit() only when it declines.  It declines
  * for an argument it does not like, a tracer whose @inline_span is 0, a
  * thread whose slot is not in the tracer's own TLS way (its first event,
@@ -57,8 +57,14 @@
  *    built against this header then read nothing more and call it,
  *    slower but right.
  *  - A copy of libprofring.a linked into a shared object without a
- *    version script exports profring__grace_tls from it too; every copy
- *    of version 1 agrees on its layout, so sharing one is harmless.
+ *    version script exports profring__grace_tls from it too, as it
+ *    exports its functions: copies that interpose share one set of ways
+ *    and one token per thread, which every copy of version 1 reads alike.
+ *
+ * The section's entry and exit and the way's check below are version 1's
+ * copies of ring_grace_enter_slot(), ring_grace_exit() and
+ * ring_grace_way_holds() (ring/grace.h): frozen here, free to change
+ * there, as long as a library that changes them sets @inline_span 0.
  * tracebuf/tracebuf_impl.h checks at compile time that the library's
  * structs put every field where these say.
  *
@@ -142,6 +148,8 @@ struct tracebuf_tls_v1 {
 #define TRACEBUF__DEPTH_MASK ((uint64_t)0xff)
 #define TRACEBUF__PERIOD ((uint64_t)0x100)
 #define TRACEBUF__VARINT_MAX 10
+/* The most bytes an event of @nargs arguments takes (the room it needs). */
+#define TRACEBUF__EVENT_MAX(nargs) (1 + TRACEBUF__VARINT_MAX * (1 + (nargs)))
 
 #if defined(__GNUC__) && !defined(__cplusplus)
 extern __thread struct tracebuf_tls_v1 profring__grace_tls
@@ -210,22 +218,40 @@ tracebuf__put_event(struct tracebuf_buf_v1 *c, unsigned int type,
 #define TRACEBUF__INLINE 1
 #endif
 
+#if defined(__GNUC__) && !defined(__cplusplus)
+/* The memory event types: tracemem.c's alone, refused by tracebuf_emit(). */
+static inline int tracebuf__mem_type(unsigned int type)
+{
+	return type >= TRACEBUF_EV_ALLOC && type <= TRACEBUF_EV_EXISTS;
+}
+
+/* Whether @type, @nargs and @args are out of range for any event. */
+static inline int tracebuf__bad_args(unsigned int type, const uint64_t *args,
+				     unsigned int nargs)
+{
+	return !type || type > TRACEBUF_MAX_TYPE || nargs > TRACEBUF_MAX_ARGS ||
+	       (nargs && !args);
+}
+
+/*
+ * Whether tracebuf_emit() takes @type, @nargs and @args (else -EINVAL):
+ * the library's rule too (tracebuf.c).
+ */
+static inline __attribute__((always_inline)) int
+tracebuf__emit_args_ok(unsigned int type, const uint64_t *args,
+		       unsigned int nargs)
+{
+	return !tracebuf__mem_type(type) &&
+	       !tracebuf__bad_args(type, args, nargs);
+}
+#endif /* __GNUC__ && !__cplusplus */
+
 #if defined(__GNUC__) && !defined(__cplusplus) && defined(__x86_64__)
 #define TRACEBUF__FAST 1
 
 #ifndef TRACEBUF__PERTURB
 #define TRACEBUF__PERTURB() ((void)0)
 #endif
-
-/* Whether tracebuf_emit() takes @type, @nargs and @args (else -EINVAL). */
-static inline __attribute__((always_inline)) int
-tracebuf__emit_args_ok(unsigned int type, const uint64_t *args,
-		       unsigned int nargs)
-{
-	return type && type <= TRACEBUF_MAX_TYPE &&
-	       (type < TRACEBUF_EV_ALLOC || type > TRACEBUF_EV_EXISTS) &&
-	       nargs <= TRACEBUF_MAX_ARGS && (args || !nargs);
-}
 
 /*
  * tracebuf__exit() - leave the section entered with word @w: store @w,
@@ -298,9 +324,7 @@ tracebuf__emit_fast(struct tracebuf *t, unsigned int type, const uint64_t *args,
 						  TRACEBUF__SLOT_BYTES));
 	c = (struct tracebuf_buf_v1 *)th->buf[gen & 1][level];
 	if (__builtin_expect(
-		    !c || c->pos + 1 + TRACEBUF__VARINT_MAX * (1 + nargs) >
-				    l->buf_size,
-		    0))
+		    !c || c->pos + TRACEBUF__EVENT_MAX(nargs) > l->buf_size, 0))
 		goto decline;
 	tracebuf__put_event(c, type, args, nargs, now);
 	tracebuf__exit(slot, w);
