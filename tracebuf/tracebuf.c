@@ -256,33 +256,19 @@ static inline struct tracebuf_buf_v1 *cursor(struct tb_chunk *c)
 	return (struct tracebuf_buf_v1 *)(void *)c;
 }
 
-/* Event header: type byte and time delta to @now. */
-static inline __attribute__((always_inline)) uint8_t *
-put_event_head_at(struct tb_chunk *c, unsigned int type, unsigned int code,
-		  uint64_t now)
-{
-	return tracebuf__put_head(cursor(c), type, code, now);
-}
-
+/* Event header: type byte and time delta to now. */
 static inline __attribute__((always_inline)) uint8_t *
 put_event_head(struct tb_chunk *c, unsigned int type, unsigned int code)
 {
-	return put_event_head_at(c, type, code, ring_clock_ticks());
+	return tracebuf__put_head(cursor(c), type, code, ring_clock_ticks());
 }
 
-/* An event of @nargs arguments at @now into @c, which has room for it. */
-static inline __attribute__((always_inline)) void
-put_event_at(struct tb_chunk *c, unsigned int type, const uint64_t *args,
-	     unsigned int nargs, uint64_t now)
-{
-	tracebuf__put_event(cursor(c), type, args, nargs, now);
-}
-
+/* An event of @nargs arguments, stamped now, into @c, which has room. */
 static inline __attribute__((always_inline)) void
 put_event(struct tb_chunk *c, unsigned int type, const uint64_t *args,
 	  unsigned int nargs)
 {
-	put_event_at(c, type, args, nargs, ring_clock_ticks());
+	tracebuf__put_event(cursor(c), type, args, nargs, ring_clock_ticks());
 }
 
 RING_API int tracebuf_ev_emit(struct tracebuf_ev *ev, unsigned int type,
@@ -446,14 +432,14 @@ static struct tracebuf_ev emit_ev(struct tracebuf *t,
 static __attribute__((noinline)) int
 emit_refill(struct tracebuf *t, struct ring_grace_section sec, uint64_t gen,
 	    unsigned int level, unsigned int type, const uint64_t *args,
-	    unsigned int nargs, uint64_t now)
+	    unsigned int nargs)
 {
 	struct tracebuf_ev ev = emit_ev(t, sec, gen, level);
 	struct tb_chunk *c = refill_or_count(&ev);
 	int rc = -ENOSPC;
 
 	if (c) {
-		put_event_at(c, type, args, nargs, now);
+		put_event(c, type, args, nargs);
 		rc = 0;
 	}
 	ring_grace_exit(&sec);
@@ -481,16 +467,13 @@ emit_refused(struct tracebuf *t, struct ring_grace_section sec, uint64_t gen,
  * stores as the three calls, in the same order, with the same results (a
  * refusal of begin() comes before a bad argument).
  *
- * The clock is read first: RDTSC takes tens of cycles (more under a
- * hypervisor) but nothing waits for it until the time delta is encoded,
- * so the section and buffer look-ups run in its shadow.  Reading it a
- * few instructions before the section is what the CPU may do anyway
- * (RDTSC is not ordered with loads); an event stamped before a refill's
- * batch time gets delta 0, as any event whose clock read lost a race.
+ * The clock is read just before the write, as the fast path reads it
+ * (see there why), so an event's stamp is never before its buffer's
+ * batch time or the events a handler wrote there before it.
  */
 static inline __attribute__((always_inline)) int
 emit_in(struct tracebuf *t, struct ring_grace_slot *slot, unsigned int type,
-	const uint64_t *args, unsigned int nargs, uint64_t now)
+	const uint64_t *args, unsigned int nargs)
 {
 	struct ring_grace_section sec;
 	struct tb_thread *th;
@@ -513,8 +496,8 @@ emit_in(struct tracebuf *t, struct ring_grace_slot *slot, unsigned int type,
 	c = th->buf[gen & 1][level];
 	if (ring_unlikely(!c ||
 			  c->pos + TRACEBUF__EVENT_MAX(nargs) > t->buf_size))
-		return emit_refill(t, sec, gen, level, type, args, nargs, now);
-	put_event_at(c, type, args, nargs, now);
+		return emit_refill(t, sec, gen, level, type, args, nargs);
+	put_event(c, type, args, nargs);
 out:
 	ring_grace_exit(&sec);
 	return rc;
@@ -529,7 +512,7 @@ out:
 static __attribute__((noinline)) int emit_slow(struct tracebuf *t,
 					       unsigned int type,
 					       const uint64_t *args,
-					       unsigned int nargs, uint64_t now)
+					       unsigned int nargs)
 {
 	struct ring_grace_slot *slot;
 
@@ -538,7 +521,7 @@ static __attribute__((noinline)) int emit_slow(struct tracebuf *t,
 	slot = ring_grace_slot(&t->grace);
 	if (ring_unlikely(!slot))
 		return no_slot(t, true);
-	return emit_in(t, slot, type, args, nargs, now);
+	return emit_in(t, slot, type, args, nargs);
 }
 
 /*
@@ -548,13 +531,11 @@ static __attribute__((noinline)) int emit_slow(struct tracebuf *t,
 RING_API int tracebuf_emit(struct tracebuf *t, unsigned int type,
 			   const uint64_t *args, unsigned int nargs)
 {
-	uint64_t now = ring_clock_ticks();
-
 #ifdef TRACEBUF__FAST
-	if (ring_likely(!tracebuf__emit_fast(t, type, args, nargs, now)))
+	if (ring_likely(!tracebuf__emit_fast(t, type, args, nargs)))
 		return 0;
 #endif
-	return emit_slow(t, type, args, nargs, now);
+	return emit_slow(t, type, args, nargs);
 }
 
 RING_API uint64_t tracebuf_ticks(void)

@@ -26,15 +26,15 @@
  * library.
  *
  * THE PROTOCOL is tracebuf.c's and ring/grace.h's, step by step (read it
- * there): read the clock; find the thread's slot in the tracer's own TLS
- * way (in the slot array and owned by the thread's token, checked on one
- * load of the way); enter the section (load the slot's word, store it
- * plus one with release, a compiler barrier: membarrier() in the
- * updater's grace period does the rest, which is why a tracer whose
- * readers need a fence has @inline_span 0); load gen with acquire; write
- * the event into the thread's buffer for (gen & 1, depth); exit (store
- * the word seen at entry, plus one period if it was outermost, with
- * release).  No atomic read-modify-write; async-signal-safe; wait-free.
+ * there): find the thread's slot in the tracer's own TLS way (in the slot
+ * array and owned by the thread's token, checked on one load of the way);
+ * enter the section (load the slot's word, store it plus one with
+ * release, a compiler barrier: membarrier() in the updater's grace period
+ * does the rest, which is why a tracer whose readers need a fence has
+ * @inline_span 0); load gen with acquire; find the thread's buffer for
+ * (gen & 1, depth) and its room; read the clock and write the event;
+ * exit (store the word seen at entry, plus one period if it was
+ * outermost, with release).  No atomic read-modify-write; async-signal-safe; wait-free.
  *
  * ABI.  An inline emitter reads the tracer's block, a thread's slot, its
  * buffer record and the thread's TLS ways directly, so the structs and
@@ -268,13 +268,21 @@ tracebuf__exit(struct tracebuf_slot_v1 *slot, uint64_t w)
 }
 
 /*
- * tracebuf__emit_fast() - the fast path, the event stamped @now: write it
- * and return 0, or write nothing and return 1 (the library then does
- * everything).  Async-signal-safe, wait-free, lock-free.
+ * tracebuf__emit_fast() - the fast path: write the event and return 0, or
+ * write nothing and return 1 (the library then does everything).
+ * Async-signal-safe, wait-free, lock-free.
+ *
+ * The clock is read last, just before the write.  Read first (so that
+ * the look-ups would run in its shadow, as was thought), RDTSC made the
+ * whole event slower on the AMD guests of bench/RESULTS.md: the
+ * microcoded read holds up the instructions after it.  Read last, the
+ * event is also stamped inside its section, after its buffer's last
+ * event: a handler that ran before the read wrote earlier in this
+ * buffer, or in its own.
  */
 static inline __attribute__((always_inline)) int
 tracebuf__emit_fast(struct tracebuf *t, unsigned int type, const uint64_t *args,
-		    unsigned int nargs, uint64_t now)
+		    unsigned int nargs)
 {
 	const struct tracebuf_layout_v1 *l =
 		(const struct tracebuf_layout_v1 *)(void *)t;
@@ -326,7 +334,7 @@ tracebuf__emit_fast(struct tracebuf *t, unsigned int type, const uint64_t *args,
 	if (__builtin_expect(
 		    !c || c->pos + TRACEBUF__EVENT_MAX(nargs) > l->buf_size, 0))
 		goto decline;
-	tracebuf__put_event(c, type, args, nargs, now);
+	tracebuf__put_event(c, type, args, nargs, __builtin_ia32_rdtsc());
 	tracebuf__exit(slot, w);
 	return 0;
 decline:
@@ -339,16 +347,13 @@ decline:
 /*
  * tracebuf_emit(), inline: a call written tracebuf_emit(...) runs this;
  * the function's address, or (tracebuf_emit)(...), is still the
- * library's.  The clock is read first, as the library does (its latency
- * hides the look-ups).
+ * library's.
  */
 static inline __attribute__((always_inline)) int
 tracebuf__emit_inline(struct tracebuf *t, unsigned int type,
 		      const uint64_t *args, unsigned int nargs)
 {
-	if (__builtin_expect(!tracebuf__emit_fast(t, type, args, nargs,
-						  __builtin_ia32_rdtsc()),
-			     1))
+	if (__builtin_expect(!tracebuf__emit_fast(t, type, args, nargs), 1))
 		return 0;
 	return (tracebuf_emit)(t, type, args, nargs);
 }
