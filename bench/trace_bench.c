@@ -50,9 +50,12 @@
  *    no argument check and is inlined, so tracebuf can only approach it:
  *    the goal is emit <= 1.3 x floor, at 0, 2 and 4 arguments (issue 18).  What it wrote is decoded and
  *    checked after every batch, untimed (so nothing can be optimised
- *    away).  The stack row's floor writes { counter, 1 }: the id, not the
- *    interning, which the floor cannot do without a table (stacktab_bench
- *    measures that); its ratio is information.
+ *    away).  The stack row's floor interns before it writes { counter,
+ *    id }, as stacktab_bench's floor does on a hit: it hashes the 16 PCs
+ *    with the same ring_hash_words() (the length hidden from the
+ *    compiler, as the library cannot know it) and compares the hash, the
+ *    length and the PCs with a stored copy found by index: no table, no
+ *    section, the id taken from the copy.
  *  - seqlock: the floor inside Go's writer protocol: traceAcquire() and
  *    traceRelease() each do an atomic add on the M's seqlock, which the
  *    generation switcher polls.  Here, atomic_fetch_add(seq, 1) on a
@@ -101,6 +104,7 @@
 
 #include "ring/clock.h"
 #include "ring/compiler.h"
+#include "ring/hash.h"
 #include "ring/varint.h"
 #include "harness.h"
 
@@ -136,6 +140,17 @@ static _Thread_local _Alignas(64) _Atomic uint64_t flr_seq;
 
 /* The 16 PCs of the interned stack. */
 static uintptr_t stack_pcs[STACK_DEPTH];
+
+/*
+ * struct flr_stack - the floor's stored copy of the stack, laid out like a
+ * stacktab node (hash, id, length, PCs).
+ */
+static struct flr_stack {
+	uint64_t hash;
+	uint32_t id;
+	uint32_t n;
+	uintptr_t pcs[STACK_DEPTH];
+} flr_copy;
 
 enum impl { IM_TRACE, IM_FLOOR, IM_SEQLOCK, IM_CALL };
 
@@ -522,6 +537,30 @@ static void tb_fini(struct ev_case *c)
 
 /* ---- the anchors --------------------------------------------------------- */
 
+/* The floor's hash of @n PCs at @pcs. */
+static inline __attribute__((always_inline)) uint64_t
+flr_hash(const uintptr_t *pcs, size_t n)
+{
+	/* A stack and length the library cannot know either. */
+	__asm__("" : "+r"(pcs), "+r"(n));
+	return ring_hash_words(pcs, n);
+}
+
+/*
+ * flr_intern() - the floor's stack id: hash @pcs, compare with the copy;
+ * 0 if they differ.
+ */
+static inline __attribute__((always_inline)) uint64_t
+flr_intern(const uintptr_t *pcs, size_t n)
+{
+	const struct flr_stack *c = &flr_copy;
+	uint64_t h = flr_hash(pcs, n);
+
+	return c->hash == h && c->n == n && !memcmp(c->pcs, pcs, n * sizeof(*pcs))
+		       ? c->id
+		       : 0;
+}
+
 /* The floor: one event into the thread-local array. */
 static inline __attribute__((always_inline)) void flr_event(const uint64_t *a,
 							    unsigned int nargs)
@@ -543,44 +582,44 @@ static inline __attribute__((always_inline)) void flr_event(const uint64_t *a,
 	f->pos = (uint32_t)(p - f->data);
 }
 
-static inline __attribute__((always_inline)) void
+static inline __attribute__((always_inline)) int
 flr_batch_n(struct ev_case *c, struct bench_sample *s, unsigned int nargs,
 	    bool stack, bool seqlock)
 {
-	uint64_t a[TRACEBUF_MAX_ARGS], n = c->n;
+	uint64_t a[TRACEBUF_MAX_ARGS], n = c->n, badid = 0;
 	struct bench_timer t;
 
 	bench_timer_start(&t);
 	for (unsigned int i = 0; i < c->batch; i++) {
 		if (seqlock)
 			atomic_fetch_add(&flr_seq, 1);
-		make_args(n++, nargs, stack, FLOOR_STACK_ID, a);
+		make_args(n++, nargs, stack,
+			  stack ? flr_intern(stack_pcs, STACK_DEPTH) : 0, a);
+		badid |= stack ? a[1] ^ FLOOR_STACK_ID : 0;
 		flr_event(a, nargs);
 		if (seqlock)
 			atomic_fetch_add(&flr_seq, 1);
 	}
 	bench_timer_stop(&t, s, c->batch);
 	c->n = n;
+	return badid ? fail(c, "floor intern (id changed)", EPROTO) : 0;
 }
 
-static void flr_batch(struct ev_case *c, struct bench_sample *s)
+static int flr_batch(struct ev_case *c, struct bench_sample *s)
 {
 	bool sl = c->impl == IM_SEQLOCK;
 
 	if (c->stack)
-		flr_batch_n(c, s, 2, true, false);
-	else if (c->nargs == 0 && sl)
-		flr_batch_n(c, s, 0, false, true);
-	else if (c->nargs == 0)
-		flr_batch_n(c, s, 0, false, false);
-	else if (c->nargs == 2 && sl)
-		flr_batch_n(c, s, 2, false, true);
-	else if (c->nargs == 2)
-		flr_batch_n(c, s, 2, false, false);
-	else if (sl)
-		flr_batch_n(c, s, 4, false, true);
-	else
-		flr_batch_n(c, s, 4, false, false);
+		return sl ? flr_batch_n(c, s, 2, true, true)
+			  : flr_batch_n(c, s, 2, true, false);
+	if (c->nargs == 0)
+		return sl ? flr_batch_n(c, s, 0, false, true)
+			  : flr_batch_n(c, s, 0, false, false);
+	if (c->nargs == 2)
+		return sl ? flr_batch_n(c, s, 2, false, true)
+			  : flr_batch_n(c, s, 2, false, false);
+	return sl ? flr_batch_n(c, s, 4, false, true)
+		  : flr_batch_n(c, s, 4, false, false);
 }
 
 /*
@@ -635,8 +674,7 @@ static int flr_run(void *arg, struct bench_sample *s)
 		uint64_t seq = atomic_load(&flr_seq);
 		uint32_t pos = flr.pos;
 
-		flr_batch(c, s);
-		if (flr_check(c, pos, first, c->batch))
+		if (flr_batch(c, s) || flr_check(c, pos, first, c->batch))
 			return -1;
 		if (atomic_load(&flr_seq) !=
 		    seq + (c->impl == IM_SEQLOCK ? 2ull * c->batch : 0))
@@ -673,8 +711,7 @@ static double clock_cost(void)
  * @ours:  tracebuf case name
  * @nargs: arguments
  * @stack: { counter, stack id }
- * @ncase: 2 (tracebuf, floor) or 4 (and seqlock, tracebuf_call)
- * @info:  no goal, information only
+ * @ncase: 3 (tracebuf, floor, seqlock) or 4 (and tracebuf_call)
  */
 struct group {
 	const char *name;
@@ -682,14 +719,13 @@ struct group {
 	unsigned int nargs;
 	bool stack;
 	unsigned int ncase;
-	bool info;
 };
 
 static const struct group groups[] = {
-	{ "emit 2 args", "tracebuf_emit", 2, false, 4, false },
-	{ "emit stack", "begin+stack+emit", 2, true, 2, true },
-	{ "emit 0 args", "tracebuf_emit", 0, false, 4, false },
-	{ "emit 4 args", "tracebuf_emit", 4, false, 4, false },
+	{ "emit 2 args", "tracebuf_emit", 2, false, 4 },
+	{ "emit stack", "begin+stack+emit", 2, true, 3 },
+	{ "emit 0 args", "tracebuf_emit", 0, false, 4 },
+	{ "emit 4 args", "tracebuf_emit", 4, false, 4 },
 };
 
 #define NCASE 4
@@ -709,8 +745,7 @@ static void group_report(const struct group *g, const struct ev_case *c,
 	char note[96];
 
 	for (unsigned int i = 1; i < g->ncase; i++) {
-		snprintf(note, sizeof(note), "%sbytes/event %.2f vs %.2f%s",
-			 g->info ? "info; " : "",
+		snprintf(note, sizeof(note), "bytes/event %.2f vs %.2f%s",
 			 (double)c[0].bytes / (double)c[0].events,
 			 (double)c[i].bytes / (double)c[i].events,
 			 c[i].impl == IM_SEQLOCK ? " (+2 lock add)"
@@ -980,6 +1015,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "trace_bench: cannot pin to CPU 0\n");
 	for (int i = 0; i < STACK_DEPTH; i++)
 		stack_pcs[i] = (uintptr_t)(0x555555554000ull + 0x1337 * i);
+	memcpy(flr_copy.pcs, stack_pcs, sizeof(stack_pcs));
+	flr_copy.n = STACK_DEPTH;
+	flr_copy.id = FLOOR_STACK_ID;
+	flr_copy.hash = flr_hash(stack_pcs, STACK_DEPTH);
 	bench_report_begin("trace_bench", &o);
 	for (size_t i = 0; i < ARRAY_SIZE(groups); i++)
 		if (group_run(&o, &groups[i]))

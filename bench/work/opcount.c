@@ -175,6 +175,48 @@ static __attribute__((noinline)) void op_tb_emit_stack(struct tracebuf *t)
 	}
 }
 
+/*
+ * The stack row's anchors, as trace_bench's: intern the same 16 PCs by
+ * hash and compare against a copy found by index (@copy, its hash in
+ * copy[DEPTH] computed over depth16 words), then write { i, id }; the
+ * seqlock's two adds around it.
+ */
+static volatile size_t depth16 = 16;
+
+static inline uint64_t flr_intern(const uintptr_t *copy)
+{
+	size_t n = depth16;
+	uint64_t h = ring_hash_words(pcs, n);
+
+	return h == copy[DEPTH] && !memcmp(pcs, copy, n * sizeof(*pcs));
+}
+
+static __attribute__((noinline)) void op_floor_emit_stack(const uintptr_t *c)
+{
+	uint64_t a[2];
+
+	for (unsigned int i = 0; i < OPS; i++) {
+		a[0] = i;
+		a[1] = flr_intern(c);
+		bad |= a[1] != 1;
+		flr_event(a, 2);
+	}
+}
+
+static __attribute__((noinline)) void op_seqlock_emit_stack(const uintptr_t *c)
+{
+	uint64_t a[2];
+
+	for (unsigned int i = 0; i < OPS; i++) {
+		atomic_fetch_add(&flr_seq, 1);
+		a[0] = i;
+		a[1] = flr_intern(c);
+		bad |= a[1] != 1;
+		flr_event(a, 2);
+		atomic_fetch_add(&flr_seq, 1);
+	}
+}
+
 static __attribute__((noinline)) void op_stacktab_hit(struct stacktab *s,
 						      uint32_t id)
 {
@@ -218,10 +260,11 @@ int main(void)
 	struct tracebuf *t = tracebuf_new(&o);
 	struct stacktab *s = stacktab_new(1 << 20, 64);
 	uintptr_t *copy = calloc(DEPTH + 1, sizeof(*copy));
+	uintptr_t *copy16 = calloc(DEPTH + 1, sizeof(*copy16));
 	uint32_t id;
 
 	pcs = calloc(DEPTH, sizeof(*pcs));
-	if (!b || !t || !s || !pcs || !copy || tracebuf_start(t))
+	if (!b || !t || !s || !pcs || !copy || !copy16 || tracebuf_start(t))
 		return 1;
 	for (int i = 0; i < 64; i++)
 		stk[i] = 0x400000 + 16 * i;
@@ -230,6 +273,8 @@ int main(void)
 	for (int i = 0; i < DEPTH; i++)
 		pcs[i] = copy[i] = 0x555555554000ull + 977 * i;
 	copy[DEPTH] = ring_hash_words(copy, depth);
+	memcpy(copy16, copy, 16 * sizeof(*copy));
+	copy16[DEPTH] = ring_hash_words(copy16, depth16);
 	id = stacktab_put(s, pcs, DEPTH);
 	/* Twice each: the first warms up (lazy binding, first touches). */
 	for (int r = 0; r < 2; r++) {
@@ -263,6 +308,8 @@ int main(void)
 		op_seqlock_emit_0();
 		op_seqlock_emit_2();
 		op_seqlock_emit_4();
+		op_floor_emit_stack(copy16);
+		op_seqlock_emit_stack(copy16);
 		op_stacktab_hit(s, id);
 		op_stacktab_floor(copy);
 	}
