@@ -34,7 +34,8 @@
  * @inline_span 0); load gen with acquire; find the thread's buffer for
  * (gen & 1, depth) and its room; read the clock and write the event;
  * exit (store the word seen at entry, plus one period if it was
- * outermost, with release).  No atomic read-modify-write; async-signal-safe; wait-free.
+ * outermost, with release).  No atomic read-modify-write;
+ * async-signal-safe; wait-free.
  *
  * ABI.  An inline emitter reads the tracer's block, a thread's slot, its
  * buffer record and the thread's TLS ways directly, so the structs and
@@ -273,10 +274,12 @@ tracebuf__exit(struct tracebuf_slot_v1 *slot, uint64_t w)
  * Async-signal-safe, wait-free, lock-free.
  *
  * The clock is read last, just before the write.  Read first (so that
- * the look-ups would run in its shadow, as was thought), RDTSC made the
- * whole event slower on the AMD guests of bench/RESULTS.md: the
- * microcoded read holds up the instructions after it.  Read last, the
- * event is also stamped inside its section, after its buffer's last
+ * the look-ups would run in its shadow, as was thought), RDTSC made an
+ * event without arguments slower on the AMD guests of bench/RESULTS.md:
+ * the microcoded read holds up the instructions after it.  With 2 or 4
+ * arguments, where the arguments' encoding waits for the time delta,
+ * first and last measured the same within the guest's noise.  Read last,
+ * the event is also stamped inside its section, after its buffer's last
  * event: a handler that ran before the read wrote earlier in this
  * buffer, or in its own.
  */
