@@ -48,14 +48,14 @@
  *    fewer bytes than tracebuf's worst-case event are left.  It has no
  *    generation, no buffer hand-off, no batch header, no signal nesting,
  *    no argument check and is inlined, so tracebuf can only approach it:
- *    the goal is emit <= 1.3 x floor, at 0, 2 and 4 arguments (issue 18).  What it wrote is decoded and
- *    checked after every batch, untimed (so nothing can be optimised
- *    away).  The stack row's floor interns before it writes { counter,
+ *    the goal is emit <= 1.3 x floor, at 0, 2 and 4 arguments and with
+ *    a stack id (issue 18).  What it wrote is decoded and checked after
+ *    every batch, untimed (so nothing can be optimised away).  The stack row's floor interns before it writes { counter,
  *    id }, as stacktab_bench's floor does on a hit: it hashes the 16 PCs
- *    with the same ring_hash_words() (the length hidden from the
- *    compiler, as the library cannot know it) and compares the hash, the
- *    length and the PCs with a stored copy found by index: no table, no
- *    section, the id taken from the copy.
+ *    with the same ring_hash_words() (the stack and its length hidden
+ *    from the hash, as the library cannot know them) and compares the
+ *    hash, the length and the PCs with a stored copy found by index: no
+ *    table, no section, the id taken from the copy.
  *  - seqlock: the floor inside Go's writer protocol: traceAcquire() and
  *    traceRelease() each do an atomic add on the M's seqlock, which the
  *    generation switcher polls.  Here, atomic_fetch_add(seq, 1) on a
@@ -542,7 +542,7 @@ static inline __attribute__((always_inline)) uint64_t
 flr_hash(const uintptr_t *pcs, size_t n)
 {
 	/* A stack and length the library cannot know either. */
-	__asm__("" : "+r"(pcs), "+r"(n));
+	__asm__ __volatile__("" : "+r"(pcs), "+r"(n));
 	return ring_hash_words(pcs, n);
 }
 
@@ -556,9 +556,9 @@ flr_intern(const uintptr_t *pcs, size_t n)
 	const struct flr_stack *c = &flr_copy;
 	uint64_t h = flr_hash(pcs, n);
 
-	return c->hash == h && c->n == n && !memcmp(c->pcs, pcs, n * sizeof(*pcs))
-		       ? c->id
-		       : 0;
+	if (c->hash != h || c->n != n || memcmp(c->pcs, pcs, n * sizeof(*pcs)))
+		return 0;
+	return c->id;
 }
 
 /* The floor: one event into the thread-local array. */

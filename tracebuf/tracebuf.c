@@ -468,8 +468,10 @@ emit_refused(struct tracebuf *t, struct ring_grace_section sec, uint64_t gen,
  * refusal of begin() comes before a bad argument).
  *
  * The clock is read just before the write, as the fast path reads it
- * (see there why), so an event's stamp is never before its buffer's
- * batch time or the events a handler wrote there before it.
+ * (see there why): after its buffer's batch time (a refill has just set
+ * it) and the events a handler wrote there before it, so their order is
+ * not what clamps its delta to 0 (a clock that went back, across CPUs
+ * say, still is).
  */
 static inline __attribute__((always_inline)) int
 emit_in(struct tracebuf *t, struct ring_grace_slot *slot, unsigned int type,

@@ -176,10 +176,12 @@ static __attribute__((noinline)) void op_tb_emit_stack(struct tracebuf *t)
 }
 
 /*
- * The stack row's anchors, as trace_bench's: intern the same 16 PCs by
- * hash and compare against a copy found by index (@copy, its hash in
- * copy[DEPTH] computed over depth16 words), then write { i, id }; the
- * seqlock's two adds around it.
+ * The stack row's anchors, as trace_bench's but leaner: hash the same 16
+ * PCs (a length GCC cannot see) and compare the hash and the PCs with a
+ * copy found by index (@copy, its hash in copy[DEPTH]), the id being the
+ * compare's result (trace_bench also compares the length and loads the
+ * id from the copy); then write { i, id }; the seqlock's two adds around
+ * it.
  */
 static volatile size_t depth16 = 16;
 
@@ -208,6 +210,7 @@ static __attribute__((noinline)) void op_seqlock_emit_stack(const uintptr_t *c)
 	uint64_t a[2];
 
 	for (unsigned int i = 0; i < OPS; i++) {
+		/* Seq_cst: Go's locked add, as in TB_CASE's seqlock. */
 		atomic_fetch_add(&flr_seq, 1);
 		a[0] = i;
 		a[1] = flr_intern(c);
@@ -273,7 +276,7 @@ int main(void)
 	for (int i = 0; i < DEPTH; i++)
 		pcs[i] = copy[i] = 0x555555554000ull + 977 * i;
 	copy[DEPTH] = ring_hash_words(copy, depth);
-	memcpy(copy16, copy, 16 * sizeof(*copy));
+	memcpy(copy16, copy, depth16 * sizeof(*copy));
 	copy16[DEPTH] = ring_hash_words(copy16, depth16);
 	id = stacktab_put(s, pcs, DEPTH);
 	/* Twice each: the first warms up (lazy binding, first touches). */

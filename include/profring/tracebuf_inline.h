@@ -281,7 +281,10 @@ tracebuf__exit(struct tracebuf_slot_v1 *slot, uint64_t w)
  * first and last measured the same within the guest's noise.  Read last,
  * the event is also stamped inside its section, after its buffer's last
  * event: a handler that ran before the read wrote earlier in this
- * buffer, or in its own.
+ * buffer, and one that runs after it writes in the next level's buffer
+ * (or is refused, two deep).  Read first, such a handler's event could
+ * precede this one in the buffer with a later stamp, and this event's
+ * delta was clamped to 0 (tracebuf__put_head()).
  */
 static inline __attribute__((always_inline)) int
 tracebuf__emit_fast(struct tracebuf *t, unsigned int type, const uint64_t *args,
