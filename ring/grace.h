@@ -24,15 +24,15 @@
  *    RING_GRACE_TLS_WAYS slot pointers, of any structures (a tracer's
  *    event uses the tracer's slot and those of its tables).  A way is a
  *    hit if its slot lies in this structure's array and that slot's
- *    owner is the thread's token.  Each structure
- *    is dealt a way of its own at init, tried first; then all the ways
- *    are scanned.  Each way is read with one pointer load and checked on
- *    that copy, so a handler that re-points the way in between cannot
- *    hand us a wrong slot.  A miss stores the slot found in the
- *    structure's way and moves the pointer it displaces to the next way,
- *    round robin: plain pointer stores, so a handler caching its own
- *    slot meanwhile can at worst evict entries or leave one in two ways,
- *    never make one wrong.  A fork()ed child clears the cache and its
+ *    owner is the thread's token.  Each structure is dealt a way of its
+ *    own at init, tried first; then all the ways are scanned.  Each way
+ *    is read with one pointer load and checked on that copy, so a
+ *    handler that re-points the way in between cannot hand us a wrong
+ *    slot.  A miss stores the slot found in the structure's way and
+ *    moves the pointer it displaces to the next way, round robin: plain
+ *    pointer stores, so a handler caching its own slot meanwhile can at
+ *    worst evict entries or leave one in two ways, never make one
+ *    wrong.  A fork()ed child clears the cache and its
  *    token (pthread_atfork): it has a new tid.
  *  - On a miss the thread probes the array from hash(tid) - open
  *    addressing: a released slot becomes a tombstone, never free again,

@@ -14,8 +14,8 @@
  * without Go's atomic add), and its depth says whether this write
  * interrupted another one on the same thread (a signal handler): depth 0
  * writes to the thread's level-0 buffer, depth 1 to its level-1 (nested)
- * buffer, deeper is counted lost.  Only the owner thread
- * (and, one level at a time, its handlers) touch a level's buffer.
+ * buffer, deeper is counted lost.  Only the owner thread (and, one level
+ * at a time, its handlers) touch a level's buffer.
  *
  * Generations.  `gen` (0 = stopped) is loaded with acquire inside the
  * section; the thread writes to its buffer for gen & 1.  tracebuf_advance()
