@@ -36,6 +36,7 @@
  * several threads); the mutex is never taken in a signal handler.
  */
 #include "prof/agent.h"
+#include "prof/ring_guard.h"
 #include "prof/heap.h"
 #include "prof/sampler.h"
 #include "prof/shm.h"
@@ -89,9 +90,9 @@ static int put(enum prof_rec_kind kind, const uint64_t *w, size_t n)
 	hdr[PROF_HDR_TID] = (uint64_t)syscall(SYS_gettid);
 	hdr[PROF_HDR_PID] = (uint64_t)getpid();
 	for (;;) {
-		rc = profbuf_write(agent.map.buf, NULL,
-				   (int64_t)ring_clock_ticks(), hdr,
-				   PROF_HDR_WORDS, (const uintptr_t *)w, n);
+		rc = prof_ring_write(agent.map.buf, NULL,
+				     (int64_t)ring_clock_ticks(), hdr,
+				     PROF_HDR_WORDS, (const uintptr_t *)w, n);
 		if (rc != -ENOSPC || waited >= MAP_RETRY_NS)
 			return rc;
 		nanosleep(&ts, NULL);

@@ -46,6 +46,7 @@
  * collector counts such frees as unknown and ignores them.
  */
 #include "prof/heap.h"
+#include "prof/ring_guard.h"
 #include "prof/hooks.h"
 #include "prof/sampler.h"
 #include "prof/unwind.h"
@@ -199,8 +200,8 @@ static int put(enum prof_rec_kind kind, pid_t tid, const uintptr_t *w, size_t n)
 	hdr[PROF_HDR_KIND_PERIODS] = prof_hdr_kind_word(kind, 1);
 	hdr[PROF_HDR_TID] = (uint64_t)tid;
 	hdr[PROF_HDR_PID] = (uint64_t)heap.pid;
-	return profbuf_write(heap.buf, NULL, (int64_t)ring_clock_ticks(), hdr,
-			     PROF_HDR_WORDS, w, n);
+	return prof_ring_write(heap.buf, NULL, (int64_t)ring_clock_ticks(), hdr,
+			       PROF_HDR_WORDS, w, n);
 }
 
 /*

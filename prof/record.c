@@ -24,8 +24,22 @@
  * its execs) has been reaped, the ring is closed: later writes (from
  * descendants still running under --children) are refused and counted by
  * their writers.  The reader drains to EOF; a record that a process left
- * reserved and never finished can hold EOF back forever, so the drain
- * gives up after DRAIN_STALL_NS without progress and says so.
+ * reserved and never finished can hold EOF back forever, and a ring the
+ * program filled with forged records can keep the reader busy, so the
+ * drain stops DRAIN_LIMIT_NS after the close whatever the ring holds,
+ * and says how many records it left unread.
+ *
+ * Hostile memory.  Everything in the shared memory is the program's to
+ * overwrite (a wild write of the program being debugged).  The memfd's
+ * size is sealed before the program runs, so the mapping cannot fault.
+ * The ring is read by a guarded reader (profbuf_reader_attach()): the
+ * geometry and the reader's state are the launcher's own, every run is
+ * copied and checked, and the first corruption ends the reading; what
+ * was read before it is written, and the profile and stderr say what
+ * was corrupted.  The session's settings are taken from the launcher's
+ * own copy, never from the header; the counters the program keeps are
+ * its claims, checked against what the launcher read and against the
+ * run's length before they are shown.
  *
  * Exit status: the program's (its exit code; for a death by signal the
  * launcher kills itself with the same signal, after writing, so that a
@@ -61,8 +75,8 @@
 
 #define LIB_NAME "libprofring-prof.so"
 #define READ_PERIOD_NS 100000000u
-#define DRAIN_STALL_NS 2000000000u
-#define NCOMMENTS 6 /* the last only with a perf map */
+#define DRAIN_LIMIT_NS 2000000000u
+#define NCOMMENTS 7 /* the last only with a perf map */
 #define COMMENT_LEN 320
 
 /* The command run, for messages. */
@@ -72,32 +86,106 @@ static const char *prog_name;
 static const int forwarded[] = { SIGTERM, SIGHUP,  SIGINT,
 				 SIGQUIT, SIGUSR1, SIGUSR2 };
 
+/*
+ * struct reader - the reader thread and what it found.
+ * @rb:      the guarded reader of the shared ring.
+ * @closed:  the ring was closed: drain, then stop.
+ * @cut:     the drain stopped at DRAIN_LIMIT_NS, @unread records unread.
+ * @corrupt: what the reader found corrupted (reading stopped), or NULL.
+ * @heap_rate, @cpu: the session, the launcher's own copy.
+ * @ovf_since: when the losses of the last overflow record were counted.
+ * @cpus:    the machine's CPUs, for what the program could have done.
+ */
 struct reader {
-	struct profbuf *buf;
+	struct profbuf_reader *rb;
 	struct prof_agg *agg;
 	pthread_mutex_t lock; /* around each take into agg: --http looks */
 	struct prof_trace *trace; /* --trace, or NULL */
 	pthread_t thread;
-	_Atomic bool closed; /* the ring was closed: drain, then stop */
-	bool stalled; /* gave up waiting for an unfinished record */
+	_Atomic bool closed;
+	bool cut;
+	uint32_t unread;
+	const char *corrupt;
+	uint64_t heap_rate;
+	bool cpu;
+	uint64_t ovf_since;
+	uint64_t cpus;
 	int error;
 };
 
+/*
+ * No process makes a record in less than RECORD_MIN_NS of one CPU: no
+ * count the program claims (losses, samples, threads) can grow faster
+ * than one per RECORD_MIN_NS of every CPU of the machine.
+ */
+#define RECORD_MIN_NS 10u
+
 /* ---- the reader thread ---- */
+
+/*
+ * How long the next read may wait: READ_PERIOD_NS, and after the close no
+ * further than DRAIN_LIMIT_NS from it.  Return: 0 when that has passed.
+ */
+static uint64_t read_budget(struct reader *rd, uint64_t *closed_at)
+{
+	uint64_t now, spent;
+
+	/* Acquire: pairs with the release store in reader_close(). */
+	if (!atomic_load_explicit(&rd->closed, memory_order_acquire))
+		return READ_PERIOD_NS;
+	now = ring_clock_mono_ns();
+	if (!*closed_at)
+		*closed_at = now;
+	spent = now - *closed_at;
+	if (spent >= DRAIN_LIMIT_NS)
+		return 0;
+	return DRAIN_LIMIT_NS - spent < READ_PERIOD_NS ? DRAIN_LIMIT_NS - spent
+						       : READ_PERIOD_NS;
+}
+
+/*
+ * overflow_credible() - every overflow record of @r claims no more lost
+ * writes than the program could have attempted since the last one (a
+ * record costs at least RECORD_MIN_NS of a CPU).  Otherwise the ring is
+ * forged: @rd->corrupt says so and the run is not taken.
+ */
+static bool overflow_credible(struct reader *rd, const struct profbuf_read *r)
+{
+	uint64_t now = ring_clock_mono_ns(), most;
+	struct profbuf_record rec;
+	struct profbuf_iter it;
+
+	most = (now - rd->ovf_since) / RECORD_MIN_NS * rd->cpus + 1024;
+	profbuf_iter_init(&it, r, PROF_HDR_WORDS);
+	while (profbuf_iter_next(&it, &rec)) {
+		if (!profbuf_record_is_overflow(&rec))
+			continue;
+		if (profbuf_record_overflow_count(&rec) > most) {
+			rd->corrupt = "an overflow record claims more lost "
+				      "writes than could have been made";
+			return false;
+		}
+		most -= profbuf_record_overflow_count(&rec);
+		rd->ovf_since = now;
+	}
+	return true;
+}
 
 static void *reader_main(void *arg)
 {
 	struct reader *rd = arg;
-	uint64_t idle_since = 0;
+	struct profbuf_reader_stats st;
+	uint64_t closed_at = 0, budget;
 	struct profbuf_read r;
 	int err;
 
-	for (;;) {
-		err = profbuf_read_timeout(rd->buf, READ_PERIOD_NS, &r);
+	while ((budget = read_budget(rd, &closed_at))) {
+		err = profbuf_reader_read(rd->rb, budget, &r);
 		if (!err && r.eof)
-			break;
+			goto out;
 		if (!err && r.ndata) {
-			idle_since = 0;
+			if (!overflow_credible(rd, &r))
+				goto out;
 			pthread_mutex_lock(&rd->lock);
 			err = prof_agg_take(rd->agg, &r);
 			pthread_mutex_unlock(&rd->lock);
@@ -107,20 +195,19 @@ static void *reader_main(void *arg)
 				prof_trace_take(rd->trace, &r);
 			continue;
 		}
+		if (err == -EIO)
+			goto out; /* corrupted: the stats say what */
 		if (err && err != -ETIMEDOUT) {
 			rd->error = err;
-			break;
-		}
-		/* Acquire: pairs with the release store in reader_close(). */
-		if (!atomic_load_explicit(&rd->closed, memory_order_acquire))
-			continue;
-		if (!idle_since)
-			idle_since = ring_clock_mono_ns();
-		else if (ring_clock_mono_ns() - idle_since > DRAIN_STALL_NS) {
-			rd->stalled = true;
-			break;
+			goto out;
 		}
 	}
+	rd->cut = true;
+out:
+	profbuf_reader_stats(rd->rb, &st);
+	if (st.corrupt)
+		rd->corrupt = st.corrupt;
+	rd->unread = rd->cut ? st.unread : 0;
 	return NULL;
 }
 
@@ -138,7 +225,7 @@ static int reader_start(struct reader *rd)
 
 static void reader_close(struct reader *rd)
 {
-	profbuf_close(rd->buf);
+	profbuf_reader_close(rd->rb);
 	/* Release: pairs with the acquire load in reader_main(). */
 	atomic_store_explicit(&rd->closed, true, memory_order_release);
 	pthread_join(rd->thread, NULL);
@@ -329,7 +416,9 @@ struct outcome {
 	struct rusage ru;
 	struct prof_counts counts;
 	struct prof_agg_counts agg;
-	bool stalled;
+	char ring[COMMENT_LEN]; /* how the reading of the ring ended */
+	bool ring_lost; /* ... and records were lost by it */
+	char doubt[COMMENT_LEN]; /* why the program's counters are not shown */
 	int64_t start_realtime_ns;
 	int64_t duration_ns;
 };
@@ -367,11 +456,18 @@ static void format_comments(const struct prof_record_args *a,
 			 ? "libunwind"
 			 : "frame-pointer");
 	snprintf(c[1], COMMENT_LEN, "program: %s %s", prog_name, end);
-	snprintf(c[2], COMMENT_LEN,
-		 "signals %" PRIu64 " = written %" PRIu64 " + refused %" PRIu64
-		 "; read %" PRIu64 ", lost %" PRIu64,
-		 k->written + k->refused, k->written, k->refused, o->agg.read,
-		 o->agg.lost);
+	if (o->doubt[0])
+		snprintf(c[2], COMMENT_LEN,
+			 "read %" PRIu64 ", lost %" PRIu64
+			 "; the program's counters are not shown: %s",
+			 o->agg.read, o->agg.lost, o->doubt);
+	else
+		snprintf(c[2], COMMENT_LEN,
+			 "signals %" PRIu64 " = written %" PRIu64
+			 " + refused %" PRIu64 "; read %" PRIu64
+			 ", lost %" PRIu64,
+			 k->written + k->refused, k->written, k->refused,
+			 o->agg.read, o->agg.lost);
 	snprintf(c[3], COMMENT_LEN,
 		 "processes %" PRIu64 ", images %" PRIu64 ", threads %" PRIu64
 		 " (%" PRIu64 " with samples), stacks %" PRIu64
@@ -383,8 +479,8 @@ static void format_comments(const struct prof_record_args *a,
 		 "libunwind fallbacks %" PRIu64 ", mappings %" PRIu64
 		 " (lost %" PRIu64 "), bad records %" PRIu64 "%s%s",
 		 k->unwind_fallback, o->agg.maps, k->maps_lost, o->agg.bad,
-		 k->taken_over ? ", the program took our signal over" : "",
-		 o->stalled ? ", a record was never finished" : "");
+		 k->taken_over ? ", the program took our signal over" : "", "");
+	snprintf(c[5], COMMENT_LEN, "ring: %.300s", o->ring);
 }
 
 static int write_profile(const struct prof_record_args *a, struct reader *rd,
@@ -472,16 +568,12 @@ static void warn(const struct prof_record_args *a, const struct outcome *o)
 	double cpu = ru_cpu_s(&o->ru);
 	double seen = (double)o->agg.periods / a->opts.hz;
 
-	if (o->counts.taken_over)
+	if (o->counts.taken_over && !o->doubt[0])
 		fprintf(stderr,
 			"profring-prof: the program installed its own handler "
 			"for signal %u: sampling stopped there\n",
 			o->counts.signo);
-	if (o->stalled)
-		fprintf(stderr,
-			"profring-prof: a process died or stopped in the middle "
-			"of writing a sample; what followed it is lost\n");
-	if (o->counts.maps_lost)
+	if (o->counts.maps_lost && !o->doubt[0])
 		fprintf(stderr,
 			"profring-prof: %" PRIu64 " mapping records were lost "
 			"(ring full): some code is shown as raw addresses\n",
@@ -506,6 +598,17 @@ static void summary(const struct prof_record_args *a, const struct outcome *o)
 	char end[128];
 
 	describe_end(o->status, end, sizeof(end));
+	if (o->doubt[0]) {
+		fprintf(stderr,
+			"profring-prof: wrote %s: %" PRIu64
+			" samples (read %" PRIu64 " + lost %" PRIu64
+			"; the program's counters not shown), %" PRIu64
+			" stacks, %" PRIu64 " process%s; the program %s\n",
+			a->output, o->agg.read + o->agg.lost, o->agg.read,
+			o->agg.lost, o->agg.stacks, o->agg.pids,
+			o->agg.pids == 1 ? "" : "es", end);
+		return;
+	}
 	fprintf(stderr,
 		"profring-prof: wrote %s: %" PRIu64 " samples (signals %" PRIu64
 		" = read %" PRIu64 " + lost %" PRIu64 "), %" PRIu64
@@ -572,21 +675,98 @@ static int close_trace(const struct prof_record_args *a, struct reader *rd)
  * past PROF_SHM_SLOTS share.
  */
 static void take_process_cpu(const struct prof_record_args *a,
-			     struct reader *rd, struct prof_shm *h)
+			     struct reader *rd, struct prof_shm *h,
+			     const struct outcome *o)
 {
 	/* Relaxed: the program is gone (wait4 ordered its stores). */
 	uint32_t n = atomic_load_explicit(&h->next_slot, memory_order_relaxed);
+	/* A claim: no process has more CPU than every CPU for the run. */
+	uint64_t most = (uint64_t)o->duration_ns *
+			(uint64_t)sysconf(_SC_NPROCESSORS_CONF);
+	uint64_t cpu;
 
 	if (n > PROF_SHM_SLOTS - 1)
 		n = PROF_SHM_SLOTS - 1;
-	for (uint32_t i = 0; i < n; i++)
-		prof_agg_set_process_cpu(
-			rd->agg,
-			atomic_load_explicit(&h->slots[i].pid,
-					     memory_order_relaxed),
-			atomic_load_explicit(&h->slots[i].ctr.cpu_ns,
-					     memory_order_relaxed),
-			1000000000u / a->opts.hz);
+	for (uint32_t i = 0; i < n; i++) {
+		cpu = atomic_load_explicit(&h->slots[i].ctr.cpu_ns,
+					   memory_order_relaxed);
+		if (cpu <= most)
+			prof_agg_set_process_cpu(
+				rd->agg,
+				atomic_load_explicit(&h->slots[i].pid,
+						     memory_order_relaxed),
+				cpu, 1000000000u / a->opts.hz);
+	}
+}
+
+/*
+ * ring_outcome() - how the reading of the ring ended, in @o->ring (for
+ * the profile's comment and, when records were lost by it, stderr).
+ */
+static void ring_outcome(const struct reader *rd, struct outcome *o)
+{
+	o->ring_lost = rd->corrupt || rd->cut;
+	if (rd->corrupt)
+		snprintf(o->ring, sizeof(o->ring),
+			 "the shared ring was found corrupted (%s): the "
+			 "program overwrote the profiler's memory; what was "
+			 "read before is kept, every later sample of the "
+			 "program is lost",
+			 rd->corrupt);
+	else if (rd->cut)
+		snprintf(o->ring, sizeof(o->ring),
+			 "reading stopped %u s after the program ended with "
+			 "%" PRIu32 " records unread (lost): a process died "
+			 "or stopped in the middle of writing one, or kept "
+			 "the reader busy",
+			 DRAIN_LIMIT_NS / 1000000000u, rd->unread);
+	else
+		snprintf(o->ring, sizeof(o->ring), "read to its end");
+}
+
+/*
+ * check_counts() - the program's counters are its claims: @o->doubt says
+ * why they are not believed (empty when they are).  Every sample read was
+ * written, and no count grows faster than one per RECORD_MIN_NS of every
+ * CPU.
+ */
+static void check_counts(struct outcome *o)
+{
+	const struct prof_counts *k = &o->counts;
+	uint64_t most = (uint64_t)(o->duration_ns > 1000000 ? o->duration_ns
+							    : 1000000) /
+			RECORD_MIN_NS * (uint64_t)sysconf(_SC_NPROCESSORS_CONF);
+	const struct {
+		const char *name;
+		uint64_t n;
+	} c[] = {
+		{ "samples written", k->written },
+		{ "samples refused", k->refused },
+		{ "threads", k->threads },
+		{ "truncated stacks", k->truncated },
+		{ "unchecked unwinds", k->unchecked },
+		{ "unwinder fallbacks", k->unwind_fallback },
+		{ "mapping records lost", k->maps_lost },
+		{ "heap records written", k->heap_allocs + k->heap_frees },
+		{ "heap records refused", k->heap_refused },
+		{ "untracked allocations", k->heap_untracked },
+	};
+
+	o->doubt[0] = 0;
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
+		if (c[i].n > most) {
+			snprintf(o->doubt, sizeof(o->doubt),
+				 "they claim %" PRIu64 " %s, more than one "
+				 "per %u ns of every CPU (its memory was "
+				 "overwritten)",
+				 c[i].n, c[i].name, RECORD_MIN_NS);
+			return;
+		}
+	if (k->written < o->agg.read)
+		snprintf(o->doubt, sizeof(o->doubt),
+			 "they claim %" PRIu64 " samples written, but %" PRIu64
+			 " were read (its memory was overwritten)",
+			 k->written, o->agg.read);
 }
 
 static int finish(const struct prof_record_args *a, struct reader *rd,
@@ -594,12 +774,20 @@ static int finish(const struct prof_record_args *a, struct reader *rd,
 {
 	int err;
 
-	o->stalled = rd->stalled;
+	ring_outcome(rd, o);
 	prof_shm_sum(m->hdr, &o->counts);
-	if (m->hdr->cpu && a->opts.mode != PROFRING_PROF_MODE_WALL)
-		take_process_cpu(a, rd, m->hdr);
+	if (rd->cpu && a->opts.mode != PROFRING_PROF_MODE_WALL)
+		take_process_cpu(a, rd, m->hdr, o);
 	prof_agg_set_heap_refused(rd->agg, o->counts.heap_refused);
 	prof_agg_counts(rd->agg, &o->agg);
+	check_counts(o);
+	if (o->ring_lost)
+		fprintf(stderr, "profring-prof: %s\n", o->ring);
+	if (o->doubt[0])
+		fprintf(stderr,
+			"profring-prof: the program's own counters are not "
+			"shown: %s\n",
+			o->doubt);
 	/* Relaxed: the program is gone; a count to report. */
 	if (!atomic_load_explicit(&m->hdr->attached, memory_order_relaxed)) {
 		char end[128];
@@ -618,14 +806,14 @@ static int finish(const struct prof_record_args *a, struct reader *rd,
 			return 125;
 	}
 	if (a->heap) {
-		err = write_heap(a, rd, o, m->hdr->heap_rate);
+		err = write_heap(a, rd, o, rd->heap_rate);
 		if (err) {
 			fprintf(stderr, "profring-prof: cannot write %s: %s\n",
 				a->heap, strerror(-err));
 			return 125;
 		}
 		if (!a->quiet)
-			heap_summary(a, rd, m->hdr->heap_rate);
+			heap_summary(a, rd, rd->heap_rate);
 	}
 	if (!a->output)
 		return pass_on(o->status);
@@ -662,7 +850,7 @@ static void serve(const struct prof_record_args *a, struct reader *rd,
 		.hz = a->opts.hz,
 		.cpu = a->output && a->opts.mode != PROFRING_PROF_MODE_WALL,
 		.wall = a->opts.mode == PROFRING_PROF_MODE_WALL,
-		.heap_rate = m->hdr->heap_rate,
+		.heap_rate = rd->heap_rate,
 		.start_realtime_ns = o->start_realtime_ns,
 		.start_mono_ns = t0,
 	};
@@ -728,7 +916,17 @@ int prof_record_run(const struct prof_record_args *args, char **argv)
 			strerror(-err));
 		return 125;
 	}
-	rd.buf = m.buf;
+	rd.heap_rate = sp.heap_rate;
+	rd.cpus = (uint64_t)sysconf(_SC_NPROCESSORS_CONF);
+	rd.ovf_since = ring_clock_mono_ns();
+	rd.cpu = sp.cpu;
+	rd.rb = profbuf_reader_attach((char *)m.base + m.hdr->ring_offset,
+				      m.hdr->ring_size);
+	if (!rd.rb) {
+		fprintf(stderr, "profring-prof: cannot set up: %s\n",
+			strerror(errno));
+		goto out;
+	}
 	if (a->trace) {
 		err = prof_trace_open(&rd.trace, a->trace, sp.heap_rate,
 				      a->opts.mode == PROFRING_PROF_MODE_WALL);
@@ -782,6 +980,7 @@ out:
 		prof_trace_close(rd.trace, &c);
 	}
 	child_env_free(&ce);
+	profbuf_reader_free(rd.rb);
 	prof_agg_free(rd.agg);
 	prof_shm_unmap(&m);
 	return rc;

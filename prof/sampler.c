@@ -95,6 +95,7 @@
  * handler reads without allocating.
  */
 #include "prof/sampler.h"
+#include "prof/ring_guard.h"
 #include "prof/sampler_impl.h"
 #include "prof/heap.h"
 #include "prof/hooks.h"
@@ -258,8 +259,8 @@ static void sample(const siginfo_t *si, void *ucontext)
 	}
 	hdr[PROF_HDR_TID] = (uint64_t)prof_smp_tid();
 	hdr[PROF_HDR_PID] = (uint64_t)prof_smp.pid;
-	rc = profbuf_write(prof_smp.buf, NULL, (int64_t)ring_clock_ticks(), hdr,
-			   PROF_HDR_WORDS, pcs, n);
+	rc = prof_ring_write(prof_smp.buf, NULL, (int64_t)ring_clock_ticks(),
+			     hdr, PROF_HDR_WORDS, pcs, n);
 	prof_smp_count(rc ? &prof_smp.counters->refused
 			  : &prof_smp.counters->written);
 	if (wall)

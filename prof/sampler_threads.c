@@ -10,6 +10,7 @@
  * prof_smp.lock unless it says otherwise.
  */
 #include "prof/sampler_impl.h"
+#include "prof/ring_guard.h"
 #include "prof/heap.h"
 #include "prof/perf_event.h"
 #include "prof/thread_cpu.h"
@@ -319,8 +320,8 @@ static void carry_sample(pid_t tid, int64_t ns, uintptr_t leaf)
 		prof_hdr_kind_word(PROF_REC_SAMPLE, periods);
 	hdr[PROF_HDR_TID] = (uint64_t)tid;
 	hdr[PROF_HDR_PID] = (uint64_t)prof_smp.pid;
-	rc = profbuf_write(prof_smp.buf, NULL, (int64_t)ring_clock_ticks(), hdr,
-			   PROF_HDR_WORDS, pcs, n);
+	rc = prof_ring_write(prof_smp.buf, NULL, (int64_t)ring_clock_ticks(),
+			     hdr, PROF_HDR_WORDS, pcs, n);
 	prof_smp_count(rc ? &prof_smp.counters->refused
 			  : &prof_smp.counters->written);
 }

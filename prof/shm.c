@@ -3,7 +3,10 @@
  * prof/shm.c - create, attach and read the launcher's shared memory
  * (layout and rules in shm.h).
  */
+#include <profring/prof.h>
+
 #include "prof/shm.h"
+#include "prof/ring_guard.h"
 #include "prof/sampler.h"
 
 #include <errno.h>
@@ -14,6 +17,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* The ring this process writes, as it attached (ring_guard.h). */
+struct prof_ring_snap prof_ring_snap;
 
 /* The header rounded up to pages: the ring starts on a page. */
 static size_t header_bytes(void)
@@ -28,7 +34,11 @@ static size_t header_bytes(void)
  * header filled in from @p and an empty shared ring.
  * @p: the session.
  * @m: receives the mapping.  The memfd is close-on-exec: the launcher
- *     clears that in the child it runs.
+ *     clears that in the child it runs.  Its size is sealed (it can
+ *     neither shrink nor grow, and no seal can be added): the program
+ *     inherits a writable descriptor, and an ftruncate() of it would
+ *     otherwise take the pages from under the launcher's mapping (SIGBUS
+ *     in the launcher, whatever it checks).
  *
  * Return: 0 or -errno.
  */
@@ -46,10 +56,12 @@ int prof_shm_create(const struct prof_shm_params *p, struct prof_shm_map *m)
 	if (!ring)
 		return -EINVAL;
 	m->size = header_bytes() + ring;
-	m->fd = memfd_create("profring-prof", MFD_CLOEXEC);
+	m->fd = memfd_create("profring-prof", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (m->fd < 0)
 		return -errno;
-	if (ftruncate(m->fd, (off_t)m->size))
+	if (ftruncate(m->fd, (off_t)m->size) ||
+	    fcntl(m->fd, F_ADD_SEALS,
+		  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL))
 		goto fail;
 	m->base = mmap(NULL, m->size, PROT_READ | PROT_WRITE, MAP_SHARED, m->fd,
 		       0);
@@ -115,10 +127,17 @@ int prof_shm_attach(int fd, struct prof_shm_map *m)
 		return -errno;
 	}
 	h = m->hdr = m->base;
+	/*
+	 * An earlier image of the program may have overwritten the header:
+	 * the session must be one the launcher could have set, since the
+	 * sampler sizes its work by it (max_frames, hz).
+	 */
 	if (h->magic != PROF_SHM_MAGIC || h->version != PROF_SHM_VERSION ||
 	    h->size != m->size || h->nslots != PROF_SHM_SLOTS ||
 	    h->ring_offset != header_bytes() ||
-	    h->ring_size > m->size - h->ring_offset)
+	    h->ring_size > m->size - h->ring_offset || !h->hz ||
+	    h->hz > PROFRING_PROF_MAX_HZ || !h->max_frames ||
+	    h->max_frames > PROFRING_PROF_MAX_FRAMES)
 		goto fail;
 	m->buf = profbuf_shared_attach((char *)m->base + h->ring_offset,
 				       h->ring_size);
@@ -126,6 +145,11 @@ int prof_shm_attach(int fd, struct prof_shm_map *m)
 		err = -errno;
 		goto fail;
 	}
+	/* Checked by profbuf_shared_attach() a moment ago: 0 here. */
+	err = pb_check_layout(m->buf, h->ring_size, &prof_ring_snap.l);
+	if (err)
+		goto fail;
+	prof_ring_snap.b = m->buf;
 	m->fd = fd;
 	return 0;
 fail:

@@ -100,6 +100,7 @@
  * that did to real programs).
  */
 #include "prof/sampler_impl.h"
+#include "prof/ring_guard.h"
 #include "prof/procfs.h"
 #include "prof/heap.h"
 
@@ -336,8 +337,8 @@ static void repeat(struct wall_thread *e, uintptr_t state)
 		prof_hdr_kind_word(PROF_REC_REPEAT, periods);
 	hdr[PROF_HDR_TID] = (uint64_t)e->tid;
 	hdr[PROF_HDR_PID] = (uint64_t)prof_smp.pid;
-	rc = profbuf_write(prof_smp.buf, NULL, (int64_t)ring_clock_ticks(), hdr,
-			   PROF_HDR_WORDS, &state, 1);
+	rc = prof_ring_write(prof_smp.buf, NULL, (int64_t)ring_clock_ticks(),
+			     hdr, PROF_HDR_WORDS, &state, 1);
 	prof_smp_count(rc ? &prof_smp.counters->refused
 			  : &prof_smp.counters->written);
 	e->owed_ns -= periods * ticker.period_ns;

@@ -17,12 +17,6 @@
 #include "profbuf/profbuf_testing.h"
 #include "ring/region.h"
 
-/* Where everything goes for these sizes; 0 if they are out of range. */
-struct pb_layout {
-	uint32_t hdrsize, data_len, tag_len;
-	uint64_t data_off, tags_off, stamps_off, ovf_rec_off, size;
-};
-
 static uint32_t round_pow2(size_t n)
 {
 	uint32_t p = 1;
@@ -86,7 +80,8 @@ static struct profbuf *lay_out(void *mem, const struct pb_layout *l,
 	atomic_init(&b->w, start);
 	atomic_init(&b->r, start);
 	atomic_init(&b->limit, pb_limit(b, start));
-	b->r_next = start;
+	b->rs.r_next = start;
+	b->rs.r_given = start;
 	return b;
 }
 
@@ -124,8 +119,8 @@ RING_API void profbuf_free(struct profbuf *b)
 void profbuf_test_counters(struct profbuf *b, struct profbuf_test_counters *c)
 {
 	c->wakeups = atomic_load_explicit(&b->wake_seq, memory_order_relaxed);
-	c->sleeps = b->sleeps;
-	c->withdrawn = b->withdrawn;
+	c->sleeps = b->rs.sleeps;
+	c->withdrawn = b->rs.withdrawn;
 }
 
 void profbuf_test_close_late(struct profbuf *b)
@@ -182,27 +177,45 @@ RING_API struct profbuf *profbuf_shared_init(void *mem, size_t size,
 	return lay_out(mem, &l, true, 0, 0);
 }
 
-RING_API struct profbuf *profbuf_shared_attach(void *mem, size_t size)
+int pb_check_layout(const void *mem, size_t size, struct pb_layout *l)
 {
 	const struct profbuf *b = mem;
-	struct pb_layout l;
+	struct pb_layout seen;
 
 	if (!mem || ((uintptr_t)mem & (RING_CACHELINE - 1)) ||
-	    size < sizeof(*b)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	if (b->magic != PB_MAGIC || b->version != PB_VERSION || !b->shared) {
-		errno = EPROTO;
-		return NULL;
-	}
+	    size < sizeof(*b))
+		return -EINVAL;
+	if (b->magic != PB_MAGIC || b->version != PB_VERSION || !b->shared)
+		return -EPROTO;
+	/* Each field read once: the memory may change under us. */
+	seen = (struct pb_layout){
+		.hdrsize = b->hdrsize,
+		.data_len = b->data_len,
+		.tag_len = b->tag_len,
+		.data_off = b->data_off,
+		.tags_off = b->tags_off,
+		.stamps_off = b->stamps_off,
+		.ovf_rec_off = b->ovf_rec_off,
+		.size = b->size,
+	};
 	/* The geometry must be one plan() makes, and fit in @size. */
-	if (plan(b->hdrsize, b->data_len, b->tag_len, &l) ||
-	    l.data_len != b->data_len || l.tag_len != b->tag_len ||
-	    l.data_off != b->data_off || l.tags_off != b->tags_off ||
-	    l.stamps_off != b->stamps_off || l.ovf_rec_off != b->ovf_rec_off ||
-	    l.size != b->size || size < l.size) {
-		errno = EINVAL;
+	if (plan(seen.hdrsize, seen.data_len, seen.tag_len, l) ||
+	    l->data_len != seen.data_len || l->tag_len != seen.tag_len ||
+	    l->data_off != seen.data_off || l->tags_off != seen.tags_off ||
+	    l->stamps_off != seen.stamps_off ||
+	    l->ovf_rec_off != seen.ovf_rec_off || l->size != seen.size ||
+	    size < l->size)
+		return -EINVAL;
+	return 0;
+}
+
+RING_API struct profbuf *profbuf_shared_attach(void *mem, size_t size)
+{
+	struct pb_layout l;
+	int err = pb_check_layout(mem, size, &l);
+
+	if (err) {
+		errno = -err;
 		return NULL;
 	}
 	pthread_once(&fork_once, register_fork_child);
@@ -214,7 +227,7 @@ RING_API int profbuf_stats(struct profbuf *b, struct profbuf_stats *st)
 	if (!b || !st)
 		return -EINVAL;
 	memset(st, 0, sizeof(*st));
-	st->dead_skipped = b->dead_skipped;
-	st->stalled_unowned = b->stalled_unowned;
+	st->dead_skipped = b->rs.dead_skipped;
+	st->stalled_unowned = b->rs.stalled_unowned;
 	return 0;
 }

@@ -36,6 +36,28 @@
 #define OVF_CLOSED ((uint64_t)1 << 34)
 #define OVF_GEN_SHIFT 35
 
+/*
+ * struct pb_rstate - what a reader keeps between reads.
+ * @eof_returned: EOF was returned; every later read returns it.
+ * @r_next:       where the run returned last ends.
+ * @r_given:      what the reader last stored in r (given back).
+ * @sleeps:       SLEEPING set by us (for tests).
+ * @withdrawn:    SLEEPING cleared by us, not a waker.
+ * @last_time:    of the last record returned.
+ * @dead_skipped: records of dead writers skipped.
+ * @stalled_unowned: waiting on a record with no owner.
+ */
+struct pb_rstate {
+	bool eof_returned;
+	uint64_t r_next;
+	uint64_t r_given;
+	uint64_t sleeps;
+	uint64_t withdrawn;
+	uint64_t last_time;
+	uint64_t dead_skipped;
+	uint32_t stalled_unowned;
+};
+
 struct profbuf {
 	/* Reserved by writers; SLEEPING/EXTRA also moved by the reader. */
 	ring_cacheline_aligned _Atomic uint64_t w;
@@ -73,15 +95,9 @@ struct profbuf {
 	uint32_t version;
 	/* Futex word the reader sleeps on; bumped by the one waker. */
 	ring_cacheline_aligned _Atomic uint32_t wake_seq;
-	/* Reader-owned. */
+	/* Reader-owned (a plain handle's reader; see struct pb_view). */
 	_Atomic uint32_t reading;
-	bool eof_returned;
-	uint64_t r_next;
-	uint64_t sleeps; /* SLEEPING set by us (for tests) */
-	uint64_t withdrawn; /* SLEEPING cleared by us, not a waker */
-	uint64_t last_time; /* of the last record returned */
-	uint64_t dead_skipped; /* records of dead writers skipped */
-	uint32_t stalled_unowned; /* waiting on a record with no owner */
+	struct pb_rstate rs;
 };
 
 /*
@@ -179,6 +195,56 @@ static inline uint64_t *pb_ovf_rec(const struct profbuf *b)
 {
 	return (uint64_t *)((char *)b + b->ovf_rec_off);
 }
+
+/*
+ * struct pb_guard - a guarded reader's own copy of each run
+ * (profbuf_reader_attach(), read.c).
+ * @copy, @tag_copy: room for a whole ring's words and tags.
+ * @corrupt:         what was found corrupted first, or NULL.
+ */
+struct pb_guard {
+	uint64_t *copy;
+	const void **tag_copy;
+	const char *corrupt;
+};
+
+/*
+ * struct pb_view - what the reader works on (read.c): where the rings
+ * are and their sizes, the block's words that writers share, and the
+ * reader's state.
+ * @b:      the block: of it the reader uses only w, r, limit, ovf,
+ *          ovf_time, busy_owner and wake_seq.
+ * @data, @tags, @stamps: the rings.
+ * @ovf_rec: where the overflow record is made.
+ * @hdrsize, @data_len, @tag_len, @shared: the geometry.
+ * @st:     the reader's state.
+ * @guard:  NULL for a plain handle; a guarded reader's copy otherwise.
+ */
+struct pb_view {
+	struct profbuf *b;
+	uint64_t *data;
+	const void **tags;
+	_Atomic uint32_t *stamps;
+	uint64_t *ovf_rec;
+	uint32_t hdrsize, data_len, tag_len;
+	bool shared;
+	struct pb_rstate *st;
+	struct pb_guard *guard;
+};
+
+/* Where everything goes for one buffer's sizes (layout.c's plan()). */
+struct pb_layout {
+	uint32_t hdrsize, data_len, tag_len;
+	uint64_t data_off, tags_off, stamps_off, ovf_rec_off, size;
+};
+
+/*
+ * pb_check_layout() - is @mem (@size bytes) a shared buffer of this
+ * version whose geometry is one layout.c lays out?  @l gets that
+ * geometry, read once.
+ * Return: 0, -EINVAL or -EPROTO.
+ */
+int pb_check_layout(const void *mem, size_t size, struct pb_layout *l);
 
 /* A write at time @now was discarded: count it (profbuf.c). */
 int pb_count_loss(struct profbuf *b, int64_t now);

@@ -13,6 +13,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,7 +37,7 @@ static const void *const overflow_tag[1];
  */
 static uint64_t committed_end(struct profbuf *b, uint64_t bw)
 {
-	uint64_t pos = b->r_next & ~RING_PINDEX_FLAGS;
+	uint64_t pos = b->rs.r_next & ~RING_PINDEX_FLAGS;
 	int32_t reserved =
 		ring_count_sub(ring_pindex_tag(bw), ring_pindex_tag(pos));
 
@@ -108,35 +109,86 @@ RING_API int profbuf_after_fork(struct profbuf *b, int64_t now)
 /* ---- the reader ----------------------------------------------------- */
 
 /*
+ * The reader works on a view (struct pb_view, profbuf_impl.h): where the
+ * rings are, their sizes and what the reader keeps between reads.  A
+ * plain handle (profbuf_read()) builds it from the block at each read and
+ * keeps its state in the block.  A guarded reader
+ * (profbuf_reader_attach()) built it once, from a geometry it checked,
+ * and keeps everything in its own memory: of the block it reads only the
+ * words writers write (w, ovf, ovf_time, busy_owner, the stamps, the
+ * records and tags), and it treats each of them as a claim to check.
+ */
+
+/* Guarded: the ring is corrupted; every later read says so. */
+static int corrupt(struct pb_view *v, const char *what)
+{
+	if (v->guard && !v->guard->corrupt)
+		v->guard->corrupt = what;
+	return -EIO;
+}
+
+/*
  * give_back_run() - commit the previous read: its slots go back to the
  * writers.
  */
-static void give_back_run(struct profbuf *b)
+static void give_back_run(struct pb_view *v)
 {
-	/* Relaxed: only the reader stores r. */
-	uint64_t prev = atomic_load_explicit(&b->r, memory_order_relaxed);
-	int32_t n = ring_count_sub(ring_pindex_tag(b->r_next),
+	struct pb_rstate *st = v->st;
+	uint64_t prev = st->r_given;
+	int32_t n = ring_count_sub(ring_pindex_tag(st->r_next),
 				   ring_pindex_tag(prev));
-	uint32_t ti = ring_pindex_tag(prev) & (b->tag_len - 1);
+	uint32_t ti = ring_pindex_tag(prev) & (v->tag_len - 1);
 
-	if (prev == b->r_next)
+	if (prev == st->r_next)
 		return;
 	for (int32_t i = 0; i < n; i++) {
-		pb_tags(b)[ti] = NULL;
+		v->tags[ti] = NULL;
 		/* Relaxed: published by the release store of r below. */
-		atomic_store_explicit(&pb_stamps(b)[ti], 0,
-				      memory_order_relaxed);
-		ti = (ti + 1) & (b->tag_len - 1);
+		atomic_store_explicit(&v->stamps[ti], 0, memory_order_relaxed);
+		ti = (ti + 1) & (v->tag_len - 1);
 	}
+	st->r_given = st->r_next;
 	/* Release: pairs with the acquire load of r in reserve(). */
-	atomic_store_explicit(&b->r, b->r_next, memory_order_release);
+	atomic_store_explicit(&v->b->r, st->r_next, memory_order_release);
 	/*
 	 * Release: pairs with the acquire load of limit in
 	 * profbuf__write_fast().  Until it lands, an inline writer sees the
 	 * old, smaller room: at worst it goes the slow way, which reads r.
 	 */
-	atomic_store_explicit(&b->limit, pb_limit(b, b->r_next),
+	atomic_store_explicit(&v->b->limit,
+			      ring_pindex_add(st->r_next & ~RING_PINDEX_FLAGS,
+					      v->data_len, v->tag_len),
 			      memory_order_release);
+}
+
+/*
+ * guard_copy() - a guarded reader returns a copy of the run, in its own
+ * memory, walked again there: what the consumer parses cannot change
+ * under it, and a length a writer changed between the scan and the copy
+ * is caught here.
+ * Return: 0, or -EIO.
+ */
+static int guard_copy(struct pb_view *v, struct profbuf_read *out)
+{
+	struct pb_guard *g = v->guard;
+	size_t at = 0;
+	uint64_t len;
+
+	memcpy(g->copy, out->data, out->ndata * sizeof(uint64_t));
+	memcpy(g->tag_copy, out->tags, out->ntags * sizeof(void *));
+	for (size_t k = 0; k < out->ntags; k++) {
+		len = g->copy[at];
+		if (len < 2 + (uint64_t)v->hdrsize || len > out->ndata - at)
+			return corrupt(v, "a record's length changed as it "
+					  "was read");
+		v->st->last_time = g->copy[at + 1];
+		at += len;
+	}
+	if (at != out->ndata)
+		return corrupt(v, "a record's length changed as it was read");
+	out->data = g->copy;
+	out->tags = g->tag_copy;
+	return 0;
 }
 
 /*
@@ -146,16 +198,19 @@ static void give_back_run(struct profbuf *b)
  * is not committed, -EIO if the ring is malformed (cannot happen unless
  * memory was corrupted).
  */
-static int scan_run(struct profbuf *b, uint64_t bw, struct profbuf_read *out)
+static int scan_run(struct pb_view *v, uint64_t bw, struct profbuf_read *out)
 {
-	uint64_t br = b->r_next;
+	struct pb_rstate *st = v->st;
+	uint64_t br = st->r_next;
 	int32_t reserved =
 		ring_count_sub(ring_pindex_tag(bw), ring_pindex_tag(br));
-	uint32_t ti = ring_pindex_tag(br) & (b->tag_len - 1);
-	uint32_t start = ring_pindex_data(br) & (b->data_len - 1);
-	uint32_t tag_room = b->tag_len - ti;
+	uint32_t ti = ring_pindex_tag(br) & (v->tag_len - 1);
+	uint32_t start = ring_pindex_data(br) & (v->data_len - 1);
+	uint32_t tag_room = v->tag_len - ti;
 	uint32_t skip = 0, di = start, n = 0, last = start;
 
+	if (v->guard && (reserved < 0 || (uint32_t)reserved > v->tag_len))
+		return corrupt(v, "the write index is out of range");
 	if (reserved > 0 && (uint32_t)reserved < tag_room)
 		tag_room = (uint32_t)reserved;
 	else if (reserved <= 0)
@@ -164,34 +219,35 @@ static int scan_run(struct profbuf *b, uint64_t bw, struct profbuf_read *out)
 	 * Acquire: pairs with the release store of the stamp in
 	 * put_record(): the record's words and tag are visible.
 	 */
-	while (n < tag_room && di < b->data_len &&
-	       atomic_load_explicit(&pb_stamps(b)[ti + n],
-				    memory_order_acquire) ==
+	while (n < tag_room && di < v->data_len &&
+	       atomic_load_explicit(&v->stamps[ti + n], memory_order_acquire) ==
 		       PB_STAMP_COMMITTED) {
-		uint64_t len = pb_data(b)[di];
+		uint64_t len = v->data[di];
 
 		if (len == 0) {
 			if (n > 0)
 				break; /* rewind: next read starts at 0 */
-			skip = b->data_len - start;
+			skip = v->data_len - start;
 			start = di = 0;
-			len = pb_data(b)[0];
+			len = v->data[0];
 		}
-		if (len < 2 + b->hdrsize || len > b->data_len - di)
-			return -EIO;
+		if (len < 2 + v->hdrsize || len > v->data_len - di)
+			return corrupt(v, "a record's length is out of range");
 		last = di;
 		di += (uint32_t)len;
 		n++;
 	}
 	if (n == 0)
 		return 0;
-	b->last_time = pb_data(b)[last + 1];
-	out->data = pb_data(b) + start;
+	st->last_time = v->data[last + 1];
+	out->data = v->data + start;
 	out->ndata = di - start;
-	out->tags = pb_tags(b) + ti;
+	out->tags = v->tags + ti;
 	out->ntags = n;
-	b->r_next = ring_pindex_make(ring_pindex_data(br) + skip + di - start,
-				     ring_pindex_tag(br) + n);
+	if (v->guard && guard_copy(v, out))
+		return -EIO;
+	st->r_next = ring_pindex_make(ring_pindex_data(br) + skip + di - start,
+				      ring_pindex_tag(br) + n);
 	return 1;
 }
 
@@ -201,8 +257,9 @@ static int scan_run(struct profbuf *b, uint64_t bw, struct profbuf_read *out)
  *
  * Return: true with the overflow record in @out.
  */
-static bool take_overflow(struct profbuf *b, struct profbuf_read *out)
+static bool take_overflow(struct pb_view *v, struct profbuf_read *out)
 {
+	struct profbuf *b = v->b;
 	/*
 	 * Acquire: pairs with ovf_release_busy(): the run's ovf_time is
 	 * visible once we see its count with BUSY clear.
@@ -227,11 +284,12 @@ static bool take_overflow(struct profbuf *b, struct profbuf_read *out)
 		&b->ovf, &o, ovf_next_gen(o), memory_order_acq_rel,
 		memory_order_acquire));
 
-	pb_ovf_rec(b)[0] = 3 + b->hdrsize;
-	pb_ovf_rec(b)[1] = time;
-	pb_ovf_rec(b)[2 + b->hdrsize] = ovf_count(o);
-	out->data = pb_ovf_rec(b);
-	out->ndata = 3 + b->hdrsize;
+	memset(v->ovf_rec, 0, (3 + (size_t)v->hdrsize) * sizeof(uint64_t));
+	v->ovf_rec[0] = 3 + v->hdrsize;
+	v->ovf_rec[1] = time;
+	v->ovf_rec[2 + v->hdrsize] = ovf_count(o);
+	out->data = v->ovf_rec;
+	out->ndata = 3 + v->hdrsize;
 	out->tags = overflow_tag;
 	out->ntags = 1;
 	return true;
@@ -333,8 +391,9 @@ static void wait_for_commit(struct pb_wait *wt)
  *
  * Return: 0 to look again, -ETIMEDOUT.
  */
-static int sleep_reader(struct profbuf *b, uint64_t bw, struct pb_wait *wt)
+static int sleep_reader(struct pb_view *v, uint64_t bw, struct pb_wait *wt)
 {
+	struct profbuf *b = v->b;
 	struct timespec left, *timeout = NULL;
 	uint32_t seq = atomic_load_explicit(&b->wake_seq, memory_order_relaxed);
 	uint64_t cur;
@@ -354,9 +413,9 @@ static int sleep_reader(struct profbuf *b, uint64_t bw, struct pb_wait *wt)
 		    memory_order_relaxed))
 		return 0;
 	if (!(bw & PB_SLEEPING))
-		b->sleeps++;
+		v->st->sleeps++;
 	ring_perturb();
-	rc = ring_futex_wait_op(&b->wake_seq, seq, timeout, b->shared);
+	rc = ring_futex_wait_op(&b->wake_seq, seq, timeout, v->shared);
 	if (rc != -ETIMEDOUT)
 		return 0;
 	/* Timed out: take our flag back, unless a waker already did. */
@@ -366,7 +425,7 @@ static int sleep_reader(struct profbuf *b, uint64_t bw, struct pb_wait *wt)
 		if (atomic_compare_exchange_weak_explicit(
 			    &b->w, &cur, cur & ~PB_SLEEPING,
 			    memory_order_relaxed, memory_order_relaxed)) {
-			b->withdrawn++;
+			v->st->withdrawn++;
 			break;
 		}
 	}
@@ -386,7 +445,9 @@ static int sleep_reader(struct profbuf *b, uint64_t bw, struct pb_wait *wt)
  * stopped or merely slow writer is alive and is waited for.  The owner
  * stamp is stored a few instructions after the reservation: a writer
  * killed in between leaves a record with no owner, which only the
- * reader's own timeout bounds (stalled_unowned says so).
+ * reader's own timeout bounds (stalled_unowned says so).  Stepping over
+ * is work per record (a kill() and perhaps an open()): it stops at the
+ * read's deadline, and a read that may not wait steps over nothing.
  */
 #define PB_DEAD_CHECK_STEP 96
 
@@ -424,38 +485,40 @@ out:
  * over it if its owner died.
  * Return: 1 skipped (look again), 0 not, -EIO for a malformed length.
  */
-static int skip_dead_writer(struct profbuf *b)
+static int skip_dead_writer(struct pb_view *v)
 {
-	uint32_t ti = ring_pindex_tag(b->r_next) & (b->tag_len - 1);
-	uint32_t di = ring_pindex_data(b->r_next) & (b->data_len - 1);
+	struct pb_rstate *st = v->st;
+	uint32_t ti = ring_pindex_tag(st->r_next) & (v->tag_len - 1);
+	uint32_t di = ring_pindex_data(st->r_next) & (v->data_len - 1);
 	uint32_t skip = 0;
 	/* Acquire: pairs with the release store in claim_record(). */
-	uint32_t st =
-		atomic_load_explicit(&pb_stamps(b)[ti], memory_order_acquire);
+	uint32_t stamp =
+		atomic_load_explicit(&v->stamps[ti], memory_order_acquire);
 	uint64_t len;
 
-	if (st == PB_STAMP_FREE) {
-		b->stalled_unowned = 1;
+	if (stamp == PB_STAMP_FREE) {
+		st->stalled_unowned = 1;
 		return 0;
 	}
-	b->stalled_unowned = 0;
-	if (!(st & PB_STAMP_OWNER) || !task_is_gone(st & ~PB_STAMP_OWNER))
+	st->stalled_unowned = 0;
+	if (!(stamp & PB_STAMP_OWNER) || !task_is_gone(stamp & ~PB_STAMP_OWNER))
 		return 0;
-	len = pb_data(b)[di];
+	len = v->data[di];
 	if (len == 0) { /* the rewind marker: the record is at 0 */
-		skip = b->data_len - di;
+		skip = v->data_len - di;
 		di = 0;
-		len = pb_data(b)[0];
+		len = v->data[0];
 	}
-	if (len < 2 + b->hdrsize || len > b->data_len - di)
-		return -EIO;
-	b->r_next = ring_pindex_make(ring_pindex_data(b->r_next) + skip +
-					     (uint32_t)len,
-				     ring_pindex_tag(b->r_next) + 1);
-	b->dead_skipped++;
+	if (len < 2 + v->hdrsize || len > v->data_len - di)
+		return corrupt(v, "a dead writer's record length is out of "
+				  "range");
+	st->r_next = ring_pindex_make(ring_pindex_data(st->r_next) + skip +
+					      (uint32_t)len,
+				      ring_pindex_tag(st->r_next) + 1);
+	st->dead_skipped++;
 	/* Counted like a write that found no room; -EINVAL only if sealed,
 	 * which cannot be while a record is reserved. */
-	pb_count_loss(b, (int64_t)b->last_time);
+	pb_count_loss(v->b, (int64_t)st->last_time);
 	return 1;
 }
 
@@ -470,8 +533,9 @@ static int skip_dead_writer(struct profbuf *b)
  * a first loss's time that was never stored reads as the previous one's.
  * Return: true if BUSY was cleared.
  */
-static bool recover_dead_busy(struct profbuf *b)
+static bool recover_dead_busy(struct pb_view *v)
 {
+	struct profbuf *b = v->b;
 	uint64_t o = atomic_load_explicit(&b->ovf, memory_order_acquire);
 	uint32_t owner;
 
@@ -485,7 +549,7 @@ static bool recover_dead_busy(struct profbuf *b)
 						     memory_order_release,
 						     memory_order_relaxed))
 		return false;
-	b->dead_skipped++;
+	v->st->dead_skipped++;
 	return true;
 }
 
@@ -496,28 +560,30 @@ static bool recover_dead_busy(struct profbuf *b)
  * to look again, -EAGAIN when there is nothing and we may not wait, or an
  * error.
  */
-static int read_step(struct profbuf *b, struct pb_wait *wt,
+static int read_step(struct pb_view *v, struct pb_wait *wt,
 		     struct profbuf_read *out)
 {
+	struct profbuf *b = v->b;
 	/*
 	 * Relaxed: each record is published by its stamp, read with acquire
 	 * in scan_run(); w only bounds the scan.
 	 */
 	uint64_t bw = atomic_load_explicit(&b->w, memory_order_relaxed);
-	bool reserved = ring_pindex_tag(bw) != ring_pindex_tag(b->r_next);
-	int rc = scan_run(b, bw, out);
+	bool reserved = ring_pindex_tag(bw) != ring_pindex_tag(v->st->r_next);
+	struct timespec left;
+	int rc = scan_run(v, bw, out);
 
 	if (rc)
 		return rc;
-	if (take_overflow(b, out))
+	if (take_overflow(v, out))
 		return 1;
 	/* Acquire: pairs with the fetch_or in profbuf_close(). */
 	if (!reserved && (atomic_load_explicit(&b->ovf, memory_order_acquire) &
 			  OVF_CLOSED)) {
 		rc = seal(b, bw);
 		if (rc == 1) {
-			b->withdrawn += !!(bw & PB_SLEEPING);
-			b->eof_returned = true;
+			v->st->withdrawn += !!(bw & PB_SLEEPING);
+			v->st->eof_returned = true;
 			out->eof = true;
 			return 1;
 		}
@@ -535,27 +601,98 @@ static int read_step(struct profbuf *b, struct pb_wait *wt,
 			memory_order_relaxed);
 		return 0;
 	}
-	if (reserved && b->shared && wt->backoff >= PB_DEAD_CHECK_STEP) {
-		rc = skip_dead_writer(b);
+	if (!wt->block)
+		return -EAGAIN;
+	if (!wait_left(wt, &left))
+		return -ETIMEDOUT;
+	if (reserved && v->shared && wt->backoff >= PB_DEAD_CHECK_STEP) {
+		rc = skip_dead_writer(v);
 		if (rc)
 			return rc < 0 ? rc : 0;
 	}
-	if (!wt->block)
-		return -EAGAIN;
 	if (reserved) {
-		struct timespec left;
-
-		if (!wait_left(wt, &left))
-			return -ETIMEDOUT;
 		wait_for_commit(wt);
 		return 0;
 	}
-	return sleep_reader(b, bw, wt);
+	return sleep_reader(v, bw, wt);
+}
+
+/*
+ * Looks that find w or ovf moved, or step over a dead writer, ask for
+ * another look without waiting: a read with a deadline checks it every
+ * PB_LOOKS_PER_CHECK of them, so that writers that keep w moving (or
+ * memory that says so) cannot hold it past its deadline.
+ */
+#define PB_LOOKS_PER_CHECK 64u
+
+static int read_steps(struct pb_view *v, struct pb_wait *wt,
+		      struct profbuf_read *out)
+{
+	struct timespec left;
+	uint32_t looks = 0;
+	int rc;
+
+	while ((rc = read_step(v, wt, out)) == 0) {
+		if (++looks % PB_LOOKS_PER_CHECK == 0 && wt->deadline &&
+		    !wait_left(wt, &left))
+			return -ETIMEDOUT;
+	}
+	return rc;
+}
+
+static int read_view(struct pb_view *v, struct pb_wait *wt,
+		     struct profbuf_read *out)
+{
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (v->guard && v->guard->corrupt)
+		return -EIO;
+	if (v->st->eof_returned) {
+		out->eof = true;
+		return 0;
+	}
+	give_back_run(v);
+	rc = read_steps(v, wt, out);
+	if (rc == -ETIMEDOUT) {
+		if (v->shared)
+			recover_dead_busy(v);
+		/* One last look, so that a timeout never hides a record. */
+		wt->block = false;
+		rc = read_steps(v, wt, out);
+		if (rc == -EAGAIN)
+			rc = -ETIMEDOUT;
+	}
+	if (rc == 1 || rc == -EAGAIN)
+		rc = 0;
+	if (rc == -EIO)
+		memset(out, 0, sizeof(*out));
+	return rc;
+}
+
+/* The view of a plain handle: the block's own geometry and state. */
+static void block_view(struct profbuf *b, struct pb_view *v)
+{
+	*v = (struct pb_view){
+		.b = b,
+		.data = pb_data(b),
+		.tags = pb_tags(b),
+		.stamps = pb_stamps(b),
+		.ovf_rec = pb_ovf_rec(b),
+		.hdrsize = b->hdrsize,
+		.data_len = b->data_len,
+		.tag_len = b->tag_len,
+		.shared = b->shared,
+		.st = &b->rs,
+	};
+	/* Relaxed: only the reader stores r; we are the reader. */
+	b->rs.r_given = atomic_load_explicit(&b->r, memory_order_relaxed);
 }
 
 static int read_common(struct profbuf *b, struct pb_wait *wt,
 		       struct profbuf_read *out)
 {
+	struct pb_view v;
 	int rc;
 
 	if (!b || !out)
@@ -566,33 +703,19 @@ static int read_common(struct profbuf *b, struct pb_wait *wt,
 	 */
 	if (atomic_exchange_explicit(&b->reading, 1, memory_order_acquire))
 		return -EBUSY;
-	memset(out, 0, sizeof(*out));
-	if (b->eof_returned) {
-		out->eof = true;
-		rc = 0;
-		goto out;
-	}
-	give_back_run(b);
-	do
-		rc = read_step(b, wt, out);
-	while (rc == 0);
-	if (rc == -ETIMEDOUT) {
-		if (b->shared)
-			recover_dead_busy(b);
-		/* One last look, so that a timeout never hides a record. */
-		wt->block = false;
-		do
-			rc = read_step(b, wt, out);
-		while (rc == 0);
-		if (rc == -EAGAIN)
-			rc = -ETIMEDOUT;
-	}
-	if (rc == 1 || rc == -EAGAIN)
-		rc = 0;
-out:
+	block_view(b, &v);
+	rc = read_view(&v, wt, out);
 	/* Release: pairs with the acquire exchange above. */
 	atomic_store_explicit(&b->reading, 0, memory_order_release);
 	return rc;
+}
+
+/* A deadline @timeout_ns from now; 0 ("none") past 2^64 ns. */
+static uint64_t deadline_in(uint64_t timeout_ns)
+{
+	uint64_t d = now_ns() + timeout_ns;
+
+	return d < timeout_ns ? 0 : d;
 }
 
 RING_API int profbuf_read(struct profbuf *b, enum profbuf_mode mode,
@@ -610,9 +733,148 @@ RING_API int profbuf_read_timeout(struct profbuf *b, uint64_t timeout_ns,
 {
 	struct pb_wait wt = { .block = true };
 
-	/* A deadline of 0 means "none": so does one past 2^64 ns. */
-	wt.deadline = now_ns() + timeout_ns;
-	if (wt.deadline < timeout_ns)
-		wt.deadline = 0;
+	wt.deadline = deadline_in(timeout_ns);
 	return read_common(b, &wt, r);
+}
+
+/* ---- the guarded reader (profbuf_reader_attach()) ------------------- */
+
+/*
+ * struct profbuf_reader - a reader of a shared buffer in its own memory.
+ * @v:       the view, built once at attach from the checked geometry.
+ * @st:      the reader's state (@v.st points here).
+ * @g:       the copy of each run (@v.guard points here).
+ * @reading: one read at a time on this handle.
+ * @ovf_rec: the overflow record it hands out.
+ * @l:       the geometry it attached to.
+ */
+struct profbuf_reader {
+	struct pb_view v;
+	struct pb_rstate st;
+	struct pb_guard g;
+	_Atomic uint32_t reading;
+	uint64_t *ovf_rec;
+	struct pb_layout l;
+};
+
+/*
+ * The block's geometry is still the one we attached to?  We never use
+ * it, but the writers do: one that changed means they stopped writing
+ * (prof/ring_guard.h) or write elsewhere, and the reading ends here.
+ */
+static bool geometry_kept(const struct profbuf_reader *rd)
+{
+	const struct profbuf *b = rd->v.b;
+	const struct pb_layout *l = &rd->l;
+
+	return b->hdrsize == l->hdrsize && b->data_len == l->data_len &&
+	       b->tag_len == l->tag_len && b->data_off == l->data_off &&
+	       b->tags_off == l->tags_off && b->stamps_off == l->stamps_off &&
+	       b->ovf_rec_off == l->ovf_rec_off && b->size == l->size;
+}
+
+RING_API struct profbuf_reader *profbuf_reader_attach(void *mem, size_t size)
+{
+	struct profbuf_reader *rd;
+	struct pb_layout l;
+	struct profbuf *b;
+	int err = pb_check_layout(mem, size, &l);
+
+	if (err) {
+		errno = -err;
+		return NULL;
+	}
+	b = mem;
+	rd = calloc(1, sizeof(*rd));
+	if (!rd)
+		return NULL;
+	rd->g.copy = malloc(sizeof(uint64_t) * l.data_len);
+	rd->g.tag_copy = malloc(sizeof(void *) * l.tag_len);
+	rd->ovf_rec = malloc(sizeof(uint64_t) * (3 + (size_t)l.hdrsize));
+	if (!rd->g.copy || !rd->g.tag_copy || !rd->ovf_rec) {
+		profbuf_reader_free(rd);
+		errno = ENOMEM;
+		return NULL;
+	}
+	/*
+	 * Our read position is where the block says writers were given
+	 * back room to; it is clamped by the checks of every later read (a
+	 * w out of range of it is corruption).  Relaxed: a count, checked.
+	 */
+	rd->st.r_next = rd->st.r_given =
+		atomic_load_explicit(&b->r, memory_order_relaxed) &
+		~RING_PINDEX_FLAGS;
+	rd->v = (struct pb_view){
+		.b = b,
+		.data = (uint64_t *)((char *)b + l.data_off),
+		.tags = (const void **)((char *)b + l.tags_off),
+		.stamps = (_Atomic uint32_t *)((char *)b + l.stamps_off),
+		.ovf_rec = rd->ovf_rec,
+		.hdrsize = l.hdrsize,
+		.data_len = l.data_len,
+		.tag_len = l.tag_len,
+		.shared = true,
+		.st = &rd->st,
+		.guard = &rd->g,
+	};
+	rd->l = l;
+	return rd;
+}
+
+RING_API int profbuf_reader_read(struct profbuf_reader *rd, uint64_t timeout_ns,
+				 struct profbuf_read *r)
+{
+	struct pb_wait wt = { .block = true };
+	int rc;
+
+	if (!rd || !r)
+		return -EINVAL;
+	/* Acquire/release: as in read_common(), for this handle's state. */
+	if (atomic_exchange_explicit(&rd->reading, 1, memory_order_acquire))
+		return -EBUSY;
+	wt.deadline = deadline_in(timeout_ns);
+	if (!rd->g.corrupt && !geometry_kept(rd))
+		corrupt(&rd->v, "the ring's geometry was overwritten");
+	rc = read_view(&rd->v, &wt, r);
+	atomic_store_explicit(&rd->reading, 0, memory_order_release);
+	return rc;
+}
+
+RING_API int profbuf_reader_close(struct profbuf_reader *rd)
+{
+	if (!rd)
+		return -EINVAL;
+	return profbuf_close(rd->v.b);
+}
+
+RING_API int profbuf_reader_stats(struct profbuf_reader *rd,
+				  struct profbuf_reader_stats *st)
+{
+	uint64_t bw;
+	int32_t pending;
+
+	if (!rd || !st)
+		return -EINVAL;
+	memset(st, 0, sizeof(*st));
+	st->dead_skipped = rd->st.dead_skipped;
+	st->stalled_unowned = rd->st.stalled_unowned;
+	st->corrupt = rd->g.corrupt;
+	/* Relaxed: a count to report, checked against the ring's size. */
+	bw = atomic_load_explicit(&rd->v.b->w, memory_order_relaxed);
+	pending = ring_count_sub(ring_pindex_tag(bw),
+				 ring_pindex_tag(rd->st.r_next));
+	if (!rd->st.eof_returned && pending > 0 &&
+	    (uint32_t)pending <= rd->v.tag_len)
+		st->unread = (uint32_t)pending;
+	return 0;
+}
+
+RING_API void profbuf_reader_free(struct profbuf_reader *rd)
+{
+	if (!rd)
+		return;
+	free(rd->g.copy);
+	free(rd->g.tag_copy);
+	free(rd->ovf_rec);
+	free(rd);
 }

@@ -254,9 +254,10 @@ size_t profbuf_shared_size(size_t hdrsize, size_t bufwords, size_t ntags);
  *    half the runs; a writer that exits normally never does.  Thread ids are
  *    those of the reader's pid namespace: writers in another pid
  *    namespace are not supported.
- *  - The memory is trusted: a process that scribbles on the buffer's
- *    header can make every user of it misbehave (a corrupt record length
- *    is caught: -EIO).
+ *  - The memory is trusted by this handle: a process that scribbles on
+ *    the buffer's header can make every user of it misbehave (a corrupt
+ *    record length is caught: -EIO).  A reader that must survive the
+ *    writers' memory uses profbuf_reader_attach() instead.
  * Not async-signal-safe.  profbuf_free() on the handle frees nothing (the
  * memory is the caller's to unmap).
  *
@@ -277,6 +278,104 @@ struct profbuf *profbuf_shared_init(void *mem, size_t size, size_t hdrsize,
  * buffer of this version) or EINVAL (sizes that do not fit @size).
  */
 struct profbuf *profbuf_shared_attach(void *mem, size_t size);
+
+/**
+ * struct profbuf_reader - a guarded reader of a shared buffer
+ * (profbuf_reader_attach()); opaque, in the reader's own memory.
+ */
+struct profbuf_reader;
+
+/**
+ * profbuf_reader_attach() - read a shared buffer whose writers may
+ * corrupt its memory.
+ * @mem:  the buffer, as for profbuf_shared_attach().
+ * @size: the mapping's size.
+ *
+ * For a reader that must outlive what it reads: a profiler reading the
+ * program it profiles, whose wild writes may land in the buffer.  The
+ * buffer's geometry (sizes, offsets, header size) is read once, here,
+ * checked against what profbuf_shared_init() lays out for those sizes and
+ * against @size, and kept in the reader's memory; so are the reader's
+ * position, its EOF and its overflow record.  Of @mem the reader then
+ * reads only what writers write (the write word, the overflow word, the
+ * commit stamps, the records and tags), and treats each as a claim to
+ * check: a write index out of range of the ring, or a record length that
+ * does not fit, is corruption.  Each run is copied into the reader's
+ * memory and checked again there before it is returned, so the consumer
+ * parses words that cannot change under it.  A tag is a number the
+ * writer chose (check it before you use it).  Overflow counts are the
+ * writers' claims: report them as such.
+ *
+ * What can still go wrong is said, never done: the first corruption
+ * found (the geometry in @mem no longer the one attached to, which writers
+ * follow, counts too) ends the reading (every later read returns -EIO;
+ * profbuf_reader_stats() says what was found), and every run returned
+ * before it stays valid.  No read waits past its timeout, however the
+ * memory changes (stepping over dead writers included).  Memory that
+ * can shrink under the mapping faults (SIGBUS): seal it first (a memfd
+ * with F_SEAL_SHRINK).  The reader does not take the buffer's shared
+ * reader flag: one guarded reader, and no other reader, per buffer.
+ *
+ * Not async-signal-safe (it allocates a copy the size of the ring).
+ *
+ * Return: the reader, or NULL with errno EINVAL (bad @mem or @size, or a
+ * geometry that does not fit), EPROTO (not a shared buffer of this
+ * version) or ENOMEM.
+ */
+struct profbuf_reader *profbuf_reader_attach(void *mem, size_t size);
+
+/**
+ * profbuf_reader_read() - profbuf_read_timeout() for a guarded reader.
+ * @rd:         the reader.
+ * @timeout_ns: wait at most this long for something to read.
+ * @r:          the read; its data, tags and overflow record are in the
+ *              reader's memory, valid until the next read on @rd.
+ *
+ * Return: 0 (with @r empty on timeout: ndata 0, eof false), -ETIMEDOUT
+ * as profbuf_read_timeout(), -EBUSY for a read already in progress on
+ * @rd, -EIO once the buffer was found corrupted (then always), -EINVAL.
+ */
+int profbuf_reader_read(struct profbuf_reader *rd, uint64_t timeout_ns,
+			struct profbuf_read *r);
+
+/**
+ * profbuf_reader_close() - profbuf_close() on the reader's buffer; any
+ * thread may call it while another reads.
+ *
+ * Return: as profbuf_close().
+ */
+int profbuf_reader_close(struct profbuf_reader *rd);
+
+/**
+ * struct profbuf_reader_stats - what a guarded reader knows.
+ * @dead_skipped:    as in struct profbuf_stats.
+ * @stalled_unowned: as in struct profbuf_stats.
+ * @unread:          records the write word says are reserved and not
+ *                   read yet (0 once EOF was read; a claim, at most the
+ *                   ring's tags): what is lost if reading stops now.
+ * @corrupt:         what was found corrupted, a static string; NULL
+ *                   while none was.
+ */
+struct profbuf_reader_stats {
+	uint64_t dead_skipped;
+	uint32_t stalled_unowned;
+	uint32_t unread;
+	const char *corrupt;
+};
+
+/**
+ * profbuf_reader_stats() - the reader's counts; call between reads.
+ *
+ * Return: 0, or -EINVAL.
+ */
+int profbuf_reader_stats(struct profbuf_reader *rd,
+			 struct profbuf_reader_stats *st);
+
+/**
+ * profbuf_reader_free() - free the reader (not the buffer); NULL is a
+ * no-op.
+ */
+void profbuf_reader_free(struct profbuf_reader *rd);
 
 /**
  * struct profbuf_stats - what the reader knows of lost writers.
