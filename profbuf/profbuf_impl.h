@@ -246,6 +246,16 @@ struct pb_layout {
  */
 int pb_check_layout(const void *mem, size_t size, struct pb_layout *l);
 
+/*
+ * pb_corrupt() - a guarded reader found the ring corrupted (@what, a
+ * static string; the first one stays): return -EIO (read.c).
+ */
+int pb_corrupt(struct pb_view *v, const char *what);
+
+/* A blocking read of @v for at most @timeout_ns (read.c). */
+int pb_read_view_timeout(struct pb_view *v, uint64_t timeout_ns,
+			 struct profbuf_read *r);
+
 /* A write at time @now was discarded: count it (profbuf.c). */
 int pb_count_loss(struct profbuf *b, int64_t now);
 

@@ -5,7 +5,9 @@
  * buffers, stepping over dead writers.  The protocol is described at the
  * top of profbuf.c; this file follows its "Read", "Sleeping and waking",
  * "Overflow" (the reader's part), "Close and EOF" and "Dead writers"
- * rules.
+ * rules, on a view of the buffer (struct pb_view): the block's own
+ * geometry and state for a plain handle, or a guarded reader's copies
+ * (guard.c), for which it also checks every claim the block makes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +15,6 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -120,7 +121,7 @@ RING_API int profbuf_after_fork(struct profbuf *b, int64_t now)
  */
 
 /* Guarded: the ring is corrupted; every later read says so. */
-static int corrupt(struct pb_view *v, const char *what)
+int pb_corrupt(struct pb_view *v, const char *what)
 {
 	if (v->guard && !v->guard->corrupt)
 		v->guard->corrupt = what;
@@ -179,13 +180,14 @@ static int guard_copy(struct pb_view *v, struct profbuf_read *out)
 	for (size_t k = 0; k < out->ntags; k++) {
 		len = g->copy[at];
 		if (len < 2 + (uint64_t)v->hdrsize || len > out->ndata - at)
-			return corrupt(v, "a record's length changed as it "
-					  "was read");
+			return pb_corrupt(v, "a record's length changed as it "
+					     "was read");
 		v->st->last_time = g->copy[at + 1];
 		at += len;
 	}
 	if (at != out->ndata)
-		return corrupt(v, "a record's length changed as it was read");
+		return pb_corrupt(v,
+				  "a record's length changed as it was read");
 	out->data = g->copy;
 	out->tags = g->tag_copy;
 	return 0;
@@ -210,7 +212,7 @@ static int scan_run(struct pb_view *v, uint64_t bw, struct profbuf_read *out)
 	uint32_t skip = 0, di = start, n = 0, last = start;
 
 	if (v->guard && (reserved < 0 || (uint32_t)reserved > v->tag_len))
-		return corrupt(v, "the write index is out of range");
+		return pb_corrupt(v, "the write index is out of range");
 	if (reserved > 0 && (uint32_t)reserved < tag_room)
 		tag_room = (uint32_t)reserved;
 	else if (reserved <= 0)
@@ -232,7 +234,8 @@ static int scan_run(struct pb_view *v, uint64_t bw, struct profbuf_read *out)
 			len = v->data[0];
 		}
 		if (len < 2 + v->hdrsize || len > v->data_len - di)
-			return corrupt(v, "a record's length is out of range");
+			return pb_corrupt(v,
+					  "a record's length is out of range");
 		last = di;
 		di += (uint32_t)len;
 		n++;
@@ -510,8 +513,8 @@ static int skip_dead_writer(struct pb_view *v)
 		len = v->data[0];
 	}
 	if (len < 2 + v->hdrsize || len > v->data_len - di)
-		return corrupt(v, "a dead writer's record length is out of "
-				  "range");
+		return pb_corrupt(v, "a dead writer's record length is out of "
+				     "range");
 	st->r_next = ring_pindex_make(ring_pindex_data(st->r_next) + skip +
 					      (uint32_t)len,
 				      ring_pindex_tag(st->r_next) + 1);
@@ -737,144 +740,11 @@ RING_API int profbuf_read_timeout(struct profbuf *b, uint64_t timeout_ns,
 	return read_common(b, &wt, r);
 }
 
-/* ---- the guarded reader (profbuf_reader_attach()) ------------------- */
-
-/*
- * struct profbuf_reader - a reader of a shared buffer in its own memory.
- * @v:       the view, built once at attach from the checked geometry.
- * @st:      the reader's state (@v.st points here).
- * @g:       the copy of each run (@v.guard points here).
- * @reading: one read at a time on this handle.
- * @ovf_rec: the overflow record it hands out.
- * @l:       the geometry it attached to.
- */
-struct profbuf_reader {
-	struct pb_view v;
-	struct pb_rstate st;
-	struct pb_guard g;
-	_Atomic uint32_t reading;
-	uint64_t *ovf_rec;
-	struct pb_layout l;
-};
-
-/*
- * The block's geometry is still the one we attached to?  We never use
- * it, but the writers do: one that changed means they stopped writing
- * (prof/ring_guard.h) or write elsewhere, and the reading ends here.
- */
-static bool geometry_kept(const struct profbuf_reader *rd)
-{
-	const struct profbuf *b = rd->v.b;
-	const struct pb_layout *l = &rd->l;
-
-	return b->hdrsize == l->hdrsize && b->data_len == l->data_len &&
-	       b->tag_len == l->tag_len && b->data_off == l->data_off &&
-	       b->tags_off == l->tags_off && b->stamps_off == l->stamps_off &&
-	       b->ovf_rec_off == l->ovf_rec_off && b->size == l->size;
-}
-
-RING_API struct profbuf_reader *profbuf_reader_attach(void *mem, size_t size)
-{
-	struct profbuf_reader *rd;
-	struct pb_layout l;
-	struct profbuf *b;
-	int err = pb_check_layout(mem, size, &l);
-
-	if (err) {
-		errno = -err;
-		return NULL;
-	}
-	b = mem;
-	rd = calloc(1, sizeof(*rd));
-	if (!rd)
-		return NULL;
-	rd->g.copy = malloc(sizeof(uint64_t) * l.data_len);
-	rd->g.tag_copy = malloc(sizeof(void *) * l.tag_len);
-	rd->ovf_rec = malloc(sizeof(uint64_t) * (3 + (size_t)l.hdrsize));
-	if (!rd->g.copy || !rd->g.tag_copy || !rd->ovf_rec) {
-		profbuf_reader_free(rd);
-		errno = ENOMEM;
-		return NULL;
-	}
-	/*
-	 * Our read position is where the block says writers were given
-	 * back room to; it is clamped by the checks of every later read (a
-	 * w out of range of it is corruption).  Relaxed: a count, checked.
-	 */
-	rd->st.r_next = rd->st.r_given =
-		atomic_load_explicit(&b->r, memory_order_relaxed) &
-		~RING_PINDEX_FLAGS;
-	rd->v = (struct pb_view){
-		.b = b,
-		.data = (uint64_t *)((char *)b + l.data_off),
-		.tags = (const void **)((char *)b + l.tags_off),
-		.stamps = (_Atomic uint32_t *)((char *)b + l.stamps_off),
-		.ovf_rec = rd->ovf_rec,
-		.hdrsize = l.hdrsize,
-		.data_len = l.data_len,
-		.tag_len = l.tag_len,
-		.shared = true,
-		.st = &rd->st,
-		.guard = &rd->g,
-	};
-	rd->l = l;
-	return rd;
-}
-
-RING_API int profbuf_reader_read(struct profbuf_reader *rd, uint64_t timeout_ns,
-				 struct profbuf_read *r)
+int pb_read_view_timeout(struct pb_view *v, uint64_t timeout_ns,
+			 struct profbuf_read *r)
 {
 	struct pb_wait wt = { .block = true };
-	int rc;
 
-	if (!rd || !r)
-		return -EINVAL;
-	/* Acquire/release: as in read_common(), for this handle's state. */
-	if (atomic_exchange_explicit(&rd->reading, 1, memory_order_acquire))
-		return -EBUSY;
 	wt.deadline = deadline_in(timeout_ns);
-	if (!rd->g.corrupt && !geometry_kept(rd))
-		corrupt(&rd->v, "the ring's geometry was overwritten");
-	rc = read_view(&rd->v, &wt, r);
-	atomic_store_explicit(&rd->reading, 0, memory_order_release);
-	return rc;
-}
-
-RING_API int profbuf_reader_close(struct profbuf_reader *rd)
-{
-	if (!rd)
-		return -EINVAL;
-	return profbuf_close(rd->v.b);
-}
-
-RING_API int profbuf_reader_stats(struct profbuf_reader *rd,
-				  struct profbuf_reader_stats *st)
-{
-	uint64_t bw;
-	int32_t pending;
-
-	if (!rd || !st)
-		return -EINVAL;
-	memset(st, 0, sizeof(*st));
-	st->dead_skipped = rd->st.dead_skipped;
-	st->stalled_unowned = rd->st.stalled_unowned;
-	st->corrupt = rd->g.corrupt;
-	/* Relaxed: a count to report, checked against the ring's size. */
-	bw = atomic_load_explicit(&rd->v.b->w, memory_order_relaxed);
-	pending = ring_count_sub(ring_pindex_tag(bw),
-				 ring_pindex_tag(rd->st.r_next));
-	if (!rd->st.eof_returned && pending > 0 &&
-	    (uint32_t)pending <= rd->v.tag_len)
-		st->unread = (uint32_t)pending;
-	return 0;
-}
-
-RING_API void profbuf_reader_free(struct profbuf_reader *rd)
-{
-	if (!rd)
-		return;
-	free(rd->g.copy);
-	free(rd->g.tag_copy);
-	free(rd->ovf_rec);
-	free(rd);
+	return read_view(v, &wt, r);
 }
