@@ -128,9 +128,11 @@
  * before EOF, or refused.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 /*
@@ -447,7 +449,8 @@ static inline void put_record(struct profbuf *b, uint32_t tag_count,
 
 /*
  * write_with_overflow() - a pending overflow was seen (@o): emit it before
- * our record, or count our record as lost too.
+ * our record, or count our record as lost too (@may_wait: or return
+ * -EAGAIN, counting nothing).
  *
  * Return: as profbuf_write(); 1 if the overflow was taken by someone else
  * meanwhile and the caller should write normally.
@@ -455,7 +458,7 @@ static inline void put_record(struct profbuf *b, uint32_t tag_count,
 static __attribute__((noinline, cold)) int
 write_with_overflow(struct profbuf *b, uint64_t o, const void *tag, int64_t now,
 		    const uint64_t *hdr, size_t nhdr, const uintptr_t *stk,
-		    size_t nstk)
+		    size_t nstk, bool may_wait)
 {
 	uint32_t want[2] = { 3 + b->hdrsize, 2 + b->hdrsize + (uint32_t)nstk };
 	struct pb_reservation rv;
@@ -467,7 +470,7 @@ write_with_overflow(struct profbuf *b, uint64_t o, const void *tag, int64_t now,
 		if (ovf_count(o) == 0)
 			return 1;
 		if (o & OVF_BUSY)
-			return pb_count_loss(b, now);
+			return may_wait ? -EAGAIN : pb_count_loss(b, now);
 		/*
 		 * Acquire: pairs with ovf_release_busy(): ovf_time of this
 		 * run of losses is visible.
@@ -479,8 +482,8 @@ write_with_overflow(struct profbuf *b, uint64_t o, const void *tag, int64_t now,
 	ring_perturb();
 
 	if (!reserve(b, want, 2, &rv)) {
-		ovf_release_busy(b, 1);
-		return -ENOSPC;
+		ovf_release_busy(b, may_wait ? 0 : 1);
+		return may_wait ? -EAGAIN : -ENOSPC;
 	}
 	/* Shared: own both records at once, should we die holding BUSY. */
 	if (ring_unlikely(b->shared)) {
@@ -529,11 +532,13 @@ static bool header_ok(const struct profbuf *b, const uint64_t *hdr, size_t nhdr)
 /*
  * write_slow() - everything profbuf__write_fast() declines: bad
  * arguments, a pending overflow or CLOSED, a shared buffer, SLEEPING, a
- * rewind, no room, a lost CAS.
+ * rewind, no room, a lost CAS.  @may_wait: where the write would be
+ * counted lost for want of room, return -EAGAIN and count nothing
+ * (profbuf_write_wait()).
  */
 static __attribute__((noinline)) int
 write_slow(struct profbuf *b, const void *tag, int64_t now, const uint64_t *hdr,
-	   size_t nhdr, const uintptr_t *stk, size_t nstk)
+	   size_t nhdr, const uintptr_t *stk, size_t nstk, bool may_wait)
 {
 	uint32_t want;
 	struct pb_reservation rv;
@@ -555,12 +560,13 @@ write_slow(struct profbuf *b, const void *tag, int64_t now, const uint64_t *hdr,
 
 		if (o & OVF_CLOSED)
 			return -EINVAL;
-		rc = write_with_overflow(b, o, tag, now, hdr, nhdr, stk, nstk);
+		rc = write_with_overflow(b, o, tag, now, hdr, nhdr, stk, nstk,
+					 may_wait);
 		if (rc <= 0)
 			return rc;
 	}
 	if (ring_unlikely(!reserve(b, &want, 1, &rv)))
-		return pb_count_loss(b, now);
+		return may_wait ? -EAGAIN : pb_count_loss(b, now);
 	ring_perturb();
 	put_record(b, rv.tag, rv.pos[0], rv.marker[0], tag, now, hdr, nhdr, stk,
 		   nstk);
@@ -590,7 +596,64 @@ RING_API int profbuf_write(struct profbuf *b, const void *tag, int64_t now,
 	if (ring_likely(
 		    !profbuf__write_fast(b, tag, now, hdr, nhdr, stk, nstk)))
 		return 0;
-	return write_slow(b, tag, now, hdr, nhdr, stk, nstk);
+	return write_slow(b, tag, now, hdr, nhdr, stk, nstk, false);
+}
+
+/*
+ * Waiting for room.  A writer that may wait loses nothing while the
+ * reader lags: where a write would be counted lost, it holds nothing (no
+ * reservation, no BUSY) and looks again after a back-off: a few spins,
+ * then yields, then sleeps of 1 us doubling to 1 ms (the reader's give
+ * back is what it waits for, and that takes a read).  Since it holds
+ * nothing while it waits, writers that cannot wait (a signal handler on
+ * the same thread included) go on as ever, and at its deadline the write
+ * is counted lost like any other.
+ */
+static void wait_for_room(uint32_t step)
+{
+	struct timespec ts = { 0, 0 };
+
+	if (step < 16) {
+		for (int i = 0; i < 64; i++)
+			ring_cpu_relax();
+	} else if (step < 32) {
+		sched_yield();
+	} else {
+		step -= 32;
+		ts.tv_nsec = step < 10 ? 1000L << step : 1000000L;
+		nanosleep(&ts, NULL);
+	}
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+RING_API int profbuf_write_wait(struct profbuf *b, const void *tag, int64_t now,
+				const uint64_t *hdr, size_t nhdr,
+				const uintptr_t *stk, size_t nstk,
+				uint64_t timeout_ns)
+{
+	uint64_t deadline = 0;
+	int rc;
+
+	for (uint32_t step = 0;; step++) {
+		if (!profbuf__write_fast(b, tag, now, hdr, nhdr, stk, nstk))
+			return 0;
+		rc = write_slow(b, tag, now, hdr, nhdr, stk, nstk, true);
+		if (rc != -EAGAIN)
+			return rc;
+		if (!deadline)
+			deadline = mono_ns() + timeout_ns;
+		else if (step % 8 == 0 && mono_ns() >= deadline)
+			return write_slow(b, tag, now, hdr, nhdr, stk, nstk,
+					  false);
+		wait_for_room(step);
+	}
 }
 
 RING_API int profbuf_close(struct profbuf *b)

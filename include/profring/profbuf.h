@@ -139,6 +139,29 @@ int profbuf_write(struct profbuf *b, const void *tag, int64_t now,
 		  size_t nstk);
 
 /**
+ * profbuf_write_wait() - profbuf_write() that waits for room instead of
+ * losing the record, for writers that may block.
+ * @timeout_ns: wait at most this long (then the write is counted lost,
+ *              as profbuf_write() counts it, and -ENOSPC returned).
+ *
+ * For records that must not be dropped (a heap profiler at rate 1, where
+ * a lost free would invent a leak): while the reader lags, the writer
+ * holds nothing (no reservation, no overflow claim) and looks again after
+ * a back-off (spins, yields, then sleeps from 1 us doubling to 1 ms), so
+ * writers that cannot wait, on other threads or in a signal handler that
+ * interrupts this one, go on as with profbuf_write(), and nothing is
+ * counted for the waiting.  Blocks: never call it where the reader
+ * cannot run until it returns (on the reader's own thread, or in a
+ * handler that may have interrupted the reader): there only the timeout
+ * ends it.  Lock-free in the sense that it takes no lock; not wait-free.
+ *
+ * Return: as profbuf_write().
+ */
+int profbuf_write_wait(struct profbuf *b, const void *tag, int64_t now,
+		       const uint64_t *hdr, size_t nhdr, const uintptr_t *stk,
+		       size_t nstk, uint64_t timeout_ns);
+
+/**
  * profbuf_read() - return the next run of committed records.
  * @b:    the buffer
  * @mode: PROFBUF_BLOCKING waits until there is something to return (data,
