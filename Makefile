@@ -192,7 +192,8 @@ $(BUILD)/tools/prof_demo_nofp: tools/prof_demo.c
 E2E_PROGS := $(BUILD)/e2e/hostile $(BUILD)/e2e/hostile_static \
 	$(BUILD)/e2e/libdlloop.so $(BUILD)/e2e/runpath $(BUILD)/e2e/plug/libplug.so \
 	$(BUILD)/e2e/cxx $(BUILD)/e2e/heapwork $(BUILD)/e2e/httpwork \
-	$(BUILD)/e2e/shortthreads $(BUILD)/e2e/wallwork $(BUILD)/e2e/scribble
+	$(BUILD)/e2e/shortthreads $(BUILD)/e2e/wallwork $(BUILD)/e2e/scribble \
+	$(BUILD)/e2e/heapedge $(BUILD)/e2e/heapown
 E2E_CFLAGS := -D_GNU_SOURCE -std=c11 -O2 -g $(FRAMEPTR)
 
 $(BUILD)/e2e/hostile: prof/e2e/hostile.c
@@ -207,6 +208,14 @@ $(BUILD)/e2e/scribble: prof/e2e/scribble.c prof/shm.h profbuf/profbuf_impl.h
 $(BUILD)/e2e/heapwork: prof/e2e/heapwork.c
 	@mkdir -p $(dir $@)
 	$(CC) $(E2E_CFLAGS) -o $@ $< -lpthread
+
+$(BUILD)/e2e/heapedge: prof/e2e/heapedge.c
+	@mkdir -p $(dir $@)
+	$(CC) $(E2E_CFLAGS) -o $@ $< -lpthread
+
+$(BUILD)/e2e/heapown: prof/e2e/heapown.c
+	@mkdir -p $(dir $@)
+	$(CC) $(E2E_CFLAGS) -o $@ $<
 
 $(BUILD)/e2e/httpwork: prof/e2e/httpwork.c
 	@mkdir -p $(dir $@)

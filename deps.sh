@@ -8,7 +8,7 @@ set -e
 PACKAGES="build-essential make gcc clang libclang-rt-14-dev pkg-config
 	liburcu-dev libck-dev zlib1g-dev libunwind-dev libmicrohttpd-dev
 	libdw-dev libc6-dbg binutils
-	gawk python3 gnuplot-nox golang-go google-perftools heaptrack
+	gawk python3 gnuplot-nox golang-go google-perftools libjemalloc2 heaptrack
 	linux-perf sqlite3 xz-utils nodejs
 	liblttng-ust-dev lttng-tools babeltrace"
 

@@ -268,6 +268,24 @@ static void say(const char *what, const char *why)
 	fprintf(stderr, "profring-prof: %s: %s\n", what, why);
 }
 
+/*
+ * The heap profile would be empty without a word: the program's malloc is
+ * another allocator's, which comes before ours in the lookup order (the
+ * program's own, or one preloaded ahead of us), so our hooks never run.
+ */
+static void warn_malloc_foreign(void)
+{
+	const char *who = prof_malloc_foreign ? prof_malloc_foreign() : NULL;
+	const char *base = who ? strrchr(who, '/') : NULL;
+
+	if (who)
+		fprintf(stderr,
+			"profring-prof: warning: the heap profile sees no "
+			"allocation of this program: its malloc is %s's, not "
+			"ours\n",
+			base ? base + 1 : who);
+}
+
 /* Claim a slot, say hello, report the mappings (agent.lock held). */
 static void attach(void)
 {
@@ -339,6 +357,8 @@ bool prof_agent_init(void)
 		err = prof_heap_start(&hc);
 		if (err)
 			say("cannot start the heap profiler", strerror(-err));
+		else
+			warn_malloc_foreign();
 	}
 	err = agent.map.hdr->cpu ? prof_sampler_start(&agent.cfg) : 0;
 	if (err)

@@ -29,6 +29,23 @@
  * finds no room marks its record PROF_ALLOC_UNTRACKED and counts it; a
  * lookup that finds nothing is an unsampled block.  No lock anywhere: a
  * free() in any thread, a signal handler included, never waits.
+ *
+ * realloc() gives its block back inside the allocator, and only if it
+ * succeeds: the FREE cannot be written before it (a failed realloc leaves
+ * the block the program's), and after it another thread may be handed
+ * the same address.  So while a realloc of a sampled block runs, its slot
+ * holds the address with HELD set (prof_heap_hold(), counted in `held`);
+ * afterwards prof_heap_unhold() writes the FREE if the block was given
+ * back, then clears the slot (a tombstone), or puts the address back if
+ * it was not.  A sampled allocation that is handed a held address waits
+ * for that slot to clear (the other thread is between its realloc's
+ * return and its FREE: a few hundred nanoseconds) so that the FREE comes
+ * first in the ring, or as long as the scheduler keeps that thread off
+ * a CPU; it gives up after HOLD_WAIT_NS (a thread stopped by a debugger
+ * there), and then the two records may come in either order.  A signal
+ * handler that allocates on top of the holding thread does not wait for
+ * it (`holding`).  A fork child clears the slots its parent's other
+ * threads held (heap_fork_child()).
  * In front of the table sits a filter: a counter per hash bucket of how
  * many tracked blocks hash there, so that most frees of unsampled blocks
  * cost one load of a small array; prof_heap_maybe_tracked, a count of
@@ -55,12 +72,17 @@
 
 #include <errno.h>
 #include <math.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
 #define TOMBSTONE ((uintptr_t)1)
+/* A slot's address with this bit set: its block is inside a realloc. */
+#define HELD ((uintptr_t)2)
+#define HOLD_WAIT_NS 1000000000
+#define HOLD_SPINS 64
 #define PROBE_MAX 64
 /* Table sizes (slots): small for sparse sampling, large for every block. */
 #define TABLE_BITS_SPARSE 16
@@ -72,6 +94,9 @@ _Thread_local struct prof_heap_thread prof_heap_self
 	__attribute__((tls_model("initial-exec")));
 atomic_uint prof_heap_on;
 atomic_ulong prof_heap_maybe_tracked;
+/* The slot this thread holds (prof_heap_hold()) plus 1; 0: none. */
+static _Thread_local unsigned long holding
+	__attribute__((tls_model("initial-exec")));
 
 static struct {
 	/* Written by start before prof_heap_on is set; read after it. */
@@ -83,6 +108,7 @@ static struct {
 	pid_t pid;
 	atomic_uint gen;
 	atomic_uint inflight;
+	atomic_ulong held; /* slots with HELD set (may be stale high) */
 	/* The table: mapped at the first start, kept for good. */
 	_Atomic uintptr_t *table;
 	unsigned int table_bits;
@@ -105,12 +131,18 @@ static void count(_Atomic uint64_t *c)
 	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
 }
 
-/* Insert @p; false when its probe path is full. */
+/*
+ * Insert @p; false when its probe path is full, or when @p has HELD set
+ * (no allocator we know hands out an address that is not a multiple of
+ * 4; such a block could not be told from a held one: untracked).
+ */
 static bool table_insert(uintptr_t p)
 {
 	uint64_t h = hash_addr(p), mask = (UINT64_C(1) << heap.table_bits) - 1;
 	size_t i = h >> (64 - heap.table_bits);
 
+	if (p & HELD)
+		return false;
 	/* Relaxed: the filter and the count are hints (heap.h). */
 	atomic_fetch_add_explicit(filter_of(h), 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&prof_heap_maybe_tracked, 1,
@@ -164,6 +196,100 @@ static bool table_remove(uintptr_t p)
 		return true;
 	}
 	return false;
+}
+
+/* A tracked block's slot became a tombstone: count it out of the hints. */
+static void untracked_hints(uintptr_t p)
+{
+	/* Relaxed: hints; see heap.h. */
+	atomic_fetch_sub_explicit(filter_of(hash_addr(p)), 1,
+				  memory_order_relaxed);
+	atomic_fetch_sub_explicit(&prof_heap_maybe_tracked, 1,
+				  memory_order_relaxed);
+}
+
+/* Set HELD on @p's slot; return the slot, or -1 when @p is not there. */
+static long table_hold(uintptr_t p)
+{
+	uint64_t h = hash_addr(p), mask = (UINT64_C(1) << heap.table_bits) - 1;
+	size_t i = h >> (64 - heap.table_bits);
+
+	/* Relaxed: as in table_remove(). */
+	if ((p & HELD) ||
+	    !atomic_load_explicit(filter_of(h), memory_order_relaxed))
+		return -1;
+	for (unsigned int n = 0; n < PROBE_MAX; n++, i = (i + 1) & mask) {
+		/* Relaxed: as in table_insert(). */
+		uintptr_t v = atomic_load_explicit(&heap.table[i],
+						   memory_order_relaxed);
+
+		if (!v)
+			return -1;
+		if (v != p)
+			continue;
+		/*
+		 * Relaxed, both: the count and the mark come before the
+		 * realloc that gives the block back; the allocator's own
+		 * ordering carries them to the thread it hands the address
+		 * to next (wait_unheld()).
+		 */
+		atomic_fetch_add_explicit(&heap.held, 1, memory_order_relaxed);
+		if (atomic_compare_exchange_strong_explicit(
+			    &heap.table[i], &v, p | HELD, memory_order_relaxed,
+			    memory_order_relaxed)) {
+			holding = i + 1;
+			return (long)i;
+		}
+		atomic_fetch_sub_explicit(&heap.held, 1, memory_order_relaxed);
+		return -1;
+	}
+	return -1;
+}
+
+/*
+ * This thread is being handed @p: if another thread's realloc gave it
+ * back and holds its slot still (its FREE not written yet), wait for the
+ * slot to clear, at most HOLD_WAIT_NS, so that the FREE comes first.
+ */
+static void wait_unheld(uintptr_t p)
+{
+	uint64_t h = hash_addr(p), mask = (UINT64_C(1) << heap.table_bits) - 1;
+	size_t i = h >> (64 - heap.table_bits);
+	struct timespec nap = { 0, 50000 };
+	uint64_t deadline = 0, now;
+	unsigned int n, spins = 0;
+
+	/* Relaxed: see table_hold(). */
+	if ((p & HELD) ||
+	    !atomic_load_explicit(&heap.held, memory_order_relaxed))
+		return;
+	for (n = 0; n < PROBE_MAX; n++, i = (i + 1) & mask) {
+		/* Relaxed: as in table_insert(). */
+		uintptr_t v = atomic_load_explicit(&heap.table[i],
+						   memory_order_relaxed);
+
+		if (!v)
+			return;
+		if (v == (p | HELD))
+			break;
+	}
+	if (n == PROBE_MAX || holding == i + 1) /* ours: a handler on top */
+		return;
+	/* Acquire: pairs with prof_heap_unhold()'s release: its FREE was
+	 * reserved in the ring before the record we are about to write. */
+	while (atomic_load_explicit(&heap.table[i], memory_order_acquire) ==
+	       (p | HELD)) {
+		if (spins++ < HOLD_SPINS) {
+			sched_yield();
+			continue;
+		}
+		now = ring_clock_mono_ns();
+		if (!deadline)
+			deadline = now + HOLD_WAIT_NS;
+		else if (now > deadline)
+			return;
+		nanosleep(&nap, NULL);
+	}
 }
 
 /* xorshift64*: the thread's own generator; never 0 once seeded. */
@@ -232,6 +358,7 @@ static void record_alloc(void *p, size_t size, uintptr_t frame)
 	bool tracked;
 
 	take_stack(frame, &b, w + PROF_ALLOC_WORDS, &res);
+	wait_unheld((uintptr_t)p);
 	tracked = table_insert((uintptr_t)p);
 	w[PROF_ALLOC_ADDR] = (uintptr_t)p;
 	w[PROF_ALLOC_SIZE] = size;
@@ -264,6 +391,23 @@ static void leave(void)
 	atomic_fetch_sub_explicit(&heap.inflight, 1, memory_order_release);
 }
 
+/* Write @p's PROF_REC_FREE (it was untracked), if a session runs. */
+static void write_free(uintptr_t p)
+{
+	uintptr_t w[1] = { p };
+	struct prof_stack_bounds b;
+
+	if (!enter())
+		return;
+	if (put(PROF_REC_FREE, prof_sampler_self(&b), w, 1)) {
+		count(&heap.counters->heap_refused);
+		count(&heap.counters->heap_frees_refused);
+	} else {
+		count(&heap.counters->heap_frees);
+	}
+	leave();
+}
+
 /**
  * prof_heap_sample() - the slow path of prof_heap_alloc(): the countdown
  * ran out (or this thread has not drawn one for this session yet).
@@ -271,8 +415,9 @@ static void leave(void)
  * @size:	bytes requested.
  * @frame:	the interposed allocator's frame.
  *
- * Unwinds, tracks @p, writes PROF_REC_ALLOC.  Lock-free; no allocation;
- * errno preserved.
+ * Unwinds, tracks @p, writes PROF_REC_ALLOC.  No lock and no allocation,
+ * but it waits for a realloc in another thread that has given @p back
+ * and not yet written its FREE (wait_unheld()).  errno preserved.
  */
 void prof_heap_sample(void *p, size_t size, uintptr_t frame)
 {
@@ -310,23 +455,77 @@ void prof_heap_sample(void *p, size_t size, uintptr_t frame)
  */
 void prof_heap_forget(void *p)
 {
-	uintptr_t w[1] = { (uintptr_t)p };
-	struct prof_stack_bounds b;
 	int saved;
 
 	if (!heap.table || !table_remove((uintptr_t)p))
 		return;
 	saved = errno;
-	if (enter()) {
-		if (put(PROF_REC_FREE, prof_sampler_self(&b), w, 1)) {
-			count(&heap.counters->heap_refused);
-			count(&heap.counters->heap_frees_refused);
-		} else {
-			count(&heap.counters->heap_frees);
-		}
-		leave();
-	}
+	write_free((uintptr_t)p);
 	errno = saved;
+}
+
+/**
+ * prof_heap_hold() - the slow path of prof_heap_realloc_begin(): if @p is
+ * a sampled block, mark its slot HELD (the opening comment says why).
+ *
+ * Lock-free; no allocation; errno preserved.
+ * Return: the slot, for prof_heap_unhold(); -1 if @p is not tracked.
+ */
+long prof_heap_hold(void *p)
+{
+	return heap.table ? table_hold((uintptr_t)p) : -1;
+}
+
+/**
+ * prof_heap_unhold() - realloc() returned: the held block @p in @slot
+ * was given back (@released: write its FREE, then clear the slot) or is
+ * still the program's (the slot holds @p again, and nothing is written).
+ *
+ * Lock-free; no allocation; errno preserved.
+ */
+void prof_heap_unhold(void *p, long slot, bool released)
+{
+	_Atomic uintptr_t *s = &heap.table[slot];
+	int saved = errno;
+
+	if (released) {
+		write_free((uintptr_t)p);
+		/* Release: pairs with wait_unheld()'s acquire. */
+		atomic_store_explicit(s, TOMBSTONE, memory_order_release);
+		untracked_hints((uintptr_t)p);
+	} else {
+		/* Relaxed: nothing was written; the block is as it was. */
+		atomic_store_explicit(s, (uintptr_t)p, memory_order_relaxed);
+	}
+	holding = 0; /* after the slot: a handler on top must not wait */
+	/* Relaxed: a hint for wait_unheld(); stale high costs a lookup. */
+	atomic_fetch_sub_explicit(&heap.held, 1, memory_order_relaxed);
+	errno = saved;
+}
+
+/*
+ * In a fork child: the threads that held slots stayed in the parent, and
+ * whether their reallocs gave the blocks back is not known; the blocks
+ * are forgotten (no record), so that no allocation waits for them.
+ */
+static void heap_fork_child(void)
+{
+	size_t slots = (size_t)1 << heap.table_bits;
+
+	/* Relaxed, all: one thread. */
+	if (!atomic_load_explicit(&heap.held, memory_order_relaxed))
+		return;
+	for (size_t i = 0; i < slots; i++) {
+		uintptr_t v = atomic_load_explicit(&heap.table[i],
+						   memory_order_relaxed);
+
+		if (v > TOMBSTONE && (v & HELD)) {
+			atomic_store_explicit(&heap.table[i], TOMBSTONE,
+					      memory_order_relaxed);
+			untracked_hints(v & ~HELD);
+		}
+	}
+	atomic_store_explicit(&heap.held, 0, memory_order_relaxed);
 }
 
 /**
@@ -352,6 +551,7 @@ int prof_heap_start(const struct prof_heap_config *cfg)
 			return -ENOMEM;
 		heap.table_bits = bits;
 		heap.table = m;
+		pthread_atfork(NULL, NULL, heap_fork_child);
 	}
 	heap.buf = cfg->buf;
 	heap.rate = cfg->rate;

@@ -72,6 +72,8 @@ extern atomic_ulong prof_heap_maybe_tracked;
 
 void prof_heap_sample(void *p, size_t size, uintptr_t frame);
 void prof_heap_forget(void *p);
+long prof_heap_hold(void *p);
+void prof_heap_unhold(void *p, long slot, bool released);
 
 /**
  * prof_heap_alloc() - account one allocation of @size bytes at @p.
@@ -110,6 +112,33 @@ static inline void prof_heap_free(void *p)
 		prof_heap_forget(p);
 }
 
+/**
+ * prof_heap_realloc_begin() - @p is about to be handed to realloc(),
+ * which gives it back only if it succeeds: a sampled block is held
+ * (heap.c), not yet freed.  Costs what prof_heap_free() costs.
+ *
+ * Return: what to give prof_heap_realloc_end().
+ */
+static inline long prof_heap_realloc_begin(void *p)
+{
+	/* Relaxed: as in prof_heap_free(). */
+	if (p && atomic_load_explicit(&prof_heap_maybe_tracked,
+				      memory_order_relaxed))
+		return prof_heap_hold(p);
+	return -1;
+}
+
+/**
+ * prof_heap_realloc_end() - realloc() returned; @released: it gave @p
+ * back (it succeeded, or freed @p for a size of 0).  Call before the new
+ * block is accounted with prof_heap_alloc().
+ */
+static inline void prof_heap_realloc_end(void *p, long slot, bool released)
+{
+	if (slot >= 0)
+		prof_heap_unhold(p, slot, released);
+}
+
 /*
  * prof_heap_ignore_begin(), prof_heap_ignore_end() - around the
  * profiler's own allocations in the program's threads (they nest): they
@@ -124,6 +153,13 @@ static inline void prof_heap_ignore_end(void)
 {
 	prof_heap_self.ignore--;
 }
+
+/*
+ * Defined by malloc_hook.c, which is not built everywhere (the sanitizer
+ * builds, the unit tests): weak, NULL there.
+ */
+const char *prof_malloc_foreign(void)
+	__attribute__((weak, visibility("hidden")));
 
 int prof_heap_start(const struct prof_heap_config *cfg);
 void prof_heap_stop(void);

@@ -4,11 +4,15 @@
  * libprofring-prof.so for the heap profiler (heap.c).
  *
  * Each function calls the next definition in the lookup order (glibc's,
- * or an allocator preloaded before us), then tells heap.c: an allocation
+ * or an allocator preloaded after us), then tells heap.c: an allocation
  * after the block is had, a free before the block is given back (stream.h
- * says why the order matters).  Pointers we did not sample, or that came
- * from another allocator, pass through untouched; with no heap session
- * each call costs one relaxed load more than the allocator's.
+ * says why the order matters; realloc gives its block back only if it
+ * succeeds, so heap.c holds it meanwhile).  Pointers we did not sample,
+ * or that came from another allocator, pass through untouched; with no
+ * heap session each call costs one relaxed load more than the
+ * allocator's.  If the program's malloc is not ours (its own, or an
+ * allocator preloaded before us), none of this runs: prof_malloc_foreign()
+ * tells the sessions, which warn.
  *
  * Bootstrap.  The next definitions are found with dlsym(RTLD_NEXT), and
  * dlsym itself may allocate (calloc, for its error state).  While a
@@ -40,13 +44,14 @@ struct next_fns {
 	void (*free)(void *);
 	void *(*calloc)(size_t, size_t);
 	void *(*realloc)(void *, size_t);
-	void *(*reallocarray)(void *, size_t, size_t);
 	int (*posix_memalign)(void **, size_t, size_t);
 	void *(*aligned_alloc)(size_t, size_t);
 	void *(*memalign)(size_t, size_t);
 	void *(*valloc)(size_t);
 	void *(*pvalloc)(size_t);
 	size_t (*malloc_usable_size)(void *);
+	/* The program's realloc when it is not ours (reallocarray()). */
+	void *(*foreign_realloc)(void *, size_t);
 };
 
 static struct next_fns next;
@@ -92,6 +97,19 @@ static size_t arena_size(const void *p)
 	return size;
 }
 
+static bool ready(void);
+
+/* @fn, if it is not in our library; else NULL. */
+static void *foreign(void *fn)
+{
+	Dl_info won, mine;
+
+	if (!fn || !dladdr(fn, &won) || !dladdr((void *)ready, &mine) ||
+	    won.dli_fbase == mine.dli_fbase)
+		return NULL;
+	return fn;
+}
+
 #define LOOK(name) (next.name = (__typeof__(next.name))dlsym(RTLD_NEXT, #name))
 
 static void resolve(void)
@@ -101,13 +119,14 @@ static void resolve(void)
 	LOOK(free);
 	LOOK(calloc);
 	LOOK(realloc);
-	LOOK(reallocarray);
 	LOOK(posix_memalign);
 	LOOK(aligned_alloc);
 	LOOK(memalign);
 	LOOK(valloc);
 	LOOK(pvalloc);
 	LOOK(malloc_usable_size);
+	next.foreign_realloc = (__typeof__(next.foreign_realloc))foreign(
+		dlsym(RTLD_DEFAULT, "realloc"));
 	resolving = 0;
 	/* Release: pairs with ready()'s acquire; the pointers are set. */
 	atomic_store_explicit(&resolved, 1, memory_order_release);
@@ -160,9 +179,23 @@ HOOK void *calloc(size_t n, size_t size)
 	return p;
 }
 
-/* realloc: a free of the old block, then an allocation of the new one. */
-HOOK void *realloc(void *old, size_t size)
+/*
+ * realloc and reallocarray: a free of the old block, then an allocation
+ * of the new one, if the realloc succeeds (a size of 0 frees the old
+ * block in glibc; elsewhere it may return a new one); a failed one leaves
+ * the profile as it was.  The old block is held meanwhile (heap.h).
+ * reallocarray calls the next realloc, not the next reallocarray: glibc's
+ * calls realloc through the lookup order, ours, which would count again.
+ * When the program's realloc is not ours (an allocator preloaded before
+ * us that has no reallocarray), reallocarray hands the call to it, the
+ * allocator of the program's blocks, and counts nothing, as for its
+ * other calls.
+ * @frame: the interposed function's frame.
+ */
+static inline __attribute__((always_inline)) void *
+realloc_from(void *old, size_t size, uintptr_t frame)
 {
+	long held;
 	void *p;
 
 	if (!ready() || in_arena(old)) {
@@ -172,27 +205,29 @@ HOOK void *realloc(void *old, size_t size)
 			       arena_size(old) < size ? arena_size(old) : size);
 		return p;
 	}
-	prof_heap_free(old);
+	held = prof_heap_realloc_begin(old);
 	p = next.realloc(old, size);
-	prof_heap_alloc(p, size, FRAME());
+	prof_heap_realloc_end(old, held, p || !size);
+	prof_heap_alloc(p, size, frame);
 	return p;
+}
+
+HOOK void *realloc(void *old, size_t size)
+{
+	return realloc_from(old, size, FRAME());
 }
 
 HOOK void *reallocarray(void *old, size_t n, size_t size)
 {
 	size_t bytes;
-	void *p;
 
 	if (__builtin_mul_overflow(n, size, &bytes)) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (!ready() || in_arena(old) || !next.reallocarray)
-		return realloc(old, bytes);
-	prof_heap_free(old);
-	p = next.reallocarray(old, n, size);
-	prof_heap_alloc(p, bytes, FRAME());
-	return p;
+	if (ready() && next.foreign_realloc)
+		return next.foreign_realloc(old, bytes);
+	return realloc_from(old, bytes, FRAME());
 }
 
 HOOK int posix_memalign(void **out, size_t align, size_t size)
@@ -254,6 +289,22 @@ HOOK void *pvalloc(size_t size)
 			 : next.memalign(page, (size + page - 1) & ~(page - 1));
 	prof_heap_alloc(p, size, FRAME());
 	return p;
+}
+
+/**
+ * prof_malloc_foreign() - the file of the malloc the program's calls reach
+ * (the first definition in the global lookup order: the executable's, or
+ * an allocator preloaded before us) when it is not ours, or NULL when it
+ * is ours.  Not async-signal-safe (dlsym).
+ */
+const char *prof_malloc_foreign(void)
+{
+	void *m = foreign(dlsym(RTLD_DEFAULT, "malloc"));
+	Dl_info won;
+
+	if (!m || !dladdr(m, &won))
+		return NULL;
+	return won.dli_fname && *won.dli_fname ? won.dli_fname : "the program";
 }
 
 HOOK size_t malloc_usable_size(void *p)

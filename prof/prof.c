@@ -61,6 +61,8 @@ static struct {
 	bool periodic; /* periodic.c writes the profiles, window by window */
 	char *period_cpu, *period_heap; /* their patterns */
 	uint64_t heap_rate;
+	/* At stop: the file whose malloc the program reaches, if not ours. */
+	const char *malloc_foreign;
 	unsigned int hz;
 	bool wall; /* PROFRING_PROF_MODE_WALL */
 	enum profring_prof_unwinder unwinder;
@@ -336,12 +338,28 @@ static void format_comments(char c[PROF_NCOMMENTS][PROF_COMMENT_LEN],
 		 st->stack_table_full);
 }
 
+/*
+ * The warning of a heap session whose hooks the program's allocations
+ * never reach: another allocator comes first in the lookup order (one
+ * preloaded before us, or the program's own).
+ */
+static void malloc_foreign_line(char *buf, size_t len)
+{
+	const char *base = strrchr(session.malloc_foreign, '/');
+
+	snprintf(buf, len,
+		 "warning: the program's malloc is %s's, not ours: the heap "
+		 "profile sees none of its allocations (put "
+		 "libprofring-prof.so first in LD_PRELOAD)",
+		 base ? base + 1 : session.malloc_foreign);
+}
+
 /* The heap profile, from the collector's aggregation. */
 static int write_heap(void)
 {
 	struct prof_agg *agg = prof_collector_agg(session.collector);
-	char comment[PROF_COMMENT_LEN];
-	const char *line = comment;
+	char comment[2][PROF_COMMENT_LEN];
+	const char *lines[2] = { comment[0], comment[1] };
 	struct prof_heap_counts hc;
 	struct prof_profile p;
 	int err;
@@ -352,7 +370,7 @@ static int write_heap(void)
 	prof_agg_heap_counts(agg, &hc);
 	/* Relaxed: every writer is done (stop waited for them). */
 	prof_heap_comment(
-		comment, sizeof(comment), session.heap_rate, &hc,
+		comment[0], sizeof(comment[0]), session.heap_rate, &hc,
 		atomic_load_explicit(&session.counters.heap_allocs,
 				     memory_order_relaxed) +
 			atomic_load_explicit(&session.counters.heap_frees,
@@ -364,8 +382,12 @@ static int write_heap(void)
 	p.time_nanos = session.start_realtime_ns;
 	p.duration_nanos =
 		(int64_t)ring_clock_mono_ns() - session.start_mono_ns;
-	p.comments = &line;
+	p.comments = lines;
 	p.ncomments = 1;
+	if (session.malloc_foreign) {
+		malloc_foreign_line(comment[1], sizeof(comment[1]));
+		p.ncomments = 2;
+	}
 	err = prof_pprof_write(&p, NULL, session.heap_output);
 	prof_agg_profile_free(&p);
 	return err;
@@ -378,11 +400,6 @@ static int write_outputs(const struct profring_prof_stats *st)
 	struct prof_profile p;
 	int err, herr, i;
 
-	/* Relaxed: every writer is done (stop waited for them). */
-	prof_agg_set_heap_refused(
-		prof_collector_agg(session.collector),
-		atomic_load_explicit(&session.counters.heap_refused,
-				     memory_order_relaxed));
 	herr = session.heap_output ? write_heap() : 0;
 	if (herr && session.verbose)
 		fprintf(stderr, "profring-prof: cannot write %s: %s\n",
@@ -425,7 +442,13 @@ static int write_outputs(const struct profring_prof_stats *st)
 
 static void print_heap_summary(void)
 {
+	char warning[PROF_COMMENT_LEN];
 	struct prof_heap_counts hc;
+
+	if (session.malloc_foreign) {
+		malloc_foreign_line(warning, sizeof(warning));
+		fprintf(stderr, "profring-prof: %s\n", warning);
+	}
 
 	prof_agg_heap_counts(prof_collector_agg(session.collector), &hc);
 	fprintf(stderr,
@@ -495,8 +518,12 @@ RING_API int profring_prof_stop(void)
 	session.running = false;
 	session.http = false;
 	session.periodic = false;
-	if (session.heap_on)
+	session.malloc_foreign = NULL;
+	if (session.heap_on) {
 		prof_heap_stop(); /* no allocation touches the ring after this */
+		if (prof_malloc_foreign)
+			session.malloc_foreign = prof_malloc_foreign();
+	}
 	/* no handler touches the ring after this */
 	err = session.output ? prof_sampler_stop() : 0;
 	if (err) {
@@ -509,6 +536,15 @@ RING_API int profring_prof_stop(void)
 	}
 	profbuf_close(session.buf);
 	err = prof_collector_join(session.collector);
+	/*
+	 * Before the stats: the ring's lost count includes the heap records
+	 * it refused, which are not CPU samples.  Relaxed: every writer is
+	 * done (stop waited for them).
+	 */
+	prof_agg_set_heap_refused(
+		prof_collector_agg(session.collector),
+		atomic_load_explicit(&session.counters.heap_refused,
+				     memory_order_relaxed));
 	memset(&st, 0, sizeof(st));
 	prof_sampler_add_stats(&st, &session.counters);
 	prof_collector_add_stats(session.collector, &st);
@@ -717,6 +753,15 @@ __attribute__((constructor)) static void prof_library_init(void)
 		return;
 	if (prof_opts_from_env(&o, msg, sizeof(msg))) {
 		fprintf(stderr, "profring-prof: %s; not profiling\n", msg);
+		preload_unset_env(false);
+		return;
+	}
+	/*
+	 * Only a server was asked for, and it is another process's (a
+	 * wrapper's that forked us: "SPEC@PID" names it): nothing to do here,
+	 * no file to write.
+	 */
+	if (!o.output && !o.heap_output && !o.http) {
 		preload_unset_env(false);
 		return;
 	}

@@ -268,10 +268,12 @@ static void find_library(char *out, size_t len)
 }
 
 /*
- * The program's environment: ours, with the library appended to
- * LD_PRELOAD (after what is there: a sanitizer runtime must come first)
- * and PROF_SHM_ENV; the pid in the latter is written by the child
- * (child_env_pid()), so everything is allocated before the fork.
+ * The program's environment: ours, with the library first in LD_PRELOAD
+ * (our malloc hands each call to the next definition, so an allocator
+ * preloaded there still serves it and the heap profile sees it; only a
+ * sanitizer runtime stays ahead: it must come first) and PROF_SHM_ENV;
+ * the pid in the latter is written by the child (child_env_pid()), so
+ * everything is allocated before the fork.
  */
 struct child_env {
 	char **envp;
@@ -283,20 +285,29 @@ struct child_env {
 static int child_env_make(struct child_env *ce, int fd)
 {
 	char lib[PATH_MAX];
-	const char *old = getenv("LD_PRELOAD");
-	size_t n = 0, k = 0, len;
+	const char *old = getenv("LD_PRELOAD"), *rest = "", *base;
+	size_t n = 0, k = 0, len, first = 0;
 
 	find_library(lib, sizeof(lib));
 	for (char **e = environ; *e; e++)
 		n++;
+	if (old) { /* first: a sanitizer runtime's length, or 0 */
+		first = strcspn(old, ": ");
+		base = memrchr(old, '/', first);
+		base = base ? base + 1 : old;
+		if (!memmem(base, (size_t)(old + first - base), "san.so", 6) &&
+		    !memmem(base, (size_t)(old + first - base), "san-", 4))
+			first = 0;
+		rest = old + first + strspn(old + first, ": ");
+	}
 	ce->envp = calloc(n + 3, sizeof(*ce->envp));
-	len = strlen("LD_PRELOAD=") + strlen(lib) + (old ? strlen(old) : 0) + 2;
+	len = strlen("LD_PRELOAD=") + strlen(lib) + (old ? strlen(old) : 0) + 3;
 	ce->preload = malloc(len);
 	ce->shm = malloc(sizeof(PROF_SHM_ENV) + 48);
 	if (!ce->envp || !ce->preload || !ce->shm)
 		return -ENOMEM;
-	snprintf(ce->preload, len, "LD_PRELOAD=%s%s%s", old ? old : "",
-		 old && *old ? ":" : "", lib);
+	snprintf(ce->preload, len, "LD_PRELOAD=%.*s%s%s%s%s", (int)first,
+		 old ? old : "", first ? ":" : "", lib, *rest ? ":" : "", rest);
 	ce->shm_pid_at = (size_t)snprintf(ce->shm, sizeof(PROF_SHM_ENV) + 48,
 					  "%s=%d:", PROF_SHM_ENV, fd);
 	for (char **e = environ; *e; e++)
