@@ -3,16 +3,20 @@
  * outfile_test.c - unit tests for prof_outfile_write() (outfile.c): new
  * and existing regular files, symlinks (relative, dangling, looping), a
  * directory, a FIFO, /proc/self/fd/N and a character device, each written
- * by the rules of outfile.h.
+ * by the rules of outfile.h; and, as root, links another user (nobody)
+ * planted in a sticky world-writable directory.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "testing/ktest.h"
@@ -35,32 +39,40 @@ static bool outfile_holds(const char *path, const char *check, const char *text)
 }
 
 /*
- * Regular files and new paths are replaced atomically; symlinks are
- * followed; devices, FIFOs and /proc/self/fd are written through and stay
- * what they were (`-o /dev/null` as root once replaced /dev/null).
+ * Regular files and new paths are replaced atomically (not keeping set-id
+ * bits); a link of our own is followed and its target written in place; a
+ * dangling link creates nothing; devices, FIFOs and /proc/self/fd are
+ * written through and stay what they were (`-o /dev/null` as root once
+ * replaced /dev/null).
  */
 static void outfile_targets(void)
 {
 	const char *reg = tmp_path("out.reg"), *lnk = tmp_path("out.lnk");
 	const char *fifo = tmp_path("out.fifo");
-	char buf[64], self[64];
+	char buf[64], self[64], why[256], *got;
 	struct stat st, st2;
+	size_t len;
 	ssize_t n;
 	int fd;
 
 	KT_CHECK(outfile_holds(reg, reg, "new\n"));
-	KT_REQUIRE(chmod(reg, 0604) == 0 && stat(reg, &st) == 0);
+	KT_REQUIRE(chmod(reg, 04604) == 0 && stat(reg, &st) == 0);
 	KT_CHECK(outfile_holds(reg, reg, "replaced\n"));
 	KT_REQUIRE(stat(reg, &st2) == 0);
 	KT_CHECK(st2.st_ino != st.st_ino); /* renamed into place */
-	KT_CHECK_EQ(st2.st_mode & 07777, 0604);
+	KT_CHECK_EQ(st2.st_mode & 07777, 0604); /* not set-uid */
 
-	/* A relative symlink: its target changes, the link stays. */
+	/* A relative symlink: its target written in place, the link stays. */
 	KT_REQUIRE(symlink("out.reg", lnk) == 0);
 	KT_CHECK(outfile_holds(lnk, reg, "through a link\n"));
 	KT_CHECK(lstat(lnk, &st) == 0 && S_ISLNK(st.st_mode));
-	unlink(reg); /* now dangling: the target is created */
-	KT_CHECK(outfile_holds(lnk, reg, "dangling\n"));
+	KT_CHECK(stat(reg, &st) == 0 && st.st_ino == st2.st_ino);
+	KT_CHECK(outfile_holds(lnk, reg, "short\n")); /* truncated */
+	unlink(reg); /* now dangling: nothing is created */
+	KT_CHECK_EQ(prof_outfile_write(lnk, "dangling\n", 9), -ENOENT);
+	KT_CHECK_EQ(prof_outfile_check(lnk, why, sizeof(why)), -ENOENT);
+	KT_CHECK(strstr(why, "dangling") != NULL);
+	KT_CHECK(access(reg, F_OK) != 0 && errno == ENOENT);
 	KT_CHECK(lstat(lnk, &st) == 0 && S_ISLNK(st.st_mode));
 	unlink(lnk);
 	KT_REQUIRE(symlink(lnk, lnk) == 0); /* a loop */
@@ -68,8 +80,10 @@ static void outfile_targets(void)
 	unlink(lnk);
 	KT_CHECK_EQ(prof_outfile_write(tmpfiles_dir(), "x", 1), -EISDIR);
 
-	/* A FIFO with a reader: the bytes arrive, the FIFO stays. */
+	/* A FIFO with a reader: the bytes arrive, the FIFO stays.  Checking
+	 * it without a reader does not wait for one. */
 	KT_REQUIRE(mkfifo(fifo, 0600) == 0);
+	KT_CHECK_EQ(prof_outfile_check(fifo, why, sizeof(why)), 0);
 	fd = open(fifo, O_RDONLY | O_NONBLOCK);
 	KT_REQUIRE(fd >= 0);
 	KT_CHECK_EQ(prof_outfile_write(fifo, "fifo\n", 5), 0);
@@ -80,15 +94,22 @@ static void outfile_targets(void)
 	unlink(fifo);
 
 	/* /proc/self/fd/N on a regular file the program holds open (what
-	 * /dev/stdout is under `> file`): appended, same file. */
+	 * /dev/stdout is under `> file`), named or behind a link of our own:
+	 * appended, same file. */
 	fd = open(reg, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	KT_REQUIRE(fd >= 0);
 	KT_CHECK_EQ(write(fd, "program\n", 8), 8);
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
 	KT_CHECK_EQ(prof_outfile_write(self, "profile\n", 8), 0);
+	KT_REQUIRE(symlink(self, lnk) == 0);
+	KT_CHECK_EQ(prof_outfile_write(lnk, "linked\n", 7), 0);
+	unlink(lnk);
 	KT_CHECK(fstat(fd, &st) == 0 && stat(reg, &st2) == 0 &&
 		 st.st_ino == st2.st_ino);
 	close(fd);
+	got = read_text(reg, &len);
+	KT_CHECK(got && !strcmp(got, "program\nprofile\nlinked\n"));
+	free(got);
 	KT_CHECK(outfile_holds(reg, reg, "replaced\n")); /* then atomically */
 	unlink(reg);
 }
@@ -105,6 +126,149 @@ static void outfile_chardev(void)
 	KT_CHECK(lstat(dev, &st) == 0 && S_ISCHR(st.st_mode) &&
 		 st.st_rdev == makedev(1, 3));
 	unlink(dev);
+	/* Nothing is created in /dev. */
+	KT_CHECK_EQ(prof_outfile_write("/dev/profring-outfile-test", "x", 1),
+		    -ENOENT);
+	KT_CHECK(access("/dev/profring-outfile-test", F_OK) != 0);
+}
+
+/* nobody's uid and gid (65534 without a passwd entry). */
+static void nobody_ids(uid_t *uid, gid_t *gid)
+{
+	struct passwd *pw = getpwnam("nobody");
+
+	*uid = pw ? pw->pw_uid : 65534;
+	*gid = pw ? pw->pw_gid : 65534;
+}
+
+/*
+ * As nobody, in a child: the symlink @path -> @target.
+ * Return: 0, or the errno that stopped it.
+ */
+static int nobody_symlink(const char *target, const char *path)
+{
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
+	int status;
+
+	nobody_ids(&uid, &gid);
+	pid = fork();
+	if (pid < 0)
+		return errno;
+	if (!pid) {
+		if (setgroups(0, NULL) || setgid(gid) || setuid(uid))
+			_exit(errno);
+		_exit(symlink(target, path) ? errno : 0);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return ECHILD;
+	return WEXITSTATUS(status);
+}
+
+/* @path holds @text and has inode @ino. */
+static bool holds(const char *path, const char *text, ino_t ino)
+{
+	struct stat st;
+	size_t len;
+	char *got = read_text(path, &len);
+	bool ok = got && !strcmp(got, text) && !stat(path, &st) &&
+		  st.st_ino == ino;
+
+	free(got);
+	return ok;
+}
+
+/*
+ * Issue 35: root writes -o STICKY/cpu.pb.gz and --heap STICKY/heap.pb.gz
+ * where nobody planted cpu.pb.gz -> VICTIM/passwd and heap.pb.gz ->
+ * VICTIM/cron-evil.  Refused (-EACCES, with fs.protected_symlinks off as
+ * on): passwd keeps its bytes and inode, cron-evil is not created.  A
+ * link of root's own there, one of the directory owner's (a sticky
+ * directory of nobody's), and a chain through nobody's link are checked
+ * as the kernel would check them.
+ */
+static void outfile_other_users_link(void)
+{
+	const char *sticky = tmp_path("sticky"), *victim = tmp_path("victim");
+	char passwd[512], evil[512], cpu[512], heap[512], own[512], why[512];
+	char chain[512], mine[512], theirs[512], ok[512], oklink[600];
+	struct stat st;
+	uid_t uid;
+	gid_t gid;
+	int err;
+
+	if (geteuid() != 0)
+		KT_SKIP("needs root, to be root and nobody");
+	snprintf(passwd, sizeof(passwd), "%s/passwd", victim);
+	snprintf(evil, sizeof(evil), "%s/cron-evil", victim);
+	snprintf(own, sizeof(own), "%s/own", victim);
+	snprintf(ok, sizeof(ok), "%s/ok", victim);
+	snprintf(chain, sizeof(chain), "%s/chain", victim);
+	snprintf(cpu, sizeof(cpu), "%s/cpu.pb.gz", sticky);
+	snprintf(heap, sizeof(heap), "%s/heap.pb.gz", sticky);
+	snprintf(mine, sizeof(mine), "%s/mine", sticky);
+	snprintf(theirs, sizeof(theirs), "%s/theirs", tmpfiles_dir());
+	snprintf(oklink, sizeof(oklink), "%s/ok", theirs);
+	KT_REQUIRE(chmod(tmpfiles_dir(), 0755) == 0);
+	KT_REQUIRE(mkdir(sticky, 0755) == 0 && chmod(sticky, 01777) == 0);
+	KT_REQUIRE(mkdir(victim, 0755) == 0);
+	KT_REQUIRE(write_bytes(passwd, "secret\n", 7) == 0);
+	KT_REQUIRE(write_bytes(own, "own\n", 4) == 0);
+	KT_REQUIRE(write_bytes(ok, "ok\n", 3) == 0);
+	KT_REQUIRE(stat(passwd, &st) == 0);
+	err = nobody_symlink(passwd, cpu);
+	if (err) {
+		rmdir(sticky);
+		unlink(passwd);
+		unlink(own);
+		unlink(ok);
+		rmdir(victim);
+		KT_SKIP("nobody cannot reach the test directory (TMPDIR?)");
+	}
+	KT_REQUIRE(nobody_symlink(evil, heap) == 0);
+
+	KT_CHECK_EQ(prof_outfile_write(cpu, "gzip\n", 5), -EACCES);
+	KT_CHECK(holds(passwd, "secret\n", st.st_ino));
+	KT_CHECK_EQ(prof_outfile_write(heap, "gzip\n", 5), -EACCES);
+	KT_CHECK(access(evil, F_OK) != 0 && errno == ENOENT);
+	KT_CHECK_EQ(prof_outfile_check(cpu, why, sizeof(why)), -EACCES);
+	KT_CHECK(strstr(why, "sticky") && strstr(why, "fs.protected_symlinks"));
+	KT_CHECK(lstat(cpu, &st) == 0 && S_ISLNK(st.st_mode));
+
+	/* Root's own link in a link of root's: followed past it, refused. */
+	KT_REQUIRE(symlink(cpu, chain) == 0);
+	KT_CHECK_EQ(prof_outfile_write(chain, "gzip\n", 5), -EACCES);
+	KT_CHECK_EQ(prof_outfile_check(chain, why, sizeof(why)), -EACCES);
+	KT_REQUIRE(stat(passwd, &st) == 0);
+	KT_CHECK(holds(passwd, "secret\n", st.st_ino));
+
+	/* Root's own link in the sticky directory: written through. */
+	KT_REQUIRE(stat(own, &st) == 0 && symlink(own, mine) == 0);
+	KT_CHECK_EQ(prof_outfile_check(mine, why, sizeof(why)), 0);
+	KT_CHECK_EQ(prof_outfile_write(mine, "mine\n", 5), 0);
+	KT_CHECK(holds(own, "mine\n", st.st_ino));
+
+	/* nobody's link in nobody's sticky directory: the owner's, followed. */
+	KT_REQUIRE(stat(ok, &st) == 0);
+	nobody_ids(&uid, &gid);
+	KT_REQUIRE(mkdir(theirs, 0755) == 0 && chown(theirs, uid, gid) == 0 &&
+		   chmod(theirs, 01777) == 0);
+	KT_REQUIRE(nobody_symlink(ok, oklink) == 0);
+	KT_CHECK_EQ(prof_outfile_write(oklink, "fine\n", 5), 0);
+	KT_CHECK(holds(ok, "fine\n", st.st_ino));
+
+	unlink(oklink);
+	rmdir(theirs);
+	unlink(mine);
+	unlink(chain);
+	unlink(cpu);
+	unlink(heap);
+	rmdir(sticky);
+	unlink(passwd);
+	unlink(own);
+	unlink(ok);
+	rmdir(victim);
 }
 
 int main(void)
@@ -113,6 +277,7 @@ int main(void)
 		return EXIT_FAILURE;
 	KT_RUN(outfile_targets);
 	KT_RUN(outfile_chardev);
+	KT_RUN(outfile_other_users_link);
 	tmpfiles_done();
 	return ktest_exit();
 }

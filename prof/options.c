@@ -10,6 +10,7 @@
  * tools do.
  */
 #include "prof/options.h"
+#include "pprof/outfile.h"
 #include "prof/http_addr.h"
 #include "prof/stream.h"
 #include "prof/unwind.h"
@@ -217,7 +218,7 @@ static int check_together(const struct profring_prof_opts *o, const char *name,
 int prof_output_check(const char *path, const char *what, char **abs, char *err,
 		      size_t len)
 {
-	char cwd[PATH_MAX], dir[PATH_MAX + 16], *slash;
+	char cwd[PATH_MAX], dir[PATH_MAX + 16], why[512], *slash;
 	struct stat st;
 	int fd;
 
@@ -236,6 +237,12 @@ int prof_output_check(const char *path, const char *what, char **abs, char *err,
 	if (!*abs)
 		return fail(err, len, "%s %s: %s", what, path,
 			    strerror(ENOMEM));
+	/* Links another user planted, dangling links: pprof/outfile.h. */
+	if (prof_outfile_check(*abs, why, sizeof(why))) {
+		fail(err, len, "%s %s: cannot write there: %s", what, path,
+		     why);
+		goto out;
+	}
 	if (!stat(*abs, &st)) {
 		if (S_ISDIR(st.st_mode))
 			goto bad_dir;
@@ -275,6 +282,7 @@ bad_dir:
 bad:
 	fail(err, len, "%s %s: cannot write there: %s", what, path,
 	     strerror(errno));
+out:
 	free(*abs);
 	*abs = NULL;
 	return -1;

@@ -283,13 +283,14 @@ if command -v bash >/dev/null 2>&1; then
 fi
 
 # 8. Output paths are never replaced unless they are regular files: a
-# symlink's target gets the profile, a FIFO and a character device stay
-# what they were, /proc/self/fd/1 (/dev/stdout) appends after the
-# program's own output.
+# symlink's (existing) target gets the profile, a FIFO and a character
+# device stay what they were, /proc/self/fd/1 (/dev/stdout) appends after
+# the program's own output.  (A dangling link is refused: outfile_test.sh.)
 out_record() { # NAME OUTPUT FOLDED: the demo for a moment
 	LD_PRELOAD=$PRELOAD "$RECORD" record -F 1000 -o "$2" -f "$3" -- \
 		"$DEMO" --units 1 >"$TMP/$1.out" 2>"$TMP/$1.err"
 }
+: >"$TMP/real.pb.gz"
 ln -s real.pb.gz "$TMP/link.pb.gz"
 out_record link "$TMP/link.pb.gz" "$TMP/link.folded"
 check output_symlink_kept test -L "$TMP/link.pb.gz"
