@@ -13,8 +13,9 @@
  *   - a HELLO starts a new address space for its pid (a new image, whose
  *     MAP records follow, or a fork child, which starts with a copy of its
  *     parent's mappings); a MAP adds a mapping to its pid's current space.
- *     A new image of a pid that had one is an exec: the old image's
- *     sampled heap blocks are no longer in use;
+ *     A mapping's path is held once however many spaces have it (interned
+ *     in `paths`).  A new image of a pid that had one is an exec: the old
+ *     image's sampled heap blocks are no longer in use;
  * A thread is (address space, tid): the same tid in an image after exec is
  * another thread of the profile, with the new image's code.
  *   - a wall sample (PROF_REC_WALL) is counted as a sample is, with its
@@ -30,6 +31,16 @@
  *
  * Everything read from the ring comes from the profiled program: a record
  * whose kind or payload makes no sense is counted in `bad` and skipped.
+ * Every count, length and index it holds is checked before use (paths
+ * end in a NUL within PROF_AGG_PATH_MAX, samples hold at most
+ * PROFRING_PROF_MAX_FRAMES), and what it may make the aggregation hold is
+ * bounded (struct prof_agg_limits: spaces, threads, mappings per image,
+ * the memory of all mappings): past a limit, what does not fit is dropped
+ * and counted (images_dropped, maps_dropped, dropped), never allocated.
+ * The work is linear in what is read: every count is kept as records
+ * come, none is recounted by a walk over what was kept (an exec's heap
+ * blocks are retired at once, heap_agg.c), and a fork child's inherited
+ * mappings are bounded by the limits.
  *
  * Heap records (sampled allocations and frees) go to heap_agg.c, with the
  * stack table and the address spaces shared; prof_agg_heap_profile()
@@ -55,6 +66,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Thread @tid of @pid's comm into @name ("" if it cannot be read). */
@@ -74,12 +86,24 @@ void prof_agg_read_comm(pid_t pid, uint32_t tid, char name[16])
 
 /* ---- address spaces ---- */
 
-/* A new address space for @pid, which becomes its current one. */
+/*
+ * A new address space for @pid, which becomes its current one.  Past the
+ * limit of spaces there is none: -ENOSPC, and a pid that had one has
+ * none now (SPACE_NONE: its new image's records are dropped).
+ */
 int prof_agg_space_new(struct prof_agg *a, pid_t pid, uint32_t *out)
 {
 	struct agg_space *v;
 	struct index_entry *e;
+	size_t before = a->pid_space.n;
 
+	if (a->nspaces >= a->lim.spaces) {
+		e = keyed_table_find(&a->pid_space, (uint64_t)(uint32_t)pid,
+				     NULL, NULL);
+		if (e)
+			e->index = SPACE_NONE;
+		return -ENOSPC;
+	}
 	v = array_grow(a->spaces, &a->capspaces, a->nspaces + 1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
@@ -88,6 +112,7 @@ int prof_agg_space_new(struct prof_agg *a, pid_t pid, uint32_t *out)
 			       NULL);
 	if (!e)
 		return -ENOMEM;
+	a->n.pids += a->pid_space.n > before;
 	memset(&v[a->nspaces], 0, sizeof(v[0]));
 	v[a->nspaces].pid = pid;
 	e->index = (uint32_t)a->nspaces;
@@ -95,26 +120,75 @@ int prof_agg_space_new(struct prof_agg *a, pid_t pid, uint32_t *out)
 	return 0;
 }
 
-static int space_add_map(struct agg_space *s, uint64_t start, uint64_t limit,
-			 uint64_t offset, const char *path)
+/* A 64-bit hash of @len bytes at @p, seeded (never 0: a table key). */
+static uint64_t path_hash(uint64_t seed, const char *p, size_t len)
 {
-	struct prof_map_spec *v;
-	char *copy = strdup(path);
+	uint64_t h = seed ^ (len * UINT64_C(0x9e3779b97f4a7c15)), w;
 
-	if (!copy)
-		return -ENOMEM;
-	v = array_grow(s->maps, &s->capmaps, s->nmaps + 1, sizeof(*v));
-	if (!v) {
-		free(copy);
-		return -ENOMEM;
+	for (size_t i = 0; i < len; i += 8) {
+		w = 0;
+		memcpy(&w, p + i, len - i < 8 ? len - i : 8);
+		h = (h ^ w) * UINT64_C(0xff51afd7ed558ccd);
+		h ^= h >> 29;
 	}
-	s->maps = v;
-	v[s->nmaps].start = start;
-	v[s->nmaps].limit = limit;
-	v[s->nmaps].offset = offset;
-	v[s->nmaps].path = copy;
-	s->nmaps++;
-	return 0;
+	h *= UINT64_C(0xc4ceb9fe1a85ec53);
+	h ^= h >> 32;
+	return h ? h : 1;
+}
+
+static bool path_eq(const void *entry, const void *arg)
+{
+	return !strcmp(((const struct agg_path *)entry)->path, arg);
+}
+
+/* @path (@len bytes) as the aggregation's one copy of it, or NULL. */
+static const char *path_intern(struct prof_agg *a, const char *path, size_t len)
+{
+	uint64_t key = path_hash(a->path_seed, path, len);
+	struct agg_path *e = keyed_table_find(&a->paths, key, path_eq, path);
+	char *copy;
+
+	if (e)
+		return e->path;
+	copy = strndup(path, len);
+	if (!copy)
+		return NULL;
+	e = keyed_table_insert(&a->paths, key, path_eq, copy);
+	if (!e) {
+		free(copy);
+		return NULL;
+	}
+	e->path = copy;
+	return copy;
+}
+
+/*
+ * What a mapping of a path of @len bytes costs (limits' map_bytes): the
+ * spec here, and what its image's symbolizer keeps for it at the end (its
+ * mapping, its private record of it, the file's record, the path's copy).
+ */
+static uint64_t map_cost(size_t len)
+{
+	return PROF_AGG_MAP_COST + len + 1;
+}
+
+/* Room in space @s for one more mapping of @cost: else count it dropped. */
+static bool map_fits(struct prof_agg *a, const struct agg_space *s,
+		     uint64_t cost)
+{
+	if (s->nmaps < a->lim.space_maps &&
+	    a->n.map_bytes + cost <= a->lim.map_bytes)
+		return true;
+	a->n.maps_dropped++;
+	return false;
+}
+
+/* Append a mapping whose @path is interned, its room made and counted. */
+static void space_put_map(struct prof_agg *a, struct agg_space *s,
+			  const struct prof_map_spec *m, uint64_t cost)
+{
+	s->maps[s->nmaps++] = *m;
+	a->n.map_bytes += cost;
 }
 
 /* The current space of @pid, made (with no mappings) if none. */
@@ -130,69 +204,141 @@ static int space_of(struct prof_agg *a, pid_t pid, uint32_t *out)
 			     NULL);
 	if (e) {
 		*out = e->index;
-		return 0;
+		return e->index == SPACE_NONE ? -ENOSPC : 0;
 	}
 	return prof_agg_space_new(a, pid, out);
 }
 
+/*
+ * The path packed in @rec's payload from word @at: NULL unless it ends in
+ * a NUL within PROF_AGG_PATH_MAX bytes.  Its length goes to @len.
+ */
+static const char *record_path(const struct profbuf_record *rec, size_t at,
+			       size_t *len)
+{
+	size_t n = rec->nstk > at ? rec->nstk - at : 0;
+	const char *path;
+
+	if (n > prof_stream_words(PROF_AGG_PATH_MAX - 1))
+		return NULL;
+	path = prof_stream_unpack((const uint64_t *)rec->stk + at, n);
+	if (path)
+		*len = strlen(path); /* < PROF_AGG_PATH_MAX: n bounds it */
+	return path;
+}
+
+/*
+ * A fork child's space @space starts with the mappings space @parent had:
+ * the same specs, the same interned paths, as many as the limits let in
+ * (in order; the rest counted dropped at once, not one by one).
+ */
+static int space_inherit(struct prof_agg *a, uint32_t space, uint32_t parent)
+{
+	struct agg_space *s = &a->spaces[space];
+	const struct agg_space *p = &a->spaces[parent];
+	struct prof_map_spec *v;
+	size_t i, n = p->nmaps;
+
+	if (!n)
+		return 0;
+	/* the room they take, no more: the child's first MAP grows it */
+	v = malloc(n * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	s->maps = v;
+	s->capmaps = n;
+	for (i = 0; i < n; i++) {
+		uint64_t cost = map_cost(strlen(p->maps[i].path));
+
+		if (!map_fits(a, s, cost))
+			break;
+		space_put_map(a, s, &p->maps[i], cost);
+	}
+	if (i < n)
+		a->n.maps_dropped += n - i - 1; /* map_fits() counted one */
+	return 0;
+}
+
+/*
+ * HELLO: [ppid, flags, exe path].  A new image (start, exec) or a fork
+ * child: a new space either way, the child's with its parent's mappings.
+ */
 static int take_hello(struct prof_agg *a, const struct profbuf_record *rec,
 		      pid_t pid)
 {
 	struct index_entry *e;
-	uint32_t space, parent;
+	uint32_t space, parent = SPACE_NONE;
+	bool forked;
+	size_t len;
 	int err;
 
-	if (rec->nstk < 2 || a->in_process)
+	if (a->in_process || rec->nstk < 3 || rec->stk[0] > INT32_MAX ||
+	    rec->stk[1] & ~(uint64_t)PROF_HELLO_FORKED ||
+	    !record_path(rec, 2, &len))
 		return -EBADMSG;
+	forked = rec->stk[1] & PROF_HELLO_FORKED;
 	a->n.images++;
-	/* An exec: the blocks of the image it replaces are gone. */
-	if (!(rec->stk[1] & PROF_HELLO_FORKED)) {
-		e = keyed_table_find(&a->pid_space, (uint64_t)(uint32_t)pid,
-				     NULL, NULL);
-		if (e)
-			prof_heap_agg_image_gone(&a->heap, e->index);
-	}
-	/* A new image (start, exec) or a fork child: a new space either way. */
+	e = keyed_table_find(&a->pid_space,
+			     forked ? (uint64_t)rec->stk[0]
+				    : (uint64_t)(uint32_t)pid,
+			     NULL, NULL);
+	if (e)
+		parent = e->index;
+	/*
+	 * An exec: the blocks of the image it replaces are gone (heap_agg.c
+	 * marks the space, in constant time).
+	 */
+	if (!forked && parent != SPACE_NONE)
+		prof_heap_agg_image_gone(&a->heap, parent);
 	err = prof_agg_space_new(a, pid, &space);
+	if (err == -ENOSPC) {
+		a->n.images_dropped++;
+		return 0;
+	}
 	if (err)
 		return err;
-	if (!(rec->stk[1] & PROF_HELLO_FORKED))
-		return 0;
-	e = keyed_table_find(&a->pid_space, (uint64_t)(uint32_t)rec->stk[0],
-			     NULL, NULL);
-	if (!e)
-		return 0; /* the parent is not profiled: raw addresses */
-	parent = e->index;
-	for (size_t i = 0; i < a->spaces[parent].nmaps; i++) {
-		const struct prof_map_spec *m = &a->spaces[parent].maps[i];
-
-		err = space_add_map(&a->spaces[space], m->start, m->limit,
-				    m->offset, m->path);
-		if (err)
-			return err;
-	}
-	return 0;
+	if (!forked || parent == SPACE_NONE)
+		return 0; /* a new image, or a parent not profiled */
+	return space_inherit(a, space, parent);
 }
 
 static int take_map(struct prof_agg *a, const struct profbuf_record *rec,
 		    pid_t pid)
 {
+	struct prof_map_spec m;
+	struct agg_space *s;
 	const char *path;
+	struct prof_map_spec *v;
 	uint32_t space;
+	size_t len;
+	uint64_t cost;
 	int err;
 
 	if (rec->nstk < 4 || rec->stk[0] >= rec->stk[1])
 		return -EBADMSG;
-	path = prof_stream_unpack((const uint64_t *)rec->stk + 3,
-				  rec->nstk - 3);
-	if (!path || !*path)
+	path = record_path(rec, 3, &len);
+	if (!path || !len)
 		return -EBADMSG;
 	err = space_of(a, pid, &space);
 	if (err)
 		return err;
 	a->n.maps++;
-	return space_add_map(&a->spaces[space], rec->stk[0], rec->stk[1],
-			     rec->stk[2], path);
+	s = &a->spaces[space];
+	cost = map_cost(len);
+	if (!map_fits(a, s, cost))
+		return 0;
+	v = array_grow(s->maps, &s->capmaps, s->nmaps + 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	s->maps = v;
+	m.start = rec->stk[0];
+	m.limit = rec->stk[1];
+	m.offset = rec->stk[2];
+	m.path = path_intern(a, path, len);
+	if (!m.path)
+		return -ENOMEM;
+	space_put_map(a, s, &m, cost);
+	return 0;
 }
 
 /* ---- samples ---- */
@@ -209,6 +355,8 @@ static int thread_of(struct prof_agg *a, uint32_t space, uint32_t tid,
 		*out = e->index;
 		return 0;
 	}
+	if (a->nthreads >= a->lim.threads)
+		return -ENOSPC;
 	v = array_grow(a->threads, &a->capthreads, a->nthreads + 1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
@@ -217,6 +365,7 @@ static int thread_of(struct prof_agg *a, uint32_t space, uint32_t tid,
 	if (!e)
 		return -ENOMEM;
 	e->index = (uint32_t)a->nthreads;
+	a->spaces[space].sampled = true;
 	v[a->nthreads].space = space;
 	v[a->nthreads].tid = tid;
 	prof_agg_read_comm(a->spaces[space].pid, tid, v[a->nthreads].name);
@@ -239,6 +388,16 @@ static int count(struct prof_agg *a, uint32_t stack, uint32_t who,
 	return 0;
 }
 
+/* A sample's periods (1 to PROF_AGG_PERIODS_MAX) and tid make sense. */
+static bool sample_ok(const struct profbuf_record *rec)
+{
+	uint64_t periods = rec->hdr[PROF_HDR_KIND_PERIODS] & PROF_PERIODS_MASK;
+	uint64_t tid = rec->hdr[PROF_HDR_TID];
+
+	return periods && periods <= PROF_AGG_PERIODS_MAX && tid &&
+	       tid <= INT32_MAX;
+}
+
 static int take_sample(struct prof_agg *a, const struct profbuf_record *rec,
 		       pid_t pid)
 {
@@ -247,7 +406,7 @@ static int take_sample(struct prof_agg *a, const struct profbuf_record *rec,
 	uint32_t stack, space, thread;
 	int err;
 
-	if (!periods || !tid)
+	if (!sample_ok(rec) || rec->nstk > PROFRING_PROF_MAX_FRAMES)
 		return -EBADMSG;
 	err = space_of(a, pid, &space);
 	if (!err)
@@ -277,7 +436,8 @@ static int take_wall(struct prof_agg *a, const struct profbuf_record *rec,
 	uint32_t stack = STACK_EMPTY, space, thread, flags = KEY_WALL;
 	int err;
 
-	if (!periods || !tid || rec->nstk < 1 || rec->stk[0] > 1 ||
+	if (!sample_ok(rec) || rec->nstk < 1 ||
+	    rec->nstk > 1 + PROFRING_PROF_MAX_FRAMES || rec->stk[0] > 1 ||
 	    (repeat && rec->nstk != 1))
 		return -EBADMSG;
 	if (rec->stk[0] == PROF_WALL_SLEEPING)
@@ -313,10 +473,13 @@ static int take_heap(struct prof_agg *a, const struct profbuf_record *rec,
 
 	if (err)
 		return err;
-	return prof_heap_agg_take(
+	err = prof_heap_agg_take(
 		&a->heap, a->tab, rec, space,
 		prof_hdr_kind(rec->hdr[PROF_HDR_KIND_PERIODS]) ==
 			PROF_REC_FREE);
+	if (!err)
+		a->spaces[space].sampled = true; /* it may have a site */
+	return err;
 }
 
 static int take_record(struct prof_agg *a, const struct profbuf_record *rec)
@@ -327,7 +490,7 @@ static int take_record(struct prof_agg *a, const struct profbuf_record *rec)
 		a->n.lost += profbuf_record_overflow_count(rec);
 		return 0;
 	}
-	if (pid <= 0)
+	if (!rec->hdr[PROF_HDR_PID] || rec->hdr[PROF_HDR_PID] > INT32_MAX)
 		return -EBADMSG;
 	switch (prof_hdr_kind(rec->hdr[PROF_HDR_KIND_PERIODS])) {
 	case PROF_REC_SAMPLE:
@@ -355,7 +518,9 @@ static int take_record(struct prof_agg *a, const struct profbuf_record *rec)
  * @r: a read of the profiler's ring (PROF_HDR_WORDS header words).
  *
  * A record that makes no sense is counted (prof_agg_counts().bad) and
- * skipped.
+ * skipped; so is one past a limit (prof_agg_counts().dropped).  The work
+ * is linear in the words read, and at most the limits' worth more (a
+ * fork child's inherited mappings).
  *
  * Return: 0, or -ENOMEM (the record that met it is not counted).
  */
@@ -370,6 +535,8 @@ int prof_agg_take(struct prof_agg *a, const struct profbuf_read *r)
 		err = take_record(a, &rec);
 		if (err == -EBADMSG)
 			a->n.bad++;
+		else if (err == -ENOSPC)
+			a->n.dropped++;
 		else if (err)
 			return err;
 	}
@@ -402,21 +569,25 @@ void prof_agg_set_thread_name(struct prof_agg *a, pid_t tid, const char *name)
 void prof_agg_counts(const struct prof_agg *a, struct prof_agg_counts *c)
 {
 	struct stacktab_stats ts;
-	uint64_t pids = 0;
 
-	*c = a->n;
+	*c = a->n; /* pids counted as they came (prof_agg_space_new()) */
 	c->lost = prof_agg_cpu_lost(a);
 	stacktab_stats(a->tab, &ts);
 	c->stacks = ts.stacks;
-	for (size_t i = 0; i < a->nspaces; i++) {
-		size_t j;
+}
 
-		for (j = 0; j < i; j++)
-			if (a->spaces[j].pid == a->spaces[i].pid)
-				break;
-		pids += j == i;
-	}
-	c->pids = pids;
+/**
+ * prof_agg_set_limits() - other limits than the defaults (a test's, a
+ * fuzzer's), before any record is taken.  The threads are held under
+ * what the keys can number.
+ */
+void prof_agg_set_limits(struct prof_agg *a, const struct prof_agg_limits *lim)
+{
+	a->lim = *lim;
+	if (a->lim.threads > KEY_WALL - 2)
+		a->lim.threads = KEY_WALL - 2;
+	if (a->lim.spaces > SPACE_NONE - 1)
+		a->lim.spaces = SPACE_NONE - 1;
 }
 
 /**
@@ -431,12 +602,22 @@ void prof_agg_counts(const struct prof_agg *a, struct prof_agg_counts *c)
 struct prof_agg *prof_agg_new(bool in_process, size_t table_bytes, int *err)
 {
 	struct prof_agg *a = calloc(1, sizeof(*a));
+	struct timespec ts;
 
 	if (!a) {
 		*err = -ENOMEM;
 		return NULL;
 	}
 	a->in_process = in_process;
+	a->lim =
+		(struct prof_agg_limits){ .spaces = PROF_AGG_SPACES_MAX,
+					  .threads = PROF_AGG_THREADS_MAX,
+					  .space_maps = PROF_AGG_SPACE_MAPS_MAX,
+					  .map_bytes = PROF_AGG_MAP_BYTES_MAX };
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	a->path_seed = (uint64_t)(uintptr_t)a ^ (uint64_t)ts.tv_nsec << 20 ^
+		       (uint64_t)ts.tv_sec;
+	keyed_table_init(&a->paths, sizeof(struct agg_path));
 	keyed_table_init(&a->agg, sizeof(struct agg_entry));
 	keyed_table_init(&a->thread_index, sizeof(struct index_entry));
 	keyed_table_init(&a->pid_space, sizeof(struct index_entry));
@@ -458,15 +639,18 @@ struct prof_agg *prof_agg_new(bool in_process, size_t table_bytes, int *err)
  */
 void prof_agg_free(struct prof_agg *a)
 {
+	struct agg_path *p;
+	size_t slot = 0;
+
 	if (!a)
 		return;
 	prof_agg_forget_symbols(a);
-	for (size_t i = 0; i < a->nspaces; i++) {
-		for (size_t j = 0; j < a->spaces[i].nmaps; j++)
-			free((void *)a->spaces[i].maps[j].path);
-		free(a->spaces[i].maps);
-	}
+	for (size_t i = 0; i < a->nspaces; i++)
+		free(a->spaces[i].maps); /* their paths are interned */
 	free(a->spaces);
+	while ((p = keyed_table_next(&a->paths, &slot)))
+		free(p->path);
+	keyed_table_free(&a->paths);
 	free(a->threads);
 	keyed_table_free(&a->agg);
 	keyed_table_free(&a->thread_index);

@@ -37,11 +37,29 @@
 _Static_assert(PROFRING_PROF_MAX_FRAMES <= STACKTAB_MAX_DEPTH,
 	       "a sample's frames must fit the stack table");
 
-/* One image of one process: its pid and the mappings it reported. */
+/*
+ * A pid's entry in pid_space when its current image got no space (the
+ * limit of spaces reached): its records are dropped.
+ */
+#define SPACE_NONE UINT32_MAX
+
+/*
+ * One image of one process: its pid and the mappings it reported (or
+ * inherited); their paths are the aggregation's interned ones (paths).
+ * Only a space with something to name gets a symbolizer (the main one
+ * too): images that never sent a sample cost nothing at the end.
+ */
 struct agg_space {
 	pid_t pid;
+	bool sampled; /* a thread or heap site of it counted: symbolized */
 	struct prof_map_spec *maps;
 	size_t nmaps, capmaps;
+};
+
+/* An interned mapping path (struct prof_agg's paths). */
+struct agg_path {
+	uint64_t key; /* a seeded hash of the path */
+	char *path;
 };
 
 struct agg_thread {
@@ -71,6 +89,9 @@ struct index_entry {
 
 struct prof_agg {
 	bool in_process;
+	struct prof_agg_limits lim;
+	uint64_t path_seed; /* paths' hash: not one the program can aim at */
+	struct keyed_table paths; /* struct agg_path: each path once */
 	struct stacktab *tab;
 	struct keyed_table agg; /* struct agg_entry */
 	struct keyed_table thread_index; /* struct index_entry */

@@ -46,37 +46,64 @@ static int fill_sample(struct prof_agg *a, const struct agg_entry *e,
 }
 
 /*
- * One symbolizer per address space: the process's own, or its reports.
- * JIT code is named from the perf map of the space's pid (perf's
- * /tmp/perf-PID.map, which stays after the process is gone): in-process,
+ * The program the user ran: the last image of the first process (a
+ * wrapper's exec), not the wrapper, is pprof's main binary.
+ */
+static size_t main_space(const struct prof_agg *a)
+{
+	size_t main = 0;
+
+	for (size_t i = 1; i < a->nspaces; i++)
+		if (a->spaces[i].pid == a->spaces[0].pid)
+			main = i;
+	return main;
+}
+
+/*
+ * Space @i's symbolizer: the process's own, or its reports.  JIT code is
+ * named from the perf map of the space's pid (perf's /tmp/perf-PID.map,
+ * which stays after the process is gone): in-process,
  * prof_symbolizer_new() looks for its own; under the launcher, each space
  * is given its pid's (every image of a pid that exec'd gets the same file:
  * the map names only addresses in no mapped file of that image, or that
  * the file's symbols do not name).
  */
+static int make_symbolizer(struct prof_agg *a, size_t i)
+{
+	const struct agg_space *s = &a->spaces[i];
+	struct prof_symbolizer *sym;
+	char path[64];
+
+	sym = a->in_process ? prof_symbolizer_new()
+			    : prof_symbolizer_new_maps(s->maps, s->nmaps);
+	if (!sym)
+		return -errno;
+	a->syms[i] = sym;
+	if (a->in_process)
+		return 0;
+	snprintf(path, sizeof(path), PROF_PERFMAP_PATH_FMT, (int)s->pid);
+	return prof_symbolizer_set_perf_map(sym, path);
+}
+
+/*
+ * One symbolizer per address space that has something to name (a thread
+ * with samples, a heap site) and the main one; the others' stay NULL (no
+ * mappings in the profile, nothing to look up), so that images that
+ * never sent a sample (a flood of HELLOs) cost nothing here.
+ */
 static int make_symbolizers(struct prof_agg *a)
 {
-	char path[64];
+	size_t main = main_space(a);
 	int err;
 
 	a->syms = calloc(a->nspaces + 1, sizeof(*a->syms));
 	if (!a->syms)
 		return -ENOMEM;
-	for (a->nsyms = 0; a->nsyms < a->nspaces; a->nsyms++) {
-		const struct agg_space *s = &a->spaces[a->nsyms];
-		struct prof_symbolizer *sym =
-			a->in_process
-				? prof_symbolizer_new()
-				: prof_symbolizer_new_maps(s->maps, s->nmaps);
-
-		if (!sym)
-			return -errno;
-		a->syms[a->nsyms] = sym;
-		if (a->in_process)
+	a->nsyms = a->nspaces;
+	for (size_t i = 0; i < a->nspaces; i++) {
+		if (!a->in_process && !a->spaces[i].sampled && i != main)
 			continue;
-		snprintf(path, sizeof(path), PROF_PERFMAP_PATH_FMT,
-			 (int)s->pid);
-		err = prof_symbolizer_set_perf_map(sym, path);
+		err = make_symbolizer(a, i);
 		if (err)
 			return err;
 	}
@@ -127,13 +154,7 @@ static int profile_begin(struct prof_agg *a, struct prof_profile *p)
 		return err;
 	p->spaces = a->syms;
 	p->nspaces = a->nsyms;
-	/*
-	 * The program the user ran: the last image of the first process (a
-	 * wrapper's exec), not the wrapper, is pprof's main binary.
-	 */
-	for (size_t i = 1; i < a->nspaces && i < a->nsyms; i++)
-		if (a->spaces[i].pid == a->spaces[0].pid)
-			p->main_space = i;
+	p->main_space = main_space(a);
 	return 0;
 }
 
@@ -402,6 +423,8 @@ const char *prof_agg_symbol(struct prof_agg *a, pid_t pid, uint64_t pc)
 	e = keyed_table_find(&a->pid_space, (uint64_t)(uint32_t)pid, NULL,
 			     NULL);
 	if (!e || e->index >= a->nsyms)
+		return NULL;
+	if (!a->syms[e->index] && make_symbolizer(a, e->index))
 		return NULL;
 	return prof_symbolize(a->syms[e->index], (uintptr_t)pc, NULL);
 }

@@ -14,6 +14,13 @@
  * ignored.  An ALLOC at an address still live means the free was lost:
  * the old block is counted freed first.
  *
+ * An exec replaces an image: its blocks are no longer in use.  That takes
+ * constant time, not a walk of the live table: each space counts its live
+ * blocks, and a space marked gone counts them as gone by exec at once;
+ * its sites then show no in-use values (their own counts are left as they
+ * were), and its live entries are never looked up again (aggregate.c
+ * gives the pid a new space, so no record names the gone one).
+ *
  * At the end each site's raw counts are unbiased with Go's
  * scaleHeapSample (runtime/pprof/protomem.go): an allocation of s bytes is
  * sampled with probability 1 - exp(-s / rate) (heap.c), so counts and
@@ -103,6 +110,24 @@ static struct heap_site *site_get(struct prof_heap_agg *h, uint32_t space,
 	return s;
 }
 
+/* Space @space's state, made if new; NULL without memory. */
+static struct prof_heap_space *space_get(struct prof_heap_agg *h,
+					 uint32_t space)
+{
+	struct prof_heap_space *v;
+
+	v = array_grow(h->spaces, &h->capspaces, (size_t)space + 1, sizeof(*v));
+	if (!v)
+		return NULL;
+	h->spaces = v;
+	return &v[space];
+}
+
+static bool space_gone(const struct prof_heap_agg *h, uint32_t space)
+{
+	return space < h->capspaces && h->spaces[space].gone;
+}
+
 /* The block at @id stops being in use (it was freed, or replaced). */
 static void retire(struct prof_heap_agg *h, struct heap_live *l)
 {
@@ -110,6 +135,8 @@ static void retire(struct prof_heap_agg *h, struct heap_live *l)
 	struct heap_site *s;
 
 	l->live = false;
+	if (l->space < h->capspaces && h->spaces[l->space].inuse)
+		h->spaces[l->space].inuse--;
 	s = keyed_table_find(&h->sites,
 			     nonzero(mix(mix(id.space, id.stack), id.size)),
 			     site_eq, &id);
@@ -142,6 +169,7 @@ static int take_alloc(struct prof_heap_agg *h, struct stacktab *tab,
 		      const struct profbuf_record *rec, uint32_t space)
 {
 	const uintptr_t *w = rec->stk;
+	struct prof_heap_space *sp;
 	struct heap_site *s;
 	struct heap_live *l;
 	struct live_id id;
@@ -152,6 +180,9 @@ static int take_alloc(struct prof_heap_agg *h, struct stacktab *tab,
 	    rec->nstk > PROF_ALLOC_WORDS + PROFRING_PROF_MAX_FRAMES ||
 	    w[PROF_ALLOC_FLAGS] & ~(uint64_t)PROF_ALLOC_UNTRACKED)
 		return -EBADMSG;
+	sp = space_get(h, space);
+	if (!sp)
+		return -ENOMEM;
 	npcs = rec->nstk - PROF_ALLOC_WORDS;
 	if (npcs) {
 		stack = stacktab_put(tab, w + PROF_ALLOC_WORDS, npcs);
@@ -186,6 +217,7 @@ static int take_alloc(struct prof_heap_agg *h, struct stacktab *tab,
 	if (!s)
 		return -ENOMEM;
 	s->inuse++;
+	sp->inuse++;
 	l->addr = id.addr;
 	l->space = space;
 	l->stack = stack;
@@ -197,18 +229,19 @@ static int take_alloc(struct prof_heap_agg *h, struct stacktab *tab,
 /**
  * prof_heap_agg_image_gone() - the image of address space @space was
  * replaced by exec: its blocks are no longer in use (the kernel took its
- * memory back), though their frees will never come.
+ * memory back), though their frees will never come.  Constant time: the
+ * space is marked (a space with no blocks has nothing to mark).
  */
 void prof_heap_agg_image_gone(struct prof_heap_agg *h, uint32_t space)
 {
-	struct heap_live *l;
-	size_t i = 0;
+	struct prof_heap_space *sp;
 
-	while ((l = keyed_table_next(&h->live, &i)))
-		if (l->live && l->space == space) {
-			retire(h, l);
-			h->n.exec_gone++;
-		}
+	if (space >= h->capspaces || h->spaces[space].gone)
+		return;
+	sp = &h->spaces[space];
+	h->n.exec_gone += sp->inuse;
+	sp->inuse = 0;
+	sp->gone = true;
 }
 
 /**
@@ -228,6 +261,7 @@ void prof_heap_agg_free(struct prof_heap_agg *h)
 {
 	keyed_table_free(&h->sites);
 	keyed_table_free(&h->live);
+	free(h->spaces);
 	prof_heap_agg_init(h);
 }
 
@@ -294,7 +328,7 @@ static const char *special_of(uint32_t stack)
 	return NULL;
 }
 
-static int fill_site(const struct heap_site *s, uint64_t allocs,
+static int fill_site(const struct heap_site *s, uint64_t allocs, uint64_t inuse,
 		     struct stacktab *tab, uint64_t rate, struct prof_sample *o)
 {
 	memset(o, 0, sizeof(*o));
@@ -303,7 +337,7 @@ static int fill_site(const struct heap_site *s, uint64_t allocs,
 	prof_heap_scale(allocs, allocs * s->size, rate,
 			&o->heap[PROF_HEAP_ALLOC_OBJECTS],
 			&o->heap[PROF_HEAP_ALLOC_SPACE]);
-	prof_heap_scale(s->inuse, s->inuse * s->size, rate,
+	prof_heap_scale(inuse, inuse * s->size, rate,
 			&o->heap[PROF_HEAP_INUSE_OBJECTS],
 			&o->heap[PROF_HEAP_INUSE_SPACE]);
 	o->special = special_of(s->stack);
@@ -373,7 +407,9 @@ int prof_heap_agg_fill(struct prof_heap_agg *h, struct stacktab *tab,
 			if (!allocs)
 				continue; /* nothing new there */
 		}
-		err = fill_site(s, allocs, tab, rate, &out[*n]);
+		err = fill_site(s, allocs,
+				space_gone(h, s->space) ? 0 : s->inuse, tab,
+				rate, &out[*n]);
 		if (err)
 			return err;
 		(*n)++;

@@ -50,9 +50,17 @@ struct prof_heap_counts {
 	uint64_t allocs, frees, unknown_frees, replaced, untracked, exec_gone;
 };
 
+/* One address space's heap state: blocks live in it, and whether gone. */
+struct prof_heap_space {
+	uint64_t inuse; /* blocks live (sampled, not freed) */
+	bool gone; /* its image was replaced by exec: none is in use */
+};
+
 struct prof_heap_agg {
 	struct keyed_table sites; /* struct heap_site */
 	struct keyed_table live; /* struct heap_live */
+	struct prof_heap_space *spaces; /* by space index, as blocks come */
+	size_t capspaces;
 	struct prof_heap_counts n;
 };
 
