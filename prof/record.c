@@ -55,6 +55,7 @@
 #include "prof/shm.h"
 
 #include "pprof/demangle.h"
+#include "pprof/outfile.h"
 #include "pprof/pprof.h"
 #include "ring/clock.h"
 
@@ -494,6 +495,25 @@ static void format_comments(const struct prof_record_args *a,
 	snprintf(c[5], COMMENT_LEN, "ring: %.300s", o->ring);
 }
 
+/*
+ * Say that @path could not be written, and why: a link refused when the
+ * file was written (planted after the options were checked) is explained
+ * as the check explains it.
+ */
+static int cannot_write(const char *path, int err)
+{
+	char why[512];
+
+	if (prof_outfile_check(path, why, sizeof(why)) != err)
+		snprintf(why, sizeof(why), "%s", strerror(-err));
+	fprintf(stderr, "profring-prof: cannot write %s: %s\n", path, why);
+	return err;
+}
+
+/*
+ * -o and -f: each written if it can be (one refused loses only itself),
+ * each failure said here.  Return: 0, or the first error.
+ */
 static int write_profile(const struct prof_record_args *a, struct reader *rd,
 			 const struct outcome *o)
 {
@@ -504,7 +524,7 @@ static int write_profile(const struct prof_record_args *a, struct reader *rd,
 
 	err = prof_agg_profile(rd->agg, &p);
 	if (err)
-		return err;
+		return cannot_write(a->output, err);
 	prof_demangle_allow_load(); /* our own process: a C++ runtime may load */
 	format_comments(a, o, comments);
 	for (int i = 0; i < NCOMMENTS; i++)
@@ -519,8 +539,15 @@ static int write_profile(const struct prof_record_args *a, struct reader *rd,
 	p.duration_nanos = o->duration_ns;
 	p.comments = lines;
 	err = prof_pprof_write(&p, NULL, a->output);
-	if (!err && a->folded)
-		err = prof_folded_write(&p, NULL, a->folded);
+	if (err)
+		cannot_write(a->output, err);
+	if (a->folded) {
+		int ferr = prof_folded_write(&p, NULL, a->folded);
+
+		if (ferr)
+			cannot_write(a->folded, ferr);
+		err = err ? err : ferr;
+	}
 	prof_agg_profile_free(&p);
 	return err;
 }
@@ -783,6 +810,7 @@ static void check_counts(struct outcome *o)
 static int finish(const struct prof_record_args *a, struct reader *rd,
 		  struct prof_shm_map *m, struct outcome *o)
 {
+	bool failed = false;
 	int err;
 
 	ring_outcome(rd, o);
@@ -811,33 +839,27 @@ static int finish(const struct prof_record_args *a, struct reader *rd,
 			prog_name, LIB_NAME, end);
 		return 125;
 	}
-	if (rd->trace) {
-		err = close_trace(a, rd);
-		if (err)
-			return 125;
-	}
+	/* A file that cannot be written loses only itself: the others are
+	 * still written, each failure is said, and the status is 125. */
+	if (rd->trace && close_trace(a, rd))
+		failed = true;
 	if (a->heap) {
 		err = write_heap(a, rd, o, rd->heap_rate);
 		if (err) {
-			fprintf(stderr, "profring-prof: cannot write %s: %s\n",
-				a->heap, strerror(-err));
-			return 125;
-		}
-		if (!a->quiet)
+			cannot_write(a->heap, err);
+			failed = true;
+		} else if (!a->quiet) {
 			heap_summary(a, rd, rd->heap_rate);
+		}
 	}
-	if (!a->output)
-		return pass_on(o->status);
-	err = write_profile(a, rd, o);
-	if (err) {
-		fprintf(stderr, "profring-prof: cannot write %s: %s\n",
-			a->output, strerror(-err));
+	if (a->output && write_profile(a, rd, o))
 		return 125;
+	if (a->output) {
+		warn(a, o);
+		if (!a->quiet)
+			summary(a, o);
 	}
-	warn(a, o);
-	if (!a->quiet)
-		summary(a, o);
-	return pass_on(o->status);
+	return failed ? 125 : pass_on(o->status);
 }
 
 /*
