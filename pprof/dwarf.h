@@ -3,7 +3,8 @@
  * pprof/dwarf.h - an ELF file's symbol table (dwfl.c) and the source
  * lines and inlined frames of its code, from its DWARF (dwarf.c), both
  * through elfutils' libdwfl and libdw, loaded when first needed, for the
- * symbolizer (symbolize.c).
+ * symbolizer (symbolize.c), which reads the files' own symbol tables
+ * (elfsym.c) where libdw cannot be loaded (pprof_dwarf_loaded()).
  *
  * Not async-signal-safe; thread-safe (one lock around the file cache).
  *
@@ -19,6 +20,23 @@
 struct prof_frame;
 struct pprof_dwarf;
 
+/*
+ * A test and diagnostic knob: set (not empty, not "0") in the environment
+ * of the process that symbolizes (the launcher, or an in-process
+ * session's program), libdw is not loaded, as on a machine without
+ * libdw.so.1.  Read once, at the first look for libdw.
+ */
+#define PPROF_ENV_NO_LIBDW "PROFRING_PROF_NO_LIBDW"
+
+/**
+ * pprof_dwarf_loaded() - whether libdw is loaded (it is tried at the
+ * first call, here or pprof_dwarf_get()'s).
+ * @why:	set to NULL, or to why not (dlerror()'s words, a function it
+ *		lacks, the knob, or a build without elfutils' headers):
+ *		valid for the life of the process.
+ */
+bool pprof_dwarf_loaded(const char **why);
+
 /**
  * pprof_dwarf_get() - the file at @path, with the build-id @build_id
  * (lowercase hex, "" if none), as libdwfl reads it: its symbol table and
@@ -31,7 +49,7 @@ struct pprof_dwarf;
  * @want_dwarf:	read its DWARF too (else only its symbol table): part
  *		of the key, as the file is opened once either way.
  * Return: the file, or NULL (neither symbols nor DWARF, no libdw, no
- * memory).
+ * memory, more than dwfl.c's MAX_FILES files).
  */
 struct pprof_dwarf *pprof_dwarf_get(const char *path, const char *build_id,
 				    const char *debug_dir, const void *image,

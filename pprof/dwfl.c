@@ -14,9 +14,11 @@
  * profiled program, and libdw would bring libelf, zlib, liblzma, libbz2
  * and libzstd into each at start-up; here they come only when a profile
  * is symbolized (at the end, or at a served request).  A machine
- * without libdw.so.1 gets no names from files (a symbolizer of its own
- * process still asks dladdr()); the profile keeps each mapping's path
- * and build-id, from which pprof can name the code itself.
+ * without libdw.so.1 (or a process with PROFRING_PROF_NO_LIBDW set,
+ * dwarf.h) gets its names from the files' own symbol tables, read by
+ * elfsym.c, and no source lines (symbolize.c says so); the profile keeps
+ * each mapping's path and build-id, from which pprof can name the code
+ * itself.
  *
  * Files.  Each (path, build-id, debug directory) gets one Dwfl holding one
  * module, the file reported at base 0 with its p_vaddr added (so the
@@ -64,20 +66,56 @@
 struct pprof_dw_funcs pprof_dw;
 pthread_mutex_t pprof_dwfl_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Load libdw once; false if it (or one of its functions) is missing. */
+/* Why libdw is not loaded, once dw_load() failed (under the lock). */
+static char dw_why[256];
+
+/* libdw at @h lacks the function @name: unloaded, said; false. */
+static bool dw_lacks(void *h, const char *name)
+{
+	snprintf(dw_why, sizeof(dw_why), "%s lacks %s", LIBDW, name);
+	dlclose(h);
+	return false;
+}
+
+/*
+ * Load libdw once; false, with the reason in dw_why, if it (or one of
+ * its functions) is missing, or the test and diagnostic knob
+ * PPROF_ENV_NO_LIBDW says to act as if it were.
+ */
 static bool dw_load(void)
 {
+	const char *off = getenv(PPROF_ENV_NO_LIBDW), *err;
 	void *h;
 
 	if (pprof_dw.tried)
 		return pprof_dw.ok;
 	pprof_dw.tried = true;
-	h = dlopen(LIBDW, RTLD_NOW | RTLD_LOCAL);
-	if (!h)
+	if (off && *off && strcmp(off, "0")) {
+		snprintf(dw_why, sizeof(dw_why), "%s=%.32s", PPROF_ENV_NO_LIBDW,
+			 off);
 		return false;
+	}
+	h = dlopen(LIBDW, RTLD_NOW | RTLD_LOCAL);
+	if (!h) {
+		err = dlerror();
+		snprintf(dw_why, sizeof(dw_why), "%s",
+			 err ? err : LIBDW ": cannot be loaded");
+		return false;
+	}
 	DW_FUNCS(DW_RESOLVE)
 	pprof_dw.ok = true;
 	return true;
+}
+
+bool pprof_dwarf_loaded(const char **why)
+{
+	bool ok;
+
+	pthread_mutex_lock(&pprof_dwfl_lock);
+	ok = dw_load();
+	pthread_mutex_unlock(&pprof_dwfl_lock);
+	*why = ok ? NULL : dw_why; /* set once, under the lock, before */
+	return ok;
 }
 
 static struct {
@@ -507,52 +545,26 @@ out:
 	return d && d->dwfl ? d : NULL;
 }
 
-static int sym_rank(unsigned char info)
-{
-	switch (GELF_ST_BIND(info)) {
-	case STB_GLOBAL:
-		return 0;
-	case STB_WEAK:
-		return 1;
-	default:
-		return 2;
-	}
-}
-
-/* By address; of one address, the one to keep first (see table_syms()). */
-static int sym_cmp(const void *a, const void *b)
-{
-	const struct sym_entry *x = a, *y = b;
-
-	if (x->lo != y->lo)
-		return x->lo < y->lo ? -1 : 1;
-	if (!x->size != !y->size)
-		return !x->size ? 1 : -1;
-	if (x->rank != y->rank)
-		return x->rank - y->rank;
-	return strcmp(x->name, y->name);
-}
-
 /*
  * The functions of @d's symbol table, as libdwfl reads it (its .symtab,
  * else its debug file's, else .dynsym; MiniDebugInfo's too), tabled once
  * by address: libdwfl's own look-up (dwfl_module_addrinfo()) walks the
  * whole table for every address, 0.6 ms an address in libc's.  Defined,
- * named STT_FUNC and STT_GNU_IFUNC symbols; one per address: sized before
- * size 0, global before weak before local, then by name.  Without memory,
- * what was tabled so far.
+ * named STT_FUNC and STT_GNU_IFUNC symbols; one per address
+ * (pprof_syms_sort(): sized before size 0, global before weak before
+ * local, then by name).  Without memory, what was tabled so far.
  */
 static void table_syms(struct pprof_dwarf *d)
 {
 	int n = pprof_dw.dwfl_module_getsymtab(d->mod);
-	size_t cap = 0, k = 0;
+	size_t cap = 0;
 
 	d->syms_done = true;
 	for (int i = 1; i < n; i++) {
 		GElf_Sym sym;
 		GElf_Addr addr;
 		GElf_Word shndx;
-		struct sym_entry *e;
+		struct pprof_sym *e;
 		const char *name = pprof_dw.dwfl_module_getsym_info(
 			d->mod, i, &sym, &addr, &shndx, NULL, NULL);
 		if (!name || !*name || sym.st_shndx == SHN_UNDEF ||
@@ -564,35 +576,31 @@ static void table_syms(struct pprof_dwarf *d)
 			break;
 		d->syms = e;
 		d->syms[d->nsyms++] =
-			(struct sym_entry){ addr, sym.st_size, name,
-					    sym_rank(sym.st_info) };
+			(struct pprof_sym){ addr, sym.st_size, name,
+					    pprof_sym_rank(sym.st_info) };
 	}
-	if (d->nsyms)
-		qsort(d->syms, d->nsyms, sizeof(*d->syms), sym_cmp);
-	for (size_t i = 0; i < d->nsyms; i++) /* the first of each address */
-		if (!k || d->syms[i].lo != d->syms[k - 1].lo)
-			d->syms[k++] = d->syms[i];
-	d->nsyms = k;
+	d->nsyms = pprof_syms_sort(d->syms, d->nsyms);
 }
 
 const char *pprof_dwarf_symbol(struct pprof_dwarf *d, uint64_t vaddr)
 {
-	const struct sym_entry *e = NULL;
-	size_t i;
+	const char *name;
 
 	pthread_mutex_lock(&pprof_dwfl_lock);
 	if (!d->syms_done)
 		table_syms(d);
-	i = pprof_upper_bound(d->syms, d->nsyms, sizeof(*d->syms),
-			      offsetof(struct sym_entry, lo), vaddr);
-	if (i)
-		e = &d->syms[i - 1];
+	name = pprof_syms_find(d->syms, d->nsyms, vaddr);
 	pthread_mutex_unlock(&pprof_dwfl_lock);
-	/* Size 0: up to the next symbol, which lies above @vaddr. */
-	return e && (!e->size || vaddr - e->lo < e->size) ? e->name : NULL;
+	return name;
 }
 
-#else /* !PROFRING_HAVE_LIBDW: no names from files */
+#else /* !PROFRING_HAVE_LIBDW: no libdw (symbolize.c reads the tables) */
+
+bool pprof_dwarf_loaded(const char **why)
+{
+	*why = "built without elfutils' headers";
+	return false;
+}
 
 struct pprof_dwarf *pprof_dwarf_get(const char *path, const char *build_id,
 				    const char *debug_dir, const void *image,

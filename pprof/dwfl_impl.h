@@ -24,6 +24,7 @@
 #define MAX_DEPTH 32 /* frames at one address: inlining deeper is cut */
 
 struct prof_frame;
+struct pprof_sym;
 
 /*
  * libdw's functions, resolved once (dw_load() in dwfl.c) and called as
@@ -72,7 +73,7 @@ struct prof_frame;
 #define DW_RESOLVE(f)                                           \
 	*(void **)&pprof_dw.f = dlsym(h, #f); /* POSIX's way */ \
 	if (!pprof_dw.f)                                        \
-		return false;
+		return dw_lacks(h, #f);
 
 struct pprof_dw_funcs {
 	DW_FUNCS(DW_MEMBER)
@@ -96,13 +97,6 @@ struct fn_range {
 	Dwarf_Die die;
 };
 
-/* A function of the symbol table (struct pprof_dwarf's syms). */
-struct sym_entry {
-	uint64_t lo, size;
-	const char *name; /* libelf's: valid as long as the module */
-	int rank; /* binding: 0 global, 1 weak, 2 local */
-};
-
 /* A unit's code range (struct pprof_dwarf's cus). */
 struct cu_range {
 	uint64_t lo, hi;
@@ -124,7 +118,7 @@ struct pprof_dwarf {
 	Dwfl_Module *mod;
 	bool want_dwarf; /* asked to read its DWARF (part of the key) */
 	bool has_dwarf;
-	struct sym_entry *syms; /* by address: table_syms() */
+	struct pprof_sym *syms; /* by address: table_syms(); libelf's names */
 	size_t nsyms;
 	bool syms_done;
 	struct { /* opened for it while it is opened (find_debuginfo()) */

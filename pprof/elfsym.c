@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * elfsym.c - what the symbolizer (symbolize.c) reads itself in a mapped
- * ELF file: its build-id and the load bias of a mapping of it.
+ * ELF file: its build-id, the load bias of a mapping of it, and, when
+ * libdw cannot be loaded, its symbol table.
  *
  * A file is opened and mmap'd read-only at its first use (pprof_elf_open:
  * the header is checked, the build-id read).  The [vdso] is read in place, in
@@ -25,11 +26,16 @@
  * load address) and for non-PIE executables (p_vaddr absolute, bias 0)
  * alike.
  *
- * Symbols and DWARF are not read here: libdwfl reads them (dwfl.c),
- * given the path, the build-id and the bias found here.  What stays here
- * is what a profile needs of a mapping even without libdw (its build-id,
- * for pprof to find the file again), and what libdwfl has no call for:
- * the bias of one mapping of a file, and the [vdso]'s bytes.
+ * Symbols and DWARF are libdwfl's to read (dwfl.c), given the path, the
+ * build-id and the bias found here.  What stays here is what a profile
+ * needs of a mapping even without libdw (its build-id, for pprof to find
+ * the file again), what libdwfl has no call for (the bias of one mapping
+ * of a file, and the [vdso]'s bytes), and, for a machine without
+ * libdw.so.1, the file's own symbol table (pprof_elf_symbol()): its
+ * .symtab, else its .dynsym, the functions tabled by address as dwfl.c
+ * tables libdwfl's (pprof_syms_sort()), their names pointing into the
+ * mapped file.  An unstripped program is named by function so; its
+ * source lines, inlined frames and separate debug files need libdw.
  *
  * Every header, table and string is checked against the file size before
  * it is read, and read with memcpy (no alignment assumed), so a truncated
@@ -50,6 +56,7 @@
 #include <unistd.h>
 
 #include "pprof/elfsym.h"
+#include "pprof/table.h"
 
 /* [@off, @off + @len) lies inside the file. */
 static bool in_file(const struct pprof_elf *f, uint64_t off, uint64_t len)
@@ -290,6 +297,10 @@ bool pprof_elf_has_dwarf(const struct pprof_elf *f)
 void pprof_elf_close(struct pprof_elf *f)
 {
 	unmap_file(f);
+	free(f->syms);
+	f->syms = NULL;
+	f->nsyms = 0;
+	f->syms_done = false;
 	f->state = PPROF_ELF_NEW;
 }
 
@@ -326,4 +337,134 @@ bool pprof_elf_bias(const struct pprof_elf *f, uint64_t start, uint64_t offset,
 	if (found)
 		*bias = start - (best.p_vaddr + (offset - best.p_offset));
 	return found;
+}
+
+int pprof_sym_rank(unsigned char info)
+{
+	switch (ELF64_ST_BIND(info)) {
+	case STB_GLOBAL:
+		return 0;
+	case STB_WEAK:
+		return 1;
+	default:
+		return 2;
+	}
+}
+
+/* By address; of one address, the one to keep first (pprof_syms_sort()). */
+static int sym_cmp(const void *a, const void *b)
+{
+	const struct pprof_sym *x = a, *y = b;
+
+	if (x->lo != y->lo)
+		return x->lo < y->lo ? -1 : 1;
+	if (!x->size != !y->size)
+		return !x->size ? 1 : -1;
+	if (x->rank != y->rank)
+		return x->rank - y->rank;
+	return strcmp(x->name, y->name);
+}
+
+size_t pprof_syms_sort(struct pprof_sym *syms, size_t n)
+{
+	size_t k = 0;
+
+	if (!n)
+		return 0;
+	qsort(syms, n, sizeof(*syms), sym_cmp);
+	for (size_t i = 0; i < n; i++) /* the first of each address */
+		if (!k || syms[i].lo != syms[k - 1].lo)
+			syms[k++] = syms[i];
+	return k;
+}
+
+const char *pprof_syms_find(const struct pprof_sym *syms, size_t n,
+			    uint64_t vaddr)
+{
+	size_t i = pprof_upper_bound(syms, n, sizeof(*syms),
+				     offsetof(struct pprof_sym, lo), vaddr);
+	const struct pprof_sym *e = i ? &syms[i - 1] : NULL;
+
+	/* Size 0: up to the next symbol, which lies above @vaddr. */
+	return e && (!e->size || vaddr - e->lo < e->size) ? e->name : NULL;
+}
+
+/*
+ * The first section of @type (SHT_SYMTAB, SHT_DYNSYM) into @sym, and the
+ * string table it links to into @str, both inside the file, its entries
+ * Elf64_Sym.  False if there is none so.
+ */
+static bool find_symtab(const struct pprof_elf *f, uint32_t type,
+			Elf64_Shdr *sym, Elf64_Shdr *str)
+{
+	for (size_t i = 1; elf_shdr(f, i, sym); i++) {
+		if (sym->sh_type != type)
+			continue;
+		return sym->sh_entsize == sizeof(Elf64_Sym) && sym->sh_link &&
+		       elf_shdr(f, sym->sh_link, str) &&
+		       str->sh_type == SHT_STRTAB &&
+		       in_file(f, sym->sh_offset, sym->sh_size) &&
+		       in_file(f, str->sh_offset, str->sh_size);
+	}
+	return false;
+}
+
+/* The NUL-terminated string at @off of @str, in the file; NULL if not. */
+static const char *str_at(const struct pprof_elf *f, const Elf64_Shdr *str,
+			  uint64_t off)
+{
+	const char *p = (const char *)f->base + str->sh_offset + off;
+
+	if (off >= str->sh_size || !memchr(p, '\0', str->sh_size - off))
+		return NULL;
+	return p;
+}
+
+/*
+ * The functions of @f's .symtab, else its .dynsym, tabled once by
+ * address: defined, named STT_FUNC and STT_GNU_IFUNC symbols, one per
+ * address (pprof_syms_sort()).  Without memory, what was tabled so far.
+ */
+static void table_syms(struct pprof_elf *f)
+{
+	Elf64_Shdr sh, str;
+	size_t cap = 0;
+
+	f->syms_done = true;
+	if (!find_symtab(f, SHT_SYMTAB, &sh, &str) &&
+	    !find_symtab(f, SHT_DYNSYM, &sh, &str))
+		return;
+	/* Entry 0 is the undefined symbol. */
+	for (uint64_t off = sizeof(Elf64_Sym);
+	     off + sizeof(Elf64_Sym) <= sh.sh_size; off += sizeof(Elf64_Sym)) {
+		struct pprof_sym *e;
+		const char *name;
+		Elf64_Sym sym;
+
+		memcpy(&sym, f->base + sh.sh_offset + off, sizeof(sym));
+		if (sym.st_shndx == SHN_UNDEF ||
+		    (ELF64_ST_TYPE(sym.st_info) != STT_FUNC &&
+		     ELF64_ST_TYPE(sym.st_info) != STT_GNU_IFUNC))
+			continue;
+		name = str_at(f, &str, sym.st_name);
+		if (!name || !*name)
+			continue;
+		e = array_grow(f->syms, &cap, f->nsyms + 1, sizeof(*e));
+		if (!e)
+			break;
+		f->syms = e;
+		f->syms[f->nsyms++] =
+			(struct pprof_sym){ sym.st_value, sym.st_size, name,
+					    pprof_sym_rank(sym.st_info) };
+	}
+	f->nsyms = pprof_syms_sort(f->syms, f->nsyms);
+}
+
+const char *pprof_elf_symbol(struct pprof_elf *f, uint64_t vaddr)
+{
+	if (f->state != PPROF_ELF_OPEN)
+		return NULL;
+	if (!f->syms_done)
+		table_syms(f);
+	return pprof_syms_find(f->syms, f->nsyms, vaddr);
 }

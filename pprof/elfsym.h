@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * pprof/elfsym.h - one mapped ELF file's build-id and load bias
- * (elfsym.c), for the symbolizer (symbolize.c), which finds the
- * mapping that holds an address and asks the file it maps.
+ * pprof/elfsym.h - one mapped ELF file's build-id, load bias and, where
+ * libdw cannot be loaded, its own symbol table (elfsym.c), for the
+ * symbolizer (symbolize.c), which finds the mapping that holds an
+ * address and asks the file it maps; and the table of functions by
+ * address that both symbol table readers (this one and dwfl.c's) keep.
  *
  * Not async-signal-safe and not thread-safe, as the symbolizer.
  *
@@ -22,6 +24,41 @@
 enum pprof_elf_state { PPROF_ELF_NEW, PPROF_ELF_OPEN, PPROF_ELF_BAD };
 
 /**
+ * struct pprof_sym - a function of a symbol table.
+ * @lo:		its address, as the file's program headers number it.
+ * @size:	its size; 0: up to the next function.
+ * @name:	its (mangled) name, valid as long as the table's reader.
+ * @rank:	its binding: 0 global, 1 weak, 2 local (pprof_sym_rank()).
+ */
+struct pprof_sym {
+	uint64_t lo, size;
+	const char *name;
+	int rank;
+};
+
+/**
+ * pprof_sym_rank() - @rank of a symbol whose st_info is @info.
+ */
+int pprof_sym_rank(unsigned char info);
+
+/**
+ * pprof_syms_sort() - sort @n functions by address and keep one per
+ * address: sized before size 0, global before weak before local, then
+ * by name.
+ * Return: how many are kept (the first ones of @syms).
+ */
+size_t pprof_syms_sort(struct pprof_sym *syms, size_t n);
+
+/**
+ * pprof_syms_find() - the function of a sorted table (pprof_syms_sort())
+ * holding @vaddr: the last one at or below it, if its size reaches
+ * @vaddr or it has none.
+ * Return: its name, or NULL.
+ */
+const char *pprof_syms_find(const struct pprof_sym *syms, size_t n,
+			    uint64_t vaddr);
+
+/**
  * struct pprof_elf - a file that mappings map (or the [vdso]).
  * @next:	the symbolizer's list of its files.
  * @path:	its path (malloc'd), "[vdso]" for the vDSO.
@@ -33,6 +70,7 @@ enum pprof_elf_state { PPROF_ELF_NEW, PPROF_ELF_OPEN, PPROF_ELF_BAD };
  * @base, @size: its bytes once open.
  * @eh:		its ELF header once open.
  * @build_id:	lowercase hex; "" if none or not read yet.
+ * @syms, @nsyms, @syms_done: its symbol table (pprof_elf_symbol()).
  *
  * Set @path, @deleted, @in_memory and @foreign_vdso in a zeroed one;
  * the rest is pprof_elf_open()'s.
@@ -48,6 +86,9 @@ struct pprof_elf {
 	size_t size;
 	Elf64_Ehdr eh;
 	char build_id[2 * PPROF_BUILD_ID_MAX + 1];
+	struct pprof_sym *syms;
+	size_t nsyms;
+	bool syms_done;
 };
 
 /**
@@ -83,7 +124,22 @@ bool pprof_elf_bias(const struct pprof_elf *f, uint64_t start, uint64_t offset,
 bool pprof_elf_has_dwarf(const struct pprof_elf *f);
 
 /**
- * pprof_elf_close() - unmap @f, leaving it (and its @path) to its owner.
+ * pprof_elf_symbol() - the symbol table's name for a code address, read
+ * here: the symbolizer's fallback when libdw cannot be loaded.
+ * @f:		the file, opened.
+ * @vaddr:	the address as the file's program headers number it.
+ *
+ * The file's own .symtab, else its .dynsym (no separate debug file, no
+ * MiniDebugInfo: libdwfl's), tabled by address at the first call.
+ *
+ * Return: the (mangled) name of the function holding @vaddr, valid until
+ * pprof_elf_close(); NULL if none.
+ */
+const char *pprof_elf_symbol(struct pprof_elf *f, uint64_t vaddr);
+
+/**
+ * pprof_elf_close() - unmap @f and free its symbol table, leaving it (and
+ * its @path) to its owner.
  * @f:		the file.
  */
 void pprof_elf_close(struct pprof_elf *f);

@@ -42,6 +42,15 @@
  * of a dozen stacks).  `profring-prof record` symbolizes in the launcher,
  * with every line.
  *
+ * No libdw.  Where libdw.so.1 cannot be loaded (a slim container; the
+ * knob PROFRING_PROF_NO_LIBDW, dwarf.h), a file's functions are named
+ * from its own .symtab, else its .dynsym, read by elfsym.c
+ * (pprof_elf_symbol()): an unstripped program keeps its names, and has
+ * no source lines or inlined frames.  The profile's comment
+ * (prof_symbolizer_perf_map_comment()) says so and why, and, in a
+ * process that asked for it (prof_symbolizer_warn_to(): the launcher),
+ * so does one line, once per process.
+ *
  * JIT code lies in no file.  A symbolizer may have a perf map
  * (perfmap.h: /tmp/perf-PID.map, which a JIT such as node
  * --perf-basic-prof writes): prof_symbolizer_new() looks for its own
@@ -61,6 +70,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -123,10 +133,57 @@ void prof_symbolizer_set_debug_dir(const char *dir)
 	debug_dir = dir ? dir : "/usr/lib/debug";
 }
 
+/* Where the line on the symbol tables goes (prof_symbolizer_warn_to()). */
+static FILE *_Atomic warn_stream;
+static atomic_bool warned;
+
+void prof_symbolizer_warn_to(FILE *f)
+{
+	/* Release: a stream set up before is seen set up. */
+	atomic_store_explicit(&warn_stream, f, memory_order_release);
+}
+
+/* The line, once per process, where it was asked for. */
+static void warn_tables(const char *why)
+{
+	/* Acquire: pairs with prof_symbolizer_warn_to(). */
+	FILE *f = atomic_load_explicit(&warn_stream, memory_order_acquire);
+
+	/* Relaxed: only which caller says it is decided here. */
+	if (!f || atomic_exchange_explicit(&warned, true, memory_order_relaxed))
+		return;
+	fprintf(f,
+		"profring-prof: function names from the ELF symbol tables "
+		"(.symtab, .dynsym), no source lines or inlined frames: "
+		"libdw not loaded (%s)\n",
+		why);
+	fflush(f);
+}
+
+/*
+ * The file mapping @i maps, opened, with the mapping's load bias, at the
+ * first use; false if it cannot be read or no program header says where
+ * the mapping lies in it.
+ */
+static bool placed(struct prof_symbolizer *s, size_t i)
+{
+	struct map_ext *e = &s->ext[i];
+	struct prof_mapping *m = &s->maps[i];
+
+	if (!pprof_elf_open(e->file, m->start, m->limit, m->offset))
+		return false;
+	if (!e->bias_done) {
+		e->bias_done = true;
+		e->has_bias =
+			pprof_elf_bias(e->file, m->start, m->offset, &e->bias);
+	}
+	return e->has_bias;
+}
+
 /*
  * The file mapping @i maps, as libdwfl reads it (its symbols and DWARF),
- * opened at the first use; NULL if it has neither, cannot be read, or
- * no program header says where the mapping lies in it.
+ * opened at the first use; NULL if it has neither, cannot be placed
+ * (placed()), or libdw cannot be loaded.
  */
 static struct pprof_dwarf *file_of(struct prof_symbolizer *s, size_t i)
 {
@@ -134,13 +191,7 @@ static struct pprof_dwarf *file_of(struct prof_symbolizer *s, size_t i)
 	struct prof_mapping *m = &s->maps[i];
 	struct pprof_elf *f = e->file;
 
-	if (!pprof_elf_open(f, m->start, m->limit, m->offset))
-		return NULL;
-	if (!e->bias_done) {
-		e->bias_done = true;
-		e->has_bias = pprof_elf_bias(f, m->start, m->offset, &e->bias);
-	}
-	if (!e->has_bias)
+	if (!placed(s, i))
 		return NULL;
 	if (!e->dwarf_done) {
 		e->dwarf_done = true;
@@ -156,13 +207,23 @@ static struct pprof_dwarf *file_of(struct prof_symbolizer *s, size_t i)
 	return e->dwarf;
 }
 
+/*
+ * The symbol table's name for @addr in mapping @i: libdwfl's, or without
+ * libdw, the file's own table's (see the top of the file).
+ */
 static const char *lookup_elf(struct prof_symbolizer *s, size_t i,
 			      uintptr_t addr)
 {
 	struct pprof_dwarf *d = file_of(s, i);
+	uint64_t vaddr = (uint64_t)addr - s->ext[i].bias;
+	const char *why;
 
-	return d ? pprof_dwarf_symbol(d, (uint64_t)addr - s->ext[i].bias)
-		 : NULL;
+	if (d)
+		return pprof_dwarf_symbol(d, vaddr);
+	if (!placed(s, i) || pprof_dwarf_loaded(&why))
+		return NULL;
+	warn_tables(why);
+	return pprof_elf_symbol(s->ext[i].file, vaddr);
 }
 
 static const char *lookup_dladdr(struct prof_symbolizer *s, uintptr_t addr)
@@ -384,11 +445,38 @@ int prof_symbolizer_perf_map_stats(struct prof_symbolizer *s,
 	return s->jit.err;
 }
 
+/*
+ * "symbolizer: ..." into @buf (@len > 0) when one of @syms has mappings
+ * of files, which it names (or will: the writers symbolize after the
+ * comments are made) from their own symbol tables, libdw not being
+ * loaded; else "".  Return: the length written.
+ */
+static size_t tables_comment(struct prof_symbolizer *const *syms, size_t n,
+			     char *buf, size_t len)
+{
+	const char *why;
+	int k;
+
+	*buf = '\0';
+	for (size_t i = 0; i < n; i++) {
+		if (!syms[i] || !syms[i]->nmaps || pprof_dwarf_loaded(&why))
+			continue;
+		k = snprintf(buf, len,
+			     "symbolizer: ELF symbol tables (.symtab, "
+			     ".dynsym), no source lines or inlined frames: "
+			     "libdw not loaded (%s)",
+			     why);
+		return k < 0 ? 0 : (size_t)k < len ? (size_t)k : len - 1;
+	}
+	return 0;
+}
+
 int prof_symbolizer_perf_map_comment(struct prof_symbolizer *const *syms,
 				     size_t n, char *buf, size_t len)
 {
 	struct prof_perfmap_stats st, t = { 0 };
 	uint64_t nread = 0;
+	size_t at = len ? tables_comment(syms, n, buf, len) : 0;
 
 	for (size_t i = 0; i < n; i++) {
 		if (prof_symbolizer_perf_map_stats(syms[i], &st))
@@ -403,14 +491,14 @@ int prof_symbolizer_perf_map_comment(struct prof_symbolizer *const *syms,
 		t.bytes_skipped += st.bytes_skipped;
 	}
 	if (!nread)
-		return 0;
-	snprintf(buf, len,
-		 "perf maps %" PRIu64 ": lines %" PRIu64 ", kept %" PRIu64
+		return at > 0;
+	snprintf(buf + at, len - at,
+		 "%sperf maps %" PRIu64 ": lines %" PRIu64 ", kept %" PRIu64
 		 ", malformed %" PRIu64 ", too long %" PRIu64
 		 ", cut off %" PRIu64 ", past the cap %" PRIu64
 		 ", bytes not read %" PRIu64,
-		 nread, t.lines, t.entries, t.malformed, t.too_long,
-		 t.truncated, t.over_cap, t.bytes_skipped);
+		 at ? "; " : "", nread, t.lines, t.entries, t.malformed,
+		 t.too_long, t.truncated, t.over_cap, t.bytes_skipped);
 	return 1;
 }
 

@@ -3,9 +3,11 @@
  * pprof/symbolize.h - symbolization: which executable mapping holds an
  * address, and the name of the function there, from the ELF symbol tables
  * of the mapped files; its source line and inlined functions from their
- * DWARF (both read by elfutils' libdwfl).  The mappings are this process's own
- * (/proc/self/maps, dladdr() as the fallback), or those another process
- * reported (no fallback: see symbolize.c).
+ * DWARF (both read by elfutils' libdwfl; without libdw.so.1, the files'
+ * own symbol tables are read by elfsym.c, and there are no lines).  The
+ * mappings are this process's own (/proc/self/maps, dladdr() as the
+ * fallback), or those another process reported (no fallback: see
+ * symbolize.c).
  *
  * Not async-signal-safe and not thread-safe: the profiler calls it at stop
  * time, from one normal thread.
@@ -17,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct prof_symbolizer;
 
@@ -142,7 +145,8 @@ size_t prof_symbolizer_mappings(struct prof_symbolizer *s,
  * reads it (pprof/dwarf.h: its .symtab, else its separate debug file's,
  * found by build-id under the debug directory, see
  * prof_symbolizer_set_debug_dir(), or by .gnu_debuglink, else its
- * .dynsym; nothing when libdw.so.1 cannot be loaded); then in the perf
+ * .dynsym; when libdw.so.1 cannot be loaded, the file's own .symtab,
+ * else its .dynsym, read by elfsym.c); then in the perf
  * map, if any (the last of its lines that covers @addr; @mapping_id is
  * then the perf map's mapping, unless @addr is in a file's); then, in a
  * symbolizer of this process's own mappings (prof_symbolizer_new()), asks
@@ -202,18 +206,32 @@ int prof_symbolizer_perf_map_stats(struct prof_symbolizer *s,
 				   struct prof_perfmap_stats *st);
 
 /**
- * prof_symbolizer_perf_map_comment() - one line on the perf maps of
- * several symbolizers (a profile's address spaces), for the profile's
- * comments: how many were read, how many lines they kept and skipped.
+ * prof_symbolizer_perf_map_comment() - one line on how several
+ * symbolizers (a profile's address spaces) name code, for the profile's
+ * comments: when libdw.so.1 cannot be loaded and they have mappings of
+ * files, "symbolizer: ELF symbol tables ..." and why (the names come from
+ * the files' own tables; there are no source lines or inlined frames);
+ * then, after "; " if both, their perf maps: how many were read, how many
+ * lines they kept and skipped.
  * @syms, @n:	the symbolizers (NULL ones are passed over).
  * @buf, @len:	where the line goes.
  *
- * Reads the perf maps not read yet.
+ * Reads the perf maps not read yet; looks for libdw if no one has yet.
  *
- * Return: nonzero if a perf map was read (@buf holds the line), else 0.
+ * Return: nonzero if there is something to say (@buf holds the line),
+ * else 0.
  */
 int prof_symbolizer_perf_map_comment(struct prof_symbolizer *const *syms,
 				     size_t n, char *buf, size_t len);
+
+/**
+ * prof_symbolizer_warn_to() - where one line goes, once per process, when
+ * a symbolizer first names code from a file's own symbol tables because
+ * libdw.so.1 cannot be loaded (the launcher: stderr).
+ * @f:	the stream, or NULL (the default): nowhere.  A library in someone
+ *	else's program (an in-process session) must not write to it.
+ */
+void prof_symbolizer_warn_to(FILE *f);
 
 /**
  * prof_symbolizer_set_debug_dir() - where separate debug files are looked

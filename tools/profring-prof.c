@@ -34,6 +34,7 @@
 #include <profring/prof.h>
 
 #include "pprof/report.h"
+#include "pprof/symbolize.h"
 #include "prof/record.h"
 
 #include <errno.h>
@@ -64,7 +65,8 @@ static int usage(bool asked)
 /*
  * record: options checked before anything runs (one line and status 2 for
  * a bad one); then prof_record_run() (prof/record.c) runs the program and
- * collects its samples here, in the launcher.
+ * collects its samples here, in the launcher, which says on stderr when
+ * it names code from the files' own symbol tables, without libdw.
  */
 static int record(int argc, char **argv)
 {
@@ -78,6 +80,7 @@ static int record(int argc, char **argv)
 		fprintf(stderr, "profring-prof: %s\n", err);
 		return 2;
 	}
+	prof_symbolizer_warn_to(stderr);
 	rc = prof_record_run(&a, argv + a.cmd_index);
 	prof_record_args_free(&a);
 	return rc;

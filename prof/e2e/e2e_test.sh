@@ -227,6 +227,25 @@ fi
 check cxx_demangled_report grep -q ' work(int)$' "$TMP/cxx.report"
 check cxx_no_mangled_report test "$(grep -c '_Z' "$TMP/cxx.report")" -eq 0
 
+# No libdw (PROFRING_PROF_NO_LIBDW=1 in the launcher's environment, as
+# on a machine without libdw.so.1): the unstripped program's functions
+# are still named, from its .symtab; the profile's comment and one
+# stderr line say which symbolizer ran and why there are no lines.  With
+# libdw, neither is said.
+PROFRING_PROF_NO_LIBDW=1 timeout -k 5 90 "$PROF" record \
+	-o "$TMP/nolibdw.pb.gz" -- "$H" burn >"$TMP/nolibdw.out" \
+	2>"$TMP/nolibdw.err"
+check no_libdw_status test $? -eq 0
+"$PROF" report -n 100 "$TMP/nolibdw.pb.gz" >"$TMP/nolibdw.report" 2>&1
+check no_libdw_names_function grep -q ' burn$' "$TMP/nolibdw.report"
+check no_libdw_comment grep -q \
+	'^Comment: symbolizer: ELF symbol tables.*PROFRING_PROF_NO_LIBDW' \
+	"$TMP/nolibdw.report"
+check no_libdw_one_line test \
+	"$(grep -c 'ELF symbol tables.*PROFRING_PROF_NO_LIBDW' "$TMP/nolibdw.err")" -eq 1
+check libdw_says_nothing test "$(grep -c 'ELF symbol tables' \
+	"$TMP/mainexit.err")" -eq 0
+
 # 9. A fork+exec tree with --children: one profile, a pid label per
 # process; without --children, one process.
 run tree --children -- "$H" forktree "$H"
