@@ -363,6 +363,7 @@ int prof_record_parse(int argc, char **argv, struct prof_record_args *a,
 		{ "trace", required_argument, NULL, 'T' },
 		{ "http", required_argument, NULL, 'W' },
 		{ "children", no_argument, NULL, 'c' },
+		{ "no-children", no_argument, NULL, 'C' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -371,6 +372,7 @@ int prof_record_parse(int argc, char **argv, struct prof_record_args *a,
 	int c;
 
 	memset(a, 0, sizeof(*a));
+	a->children = true; /* as perf record: a command's children too */
 	optind = 0; /* a fresh scan (GNU: also resets its state) */
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:F:o:f:qh", longopts, NULL)) !=
@@ -405,7 +407,8 @@ int prof_record_parse(int argc, char **argv, struct prof_record_args *a,
 			a->http = optarg;
 			break;
 		case 'c':
-			a->children = true;
+		case 'C':
+			a->children = c == 'c'; /* the last one given wins */
 			break;
 		case 'q':
 			a->quiet = true;

@@ -26,7 +26,9 @@
  *		NULL.
  * @http:	--http: the address the launcher serves /debug/pprof/ at
  *		(checked), or NULL; a pointer into argv.
- * @children:	--children: forked descendants are profiled too.
+ * @children:	forked descendants are profiled too: the default, as perf
+ *		record's; --no-children turns it off (the last of
+ *		--children and --no-children wins).
  * @quiet:	-q: no summary line (errors and warnings still).
  * @cmd_index:	argv index of the command.
  */

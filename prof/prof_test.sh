@@ -18,7 +18,8 @@
 # program that creates and joins threads is sampled; at 10 kHz signals = samples read + samples lost; a program built without
 # frame pointers is profiled without crashing (frame pointers and
 # libunwind); the setitimer fallback works; a stripped binary gives a
-# valid profile; a profiled shell's children are not profiled; output
+# valid profile; a profiled shell's children are in its one profile, and
+# not with --no-children; output
 # paths that are symlinks, FIFOs, character devices or /dev/stdout are
 # written through, never replaced; report explains a bad command line
 # (exit 2), a bad or missing profile and a failed write (exit 1) in one
@@ -273,12 +274,21 @@ if command -v go >/dev/null 2>&1; then
 	check stripped_go_pprof_reads grep -q 'demo_stripped+0x' "$TMP/stripped.go"
 fi
 
-# 7. Children are not profiled, even under bash, whose own unsetenv()
-# does nothing before it has started: exactly one profile is written.
+# 7. A shell's children are profiled by default, in the one profile of
+# the shell (3 processes); with --no-children they are not, even under
+# bash, whose own unsetenv() does nothing before it has started: exactly
+# one profile is written, of one process.
 if command -v bash >/dev/null 2>&1; then
-	record bash -F 1000 -- bash -c \
+	record bashc -F 1000 -- bash -c \
+		"$DEMO --units 1 >/dev/null; $DEMO --units 1 >/dev/null; true"
+	check bash_children_profiled test \
+		"$(grep -c 'profring-prof: wrote.*, 3 processes;' \
+			"$TMP/bashc.err")" -eq 1
+	record bash -F 1000 --no-children -- bash -c \
 		"$DEMO --units 1 >/dev/null; $DEMO --units 1 >/dev/null; true"
 	check bash_children_not_profiled test \
+		"$(grep -c 'profring-prof: wrote.*, 1 process;' \
+			"$TMP/bash.err")" -eq 1 -a \
 		"$(grep -c 'profring-prof: wrote' "$TMP/bash.err")" -eq 1
 fi
 

@@ -22,7 +22,7 @@
  *
  * The end.  When the program (the process the launcher started, through
  * its execs) has been reaped, the ring is closed: later writes (from
- * descendants still running under --children) are refused and counted by
+ * descendants still running, unless --no-children) are refused and counted by
  * their writers.  The reader drains to EOF; a record that a process left
  * reserved and never finished can hold EOF back forever, and a ring the
  * program filled with forged records can keep the reader busy, so the
@@ -621,10 +621,13 @@ static void warn(const struct prof_record_args *a, const struct outcome *o)
 		fprintf(stderr,
 			"profring-prof: the samples account for %.2f s of the "
 			"program's %.2f s of CPU: it may block signal %u, run "
-			"code in processes not profiled (see --children), or "
+			"code in processes not profiled (%s), or "
 			"in threads that end within a CPU tick (try --timer "
 			"process)\n",
-			seen, cpu, o->counts.signo);
+			seen, cpu, o->counts.signo,
+			a->children ? "static ones, or ones started without "
+				      "our environment"
+				    : "--no-children was given");
 }
 
 /*

@@ -7,11 +7,16 @@
  *		[--heap heap.pb.gz] [--heap-rate BYTES] [--trace out.trace]
  *		[--http ADDR:PORT] [--mode cpu|wall]
  *		[--timer thread|kernel|posix|process] [--unwind fp|libunwind]
- *		[--frames N] [--buffer-words N] [--children] [-q]
+ *		[--frames N] [--buffer-words N] [--no-children] [-q]
  *		-- cmd [args...]
  *	profring-prof report [-n top] [--threads] [--lines] [-s TYPE]
  *		[file.pb.gz]
  *
+ * record profiles the command's forked descendants too, as perf record
+ * does (a shell's commands, a server's workers: one profile, each sample
+ * labelled with its pid); --no-children profiles the one process the
+ * command starts, through its execs (--children, the default, is still
+ * taken; the last of the two wins).
  * --heap alone profiles memory only; -o with it profiles CPU too.
  * --trace also writes what was collected as a profring trace (CPU samples
  * and, with --heap, the sampled allocations and frees: prof/trace_out.c),
@@ -55,7 +60,7 @@ static int usage(bool asked)
 		"                            [--trace out.trace] [--http ADDR:PORT]\n"
 		"                            [--mode cpu|wall] [--timer thread|kernel|posix|process]\n"
 		"                            [--unwind fp|libunwind] [--frames N]\n"
-		"                            [--buffer-words N] [--children] [-q]\n"
+		"                            [--buffer-words N] [--no-children] [-q]\n"
 		"                            -- cmd [args...]\n"
 		"       profring-prof report [-n top] [--threads] [--lines] [-s sample-type]\n"
 		"                            [file.pb.gz]\n");

@@ -138,14 +138,29 @@ run bashc -- bash -c "echo x; exec $H burn"
 check bash_c_same same_as_plain bashc
 check bash_c_profile go_reads bashc
 check bash_c_main_binary main_file bashc "$(basename "$H")"
-# sh -c that forks its command: profiled with --children; without, the
+# sh -c that forks its commands: both profiled by default, as perf
+# does, each in its own process (report --threads: a row per thread with
+# samples, named hostile); with --no-children neither is, and the
 # launcher says where the CPU went.
-plain shc sh -c "$H burn; true"
-run shc -- sh -c "$H burn; true"
+burners() { # NAME: the threads named hostile with samples in the profile
+	"$PROF" report --threads -n 1 "$TMP/$1.pb.gz" 2>/dev/null |
+		awk '/^By thread/ { on = 1; next } on && $NF == "hostile"' |
+		wc -l
+}
+plain shc sh -c "$H burn; $H burn"
+run shc -- sh -c "$H burn; $H burn"
 check sh_c_fork_same same_as_plain shc
-check sh_c_fork_says_children says shc 'see --children'
-run shcc --children -- sh -c "$H burn; true"
-check sh_c_children_profile go_reads shcc
+check sh_c_fork_three_processes says shc ', 3 processes;'
+check sh_c_fork_both_sampled test "$(burners shc)" -eq 2
+check sh_c_children_profile go_reads shc
+plain shcn sh -c "$H burn; $H burn"
+run shcn --no-children -- sh -c "$H burn; $H burn"
+check sh_c_no_children_same same_as_plain shcn
+check sh_c_no_children_one_process says shcn ', 1 process;'
+check sh_c_no_children_none_sampled test "$(burners shcn)" -eq 0
+check sh_c_no_children_says says shcn 'no-children was given'
+run shcc --no-children --children -- sh -c "$H burn; true"
+check sh_c_last_children_option_wins says shcc ', 2 processes;'
 
 # 5. A static binary: nothing can attach; one line, status 125, the
 # program ran unchanged.
@@ -246,9 +261,9 @@ check no_libdw_one_line test \
 check libdw_says_nothing test "$(grep -c 'ELF symbol tables' \
 	"$TMP/mainexit.err")" -eq 0
 
-# 9. A fork+exec tree with --children: one profile, a pid label per
-# process; without --children, one process.
-run tree --children -- "$H" forktree "$H"
+# 9. A fork+exec tree: one profile, a pid label per process; with
+# --no-children, one process.
+run tree -- "$H" forktree "$H"
 check tree_status test "$st" -eq 0
 check tree_processes says tree ', 5 processes;'
 if [ $HAVE_GO = 1 ]; then
@@ -256,7 +271,7 @@ if [ $HAVE_GO = 1 ]; then
 	check tree_pid_labels test "$(grep -o 'pid:\[[0-9]*\]' "$TMP/tree.raw" |
 		sort -u | wc -l)" -ge 3
 fi
-run tree1 -- "$H" forktree "$H"
+run tree1 --no-children -- "$H" forktree "$H"
 check tree_without_children_one_process says tree1 ', 1 process;'
 
 # 10. python3.11 ending in os._exit(4).

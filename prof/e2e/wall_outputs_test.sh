@@ -83,7 +83,9 @@ between() { # X LO HI
 
 # ---- heap: a real program --------------------------------------------------
 if command -v python3.11 >/dev/null 2>&1; then
-	out=$(timeout -k 5 60 "$PROF" record -q --mode wall \
+	# --no-children: python's own wall time, not that of the commands a
+	# pyenv shim forks before it execs python.
+	out=$(timeout -k 5 60 "$PROF" record -q --mode wall --no-children \
 		-o "$TMP/py.pb.gz" --heap "$TMP/pyheap.pb.gz" --heap-rate 65536 \
 		-- sh -c 'exec python3.11 -c "
 import os, sys, time
