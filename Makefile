@@ -127,9 +127,6 @@ $(BUILD)/obj-fp/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(FRAMEPTR) $(DEPFLAGS) -c -o $@ $<
 
-# The allocators' frames are where the heap profiler's walk starts.
-$(BUILD)/obj/prof/malloc_hook.o: CFLAGS += $(FRAMEPTR)
-
 $(BUILD)/obj/prof/unwind.o: CPPFLAGS += $(if $(HAVE_LIBUNWIND),-DPROFRING_HAVE_LIBUNWIND)
 $(BUILD)/obj/pprof/dwarf.o $(BUILD)/obj/pprof/dwfl.o: CPPFLAGS += $(if $(HAVE_LIBDW),-DPROFRING_HAVE_LIBDW)
 
@@ -300,6 +297,11 @@ $(BUILD)/bench/malloc_storm: bench/work/malloc_storm.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g $(FRAMEPTR) -o $@ $< -lpthread
 
+# The heap-cost storms a and b by thread count (bench/heap_cost.sh).
+$(BUILD)/bench/heap_storm: bench/work/heap_storm.c
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g $(FRAMEPTR) -o $@ $< -lpthread
+
 # sample_cost_bench: what one CPU sample costs the sampled thread (the
 # profiler linked in, as prof_stress links it).
 $(BUILD)/bench/sample_cost_bench: bench/sample_cost_bench.c $(BUILD)/obj/bench/harness.o \
@@ -464,10 +466,11 @@ bench-lttng: $(LTTNG_EMIT) $(BUILD)/tools/profring-trace
 # (bench/results/prof_overhead.md; PROF_BENCH_FLAGS="--reps 15"); then the
 # wall time the launcher adds to a process, beside perf record
 # (bench/results/launch_overhead.md).
-bench-prof: $(PROF_TOOLS) $(BUILD)/bench/malloc_storm
+bench-prof: $(PROF_TOOLS) $(BUILD)/bench/malloc_storm $(BUILD)/bench/heap_storm
 	bash bench/prof_overhead.sh $(PROF_BENCH_FLAGS)
 	bash bench/launch_overhead.sh --build $(BUILD)
 	bash bench/heap_overhead.sh --build $(BUILD)
+	bash bench/heap_cost.sh --build $(BUILD)
 	bash bench/http_overhead.sh --build $(BUILD)
 
 # Agreement with perf (issue 16): python3.11, xz -9 -T1, sqlite3, xz -9 -T2

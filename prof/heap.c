@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * prof/heap.c - the heap profiler's allocation side: sampling by bytes,
- * the address table of sampled blocks, the records (stream.h).
+ * sampled blocks in a pool of their own, the records (stream.h).
  *
  * SAMPLING
  *
@@ -12,57 +12,51 @@
  * triggers, so an allocation of s bytes is sampled with probability
  * 1 - exp(-s / rate), which is what the collector divides by (Go's
  * scaleHeapSample, heap_agg.c).  rate 1 draws 0: every allocation is
- * sampled.  The fast path (prof_heap_alloc(), heap.h) is a load of
- * prof_heap_on, a subtraction and a branch; a thread's first allocation
- * in a session takes the slow path once to draw its first count.
+ * sampled.  The decision comes before the allocation (prof_heap_take(),
+ * heap.h: a load of prof_heap_on, a subtraction and a branch, all in the
+ * thread's own memory); a thread's first allocation in a session takes
+ * the slow path once to draw its first count.
  *
- * THE ADDRESS TABLE
+ * SAMPLED BLOCKS
  *
- * A sampled block's address goes into an open-addressing table of words
- * (never freed, so a free() racing a stop reads valid memory): 0 is an
- * empty slot, 1 a removed one (a tombstone, reused by inserts).  Insert
- * claims the first empty or removed slot on the block's probe path with a
- * CAS; remove CASes the block's address to a tombstone.  A block is
- * inserted before its allocator returns it and removed before it is freed,
- * so one address is never in the table twice, and a lookup stops at the
- * first empty slot.  Probes stop after PROBE_MAX slots: an insert that
- * finds no room marks its record PROF_ALLOC_UNTRACKED and counts it; a
- * lookup that finds nothing is an unsampled block.  No lock anywhere: a
- * free() in any thread, a signal handler included, never waits.
+ * A sampled block comes from the pool (heap_pool.c), not the allocator,
+ * and free() recognizes it by its address alone (prof_heap_owns(): the
+ * pool's bounds never change).  So nothing on the unsampled paths reads
+ * memory another thread writes, and there is no table of sampled blocks
+ * to keep.  The ALLOC record is written when the block is taken from the
+ * pool, the FREE record before it goes back: a later ALLOC of the same
+ * address, in any thread, comes after it in the ring, since the pool's
+ * free list hands the slot over with release and acquire.  realloc() of
+ * a pooled block is a new block, a copy and a release, in that order: a
+ * realloc that fails leaves the block, and the profile, as they were.  A
+ * sampled allocation the pool cannot take (larger than 2 GiB, or no
+ * memory) comes from the allocator, is recorded PROF_ALLOC_UNTRACKED and
+ * counted: its free cannot be recognized.
  *
- * realloc() gives its block back inside the allocator, and only if it
- * succeeds: the FREE cannot be written before it (a failed realloc leaves
- * the block the program's), and after it another thread may be handed
- * the same address.  So while a realloc of a sampled block runs, its slot
- * holds the address with HELD set (prof_heap_hold(), counted in `held`);
- * afterwards prof_heap_unhold() writes the FREE if the block was given
- * back, then clears the slot (a tombstone), or puts the address back if
- * it was not.  A sampled allocation that is handed a held address waits
- * for that slot to clear (the other thread is between its realloc's
- * return and its FREE: a few hundred nanoseconds) so that the FREE comes
- * first in the ring, or as long as the scheduler keeps that thread off
- * a CPU; it gives up after HOLD_WAIT_NS (a thread stopped by a debugger
- * there), and then the two records may come in either order.  A signal
- * handler that allocates on top of the holding thread does not wait for
- * it (`holding`).  A fork child clears the slots its parent's other
- * threads held (heap_fork_child()).
- * In front of the table sits a filter: a counter per hash bucket of how
- * many tracked blocks hash there, so that most frees of unsampled blocks
- * cost one load of a small array; prof_heap_maybe_tracked, a count of
- * the whole table, lets frees skip even that while nothing is tracked.
+ * RECORDS WAIT FOR ROOM
+ *
+ * Allocating threads may block, so heap records are written with
+ * profbuf_write_wait(): a full ring makes them wait for the reader (at
+ * most HEAP_WAIT_NS) rather than lose an ALLOC (memory hidden) or a FREE
+ * (a leak invented).  The CPU sampler's records, written from signal
+ * handlers, never wait, and a waiting heap record holds nothing they
+ * need.  A record still refused at the deadline is counted
+ * (heap_refused), and the launcher says so on stderr.
  *
  * SESSIONS
  *
  * prof_heap_on says whether a session samples.  The slow paths (a sampled
- * allocation; a free that found its block) raise `inflight` (seq_cst),
- * then re-read prof_heap_on (seq_cst) before they touch the ring; stop
- * clears prof_heap_on (seq_cst), then waits for `inflight` to drop to 0:
- * either the slow path sees the session gone, or stop sees it in flight,
- * so nothing writes a ring that was closed and freed.  Blocks sampled in
- * one session and freed in a later one are reported freed there; the
- * collector counts such frees as unknown and ignores them.
+ * allocation; a free of a pooled block) raise `inflight` (seq_cst), then
+ * re-read prof_heap_on (seq_cst) before they touch the ring; stop clears
+ * prof_heap_on (seq_cst), then waits for `inflight` to drop to 0: either
+ * the slow path sees the session gone, or stop sees it in flight, so
+ * nothing writes a ring that was closed and freed.  Blocks sampled in one
+ * session and freed in a later one are reported freed there; the
+ * collector counts such frees as unknown and ignores them.  Pooled blocks
+ * outlive sessions: the pool is never unmapped.
  */
 #include "prof/heap.h"
+#include "prof/heap_pool.h"
 #include "prof/ring_guard.h"
 #include "prof/hooks.h"
 #include "prof/sampler.h"
@@ -72,31 +66,16 @@
 
 #include <errno.h>
 #include <math.h>
-#include <pthread.h>
-#include <sched.h>
-#include <sys/mman.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-#define TOMBSTONE ((uintptr_t)1)
-/* A slot's address with this bit set: its block is inside a realloc. */
-#define HELD ((uintptr_t)2)
-#define HOLD_WAIT_NS 1000000000
-#define HOLD_SPINS 64
-#define PROBE_MAX 64
-/* Table sizes (slots): small for sparse sampling, large for every block. */
-#define TABLE_BITS_SPARSE 16
-#define TABLE_BITS_DENSE 22
-#define DENSE_BELOW_RATE ((uint64_t)64 << 10)
-#define FILTER_BITS 14
+/* How long a heap record waits for room in the ring. */
+#define HEAP_WAIT_NS 1000000000u
 
 _Thread_local struct prof_heap_thread prof_heap_self
 	__attribute__((tls_model("initial-exec")));
 atomic_uint prof_heap_on;
-atomic_ulong prof_heap_maybe_tracked;
-/* The slot this thread holds (prof_heap_hold()) plus 1; 0: none. */
-static _Thread_local unsigned long holding
-	__attribute__((tls_model("initial-exec")));
 
 static struct {
 	/* Written by start before prof_heap_on is set; read after it. */
@@ -108,188 +87,12 @@ static struct {
 	pid_t pid;
 	atomic_uint gen;
 	atomic_uint inflight;
-	atomic_ulong held; /* slots with HELD set (may be stale high) */
-	/* The table: mapped at the first start, kept for good. */
-	_Atomic uintptr_t *table;
-	unsigned int table_bits;
-	_Atomic uint32_t filter[1u << FILTER_BITS];
 } heap;
-
-static uint64_t hash_addr(uintptr_t p)
-{
-	return (uint64_t)(p >> 4) * UINT64_C(0x9e3779b97f4a7c15);
-}
-
-static _Atomic uint32_t *filter_of(uint64_t h)
-{
-	return &heap.filter[h >> (64 - FILTER_BITS)];
-}
 
 static void count(_Atomic uint64_t *c)
 {
 	/* Relaxed: a counter; nothing is published through it. */
 	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
-}
-
-/*
- * Insert @p; false when its probe path is full, or when @p has HELD set
- * (no allocator we know hands out an address that is not a multiple of
- * 4; such a block could not be told from a held one: untracked).
- */
-static bool table_insert(uintptr_t p)
-{
-	uint64_t h = hash_addr(p), mask = (UINT64_C(1) << heap.table_bits) - 1;
-	size_t i = h >> (64 - heap.table_bits);
-
-	if (p & HELD)
-		return false;
-	/* Relaxed: the filter and the count are hints (heap.h). */
-	atomic_fetch_add_explicit(filter_of(h), 1, memory_order_relaxed);
-	atomic_fetch_add_explicit(&prof_heap_maybe_tracked, 1,
-				  memory_order_relaxed);
-	for (unsigned int n = 0; n < PROBE_MAX; n++, i = (i + 1) & mask) {
-		/* Relaxed: a slot holds no data but its own value. */
-		uintptr_t v = atomic_load_explicit(&heap.table[i],
-						   memory_order_relaxed);
-
-		if (v > TOMBSTONE)
-			continue;
-		/* Relaxed: the address is the whole message; whoever frees
-		 * the block learnt it through the program's own ordering. */
-		if (atomic_compare_exchange_strong_explicit(
-			    &heap.table[i], &v, p, memory_order_relaxed,
-			    memory_order_relaxed))
-			return true;
-	}
-	atomic_fetch_sub_explicit(filter_of(h), 1, memory_order_relaxed);
-	atomic_fetch_sub_explicit(&prof_heap_maybe_tracked, 1,
-				  memory_order_relaxed);
-	return false;
-}
-
-/* Remove @p; false when it was not there. */
-static bool table_remove(uintptr_t p)
-{
-	uint64_t h = hash_addr(p), mask = (UINT64_C(1) << heap.table_bits) - 1;
-	size_t i = h >> (64 - heap.table_bits);
-
-	/* Relaxed: a hint; see heap.h. */
-	if (!atomic_load_explicit(filter_of(h), memory_order_relaxed))
-		return false;
-	for (unsigned int n = 0; n < PROBE_MAX; n++, i = (i + 1) & mask) {
-		/* Relaxed: as in table_insert(). */
-		uintptr_t v = atomic_load_explicit(&heap.table[i],
-						   memory_order_relaxed);
-
-		if (!v)
-			return false;
-		if (v != p)
-			continue;
-		if (!atomic_compare_exchange_strong_explicit(
-			    &heap.table[i], &v, TOMBSTONE, memory_order_relaxed,
-			    memory_order_relaxed))
-			return false; /* a double free racing: not ours */
-		atomic_fetch_sub_explicit(filter_of(h), 1,
-					  memory_order_relaxed);
-		atomic_fetch_sub_explicit(&prof_heap_maybe_tracked, 1,
-					  memory_order_relaxed);
-		return true;
-	}
-	return false;
-}
-
-/* A tracked block's slot became a tombstone: count it out of the hints. */
-static void untracked_hints(uintptr_t p)
-{
-	/* Relaxed: hints; see heap.h. */
-	atomic_fetch_sub_explicit(filter_of(hash_addr(p)), 1,
-				  memory_order_relaxed);
-	atomic_fetch_sub_explicit(&prof_heap_maybe_tracked, 1,
-				  memory_order_relaxed);
-}
-
-/* Set HELD on @p's slot; return the slot, or -1 when @p is not there. */
-static long table_hold(uintptr_t p)
-{
-	uint64_t h = hash_addr(p), mask = (UINT64_C(1) << heap.table_bits) - 1;
-	size_t i = h >> (64 - heap.table_bits);
-
-	/* Relaxed: as in table_remove(). */
-	if ((p & HELD) ||
-	    !atomic_load_explicit(filter_of(h), memory_order_relaxed))
-		return -1;
-	for (unsigned int n = 0; n < PROBE_MAX; n++, i = (i + 1) & mask) {
-		/* Relaxed: as in table_insert(). */
-		uintptr_t v = atomic_load_explicit(&heap.table[i],
-						   memory_order_relaxed);
-
-		if (!v)
-			return -1;
-		if (v != p)
-			continue;
-		/*
-		 * Relaxed, both: the count and the mark come before the
-		 * realloc that gives the block back; the allocator's own
-		 * ordering carries them to the thread it hands the address
-		 * to next (wait_unheld()).
-		 */
-		atomic_fetch_add_explicit(&heap.held, 1, memory_order_relaxed);
-		if (atomic_compare_exchange_strong_explicit(
-			    &heap.table[i], &v, p | HELD, memory_order_relaxed,
-			    memory_order_relaxed)) {
-			holding = i + 1;
-			return (long)i;
-		}
-		atomic_fetch_sub_explicit(&heap.held, 1, memory_order_relaxed);
-		return -1;
-	}
-	return -1;
-}
-
-/*
- * This thread is being handed @p: if another thread's realloc gave it
- * back and holds its slot still (its FREE not written yet), wait for the
- * slot to clear, at most HOLD_WAIT_NS, so that the FREE comes first.
- */
-static void wait_unheld(uintptr_t p)
-{
-	uint64_t h = hash_addr(p), mask = (UINT64_C(1) << heap.table_bits) - 1;
-	size_t i = h >> (64 - heap.table_bits);
-	struct timespec nap = { 0, 50000 };
-	uint64_t deadline = 0, now;
-	unsigned int n, spins = 0;
-
-	/* Relaxed: see table_hold(). */
-	if ((p & HELD) ||
-	    !atomic_load_explicit(&heap.held, memory_order_relaxed))
-		return;
-	for (n = 0; n < PROBE_MAX; n++, i = (i + 1) & mask) {
-		/* Relaxed: as in table_insert(). */
-		uintptr_t v = atomic_load_explicit(&heap.table[i],
-						   memory_order_relaxed);
-
-		if (!v)
-			return;
-		if (v == (p | HELD))
-			break;
-	}
-	if (n == PROBE_MAX || holding == i + 1) /* ours: a handler on top */
-		return;
-	/* Acquire: pairs with prof_heap_unhold()'s release: its FREE was
-	 * reserved in the ring before the record we are about to write. */
-	while (atomic_load_explicit(&heap.table[i], memory_order_acquire) ==
-	       (p | HELD)) {
-		if (spins++ < HOLD_SPINS) {
-			sched_yield();
-			continue;
-		}
-		now = ring_clock_mono_ns();
-		if (!deadline)
-			deadline = now + HOLD_WAIT_NS;
-		else if (now > deadline)
-			return;
-		nanosleep(&nap, NULL);
-	}
 }
 
 /* xorshift64*: the thread's own generator; never 0 once seeded. */
@@ -326,8 +129,8 @@ static int put(enum prof_rec_kind kind, pid_t tid, const uintptr_t *w, size_t n)
 	hdr[PROF_HDR_KIND_PERIODS] = prof_hdr_kind_word(kind, 1);
 	hdr[PROF_HDR_TID] = (uint64_t)tid;
 	hdr[PROF_HDR_PID] = (uint64_t)heap.pid;
-	return prof_ring_write(heap.buf, NULL, (int64_t)ring_clock_ticks(), hdr,
-			       PROF_HDR_WORDS, w, n);
+	return prof_ring_write_wait(heap.buf, NULL, (int64_t)ring_clock_ticks(),
+				    hdr, PROF_HDR_WORDS, w, n, HEAP_WAIT_NS);
 }
 
 /*
@@ -349,29 +152,26 @@ static void take_stack(uintptr_t frame, const struct prof_stack_bounds *b,
 	prof_unwind_fp_caller(frame, b, pcs, heap.max_frames, res);
 }
 
-static void record_alloc(void *p, size_t size, uintptr_t frame)
+/* Write @p's ALLOC; false (counted) when the ring refused it. */
+static bool record_alloc(void *p, size_t size, uintptr_t frame, bool tracked)
 {
 	uintptr_t w[PROF_ALLOC_WORDS + PROFRING_PROF_MAX_FRAMES];
 	struct prof_unwind_result res;
 	struct prof_stack_bounds b;
 	pid_t tid = prof_sampler_self(&b);
-	bool tracked;
 
 	take_stack(frame, &b, w + PROF_ALLOC_WORDS, &res);
-	wait_unheld((uintptr_t)p);
-	tracked = table_insert((uintptr_t)p);
 	w[PROF_ALLOC_ADDR] = (uintptr_t)p;
 	w[PROF_ALLOC_SIZE] = size;
 	w[PROF_ALLOC_FLAGS] = tracked ? 0 : PROF_ALLOC_UNTRACKED;
 	if (put(PROF_REC_ALLOC, tid, w, PROF_ALLOC_WORDS + res.n)) {
-		if (tracked)
-			table_remove((uintptr_t)p);
 		count(&heap.counters->heap_refused);
-		return;
+		return false;
 	}
 	count(&heap.counters->heap_allocs);
 	if (!tracked)
 		count(&heap.counters->heap_untracked);
+	return true;
 }
 
 /* Enter a slow path's ring section; false: no session (leave at once). */
@@ -408,151 +208,179 @@ static void write_free(uintptr_t p)
 	leave();
 }
 
-/**
- * prof_heap_sample() - the slow path of prof_heap_alloc(): the countdown
- * ran out (or this thread has not drawn one for this session yet).
- * @p:		the block (NULL: the allocation failed; nothing recorded).
- * @size:	bytes requested.
- * @frame:	the interposed allocator's frame.
- *
- * Unwinds, tracks @p, writes PROF_REC_ALLOC.  No lock and no allocation,
- * but it waits for a realloc in another thread that has given @p back
- * and not yet written its FREE (wait_unheld()).  errno preserved.
+/*
+ * resample() - the countdown ran out: draw the next one, and say whether
+ * this allocation of @size is sampled (not the profiler's own, and not a
+ * thread's first allocation of a session, whose draw stands in for the
+ * old session's count).
  */
-void prof_heap_sample(void *p, size_t size, uintptr_t frame)
+static bool resample(size_t size)
 {
 	struct prof_heap_thread *t = &prof_heap_self;
 	/* Relaxed: published by the seq_cst store of prof_heap_on. */
 	uint32_t gen = atomic_load_explicit(&heap.gen, memory_order_relaxed);
-	int saved = errno;
 
 	if (t->ignore) {
 		/* Not the program's: draw again (a memoryless count). */
 		t->countdown = draw(t);
-		errno = saved;
-		return;
+		return false;
 	}
 	if (t->gen != gen) {
-		/* The first draw of this session stands in for the old one. */
 		t->gen = gen;
 		t->countdown = draw(t) - (int64_t)size;
 		if (t->countdown > 0)
-			return;
+			return false;
 	}
 	t->countdown = draw(t);
+	return true;
+}
+
+/**
+ * prof_heap_new() - the slow path of prof_heap_take(): the countdown ran
+ * out for an allocation of @size bytes aligned to @align (a power of two).
+ * @zero:	the block must be zeroed (calloc).
+ * @frame:	the frame of the interposed allocator's slow path, whose
+ *		callers make the stack.
+ * @untracked:	set when the allocation is sampled but the pool could not
+ *		take it: allocate from the allocator, then call
+ *		prof_heap_untracked().
+ *
+ * No lock; the record may wait for room in the ring (HEAP_WAIT_NS).
+ * errno preserved.
+ * Return: the sampled block, from the pool and recorded; NULL when the
+ * allocation is not sampled after all (or its record was refused, at the
+ * ring's deadline: counted), or the pool refused it.
+ */
+void *prof_heap_new(size_t size, size_t align, bool zero, uintptr_t frame,
+		    bool *untracked)
+{
+	int saved = errno;
+	void *p = NULL;
+
+	*untracked = false;
+	if (!resample(size))
+		goto out;
+	if (!enter())
+		goto out;
+	p = prof_heap_pool_alloc(size ? size : 1, align);
+	if (!p) {
+		*untracked = true;
+	} else if (!record_alloc(p, size, frame, true)) {
+		/* Refused (counted): an unsampled block, whose free is silent. */
+		prof_heap_pool_free(p);
+		p = NULL;
+	} else if (zero) {
+		memset(p, 0, size);
+	}
+	leave();
+out:
+	errno = saved;
+	return p;
+}
+
+/**
+ * prof_heap_untracked() - a sampled allocation the pool refused came from
+ * the allocator at @p (NULL: it failed; nothing recorded).
+ */
+void prof_heap_untracked(void *p, size_t size, uintptr_t frame)
+{
+	int saved = errno;
+
 	if (p && enter()) {
-		record_alloc(p, size, frame);
+		record_alloc(p, size, frame, false);
 		leave();
 	}
 	errno = saved;
 }
 
 /**
- * prof_heap_forget() - the slow path of prof_heap_free(): if @p is a
- * sampled block, untrack it and write PROF_REC_FREE.
- *
- * Lock-free; no allocation; errno preserved.
+ * prof_heap_release() - free a pooled block (prof_heap_owns()): its FREE
+ * record first, if a session runs, then the slot back to the pool.
+ * No lock; the record may wait for room.  errno preserved.
  */
-void prof_heap_forget(void *p)
+void prof_heap_release(void *p)
 {
-	int saved;
-
-	if (!heap.table || !table_remove((uintptr_t)p))
-		return;
-	saved = errno;
-	write_free((uintptr_t)p);
-	errno = saved;
-}
-
-/**
- * prof_heap_hold() - the slow path of prof_heap_realloc_begin(): if @p is
- * a sampled block, mark its slot HELD (the opening comment says why).
- *
- * Lock-free; no allocation; errno preserved.
- * Return: the slot, for prof_heap_unhold(); -1 if @p is not tracked.
- */
-long prof_heap_hold(void *p)
-{
-	return heap.table ? table_hold((uintptr_t)p) : -1;
-}
-
-/**
- * prof_heap_unhold() - realloc() returned: the held block @p in @slot
- * was given back (@released: write its FREE, then clear the slot) or is
- * still the program's (the slot holds @p again, and nothing is written).
- *
- * Lock-free; no allocation; errno preserved.
- */
-void prof_heap_unhold(void *p, long slot, bool released)
-{
-	_Atomic uintptr_t *s = &heap.table[slot];
 	int saved = errno;
 
-	if (released) {
-		write_free((uintptr_t)p);
-		/* Release: pairs with wait_unheld()'s acquire. */
-		atomic_store_explicit(s, TOMBSTONE, memory_order_release);
-		untracked_hints((uintptr_t)p);
-	} else {
-		/* Relaxed: nothing was written; the block is as it was. */
-		atomic_store_explicit(s, (uintptr_t)p, memory_order_relaxed);
-	}
-	holding = 0; /* after the slot: a handler on top must not wait */
-	/* Relaxed: a hint for wait_unheld(); stale high costs a lookup. */
-	atomic_fetch_sub_explicit(&heap.held, 1, memory_order_relaxed);
+	write_free((uintptr_t)p);
+	prof_heap_pool_free(p);
 	errno = saved;
 }
 
-/*
- * In a fork child: the threads that held slots stayed in the parent, and
- * whether their reallocs gave the blocks back is not known; the blocks
- * are forgotten (no record), so that no allocation waits for them.
- */
-static void heap_fork_child(void)
+/* prof_heap_usable() - the bytes a pooled block may use. */
+size_t prof_heap_usable(const void *p)
 {
-	size_t slots = (size_t)1 << heap.table_bits;
+	return prof_heap_pool_usable(p);
+}
 
-	/* Relaxed, all: one thread. */
-	if (!atomic_load_explicit(&heap.held, memory_order_relaxed))
-		return;
-	for (size_t i = 0; i < slots; i++) {
-		uintptr_t v = atomic_load_explicit(&heap.table[i],
-						   memory_order_relaxed);
+/**
+ * prof_heap_realloc() - realloc() of a pooled block, or of any block
+ * whose new size's countdown ran out (prof_heap_take()).
+ * @nx:	the allocator's functions.
+ *
+ * A pooled block is never given to the allocator: its contents move to a
+ * new block (sampled or not), and it is released only once that exists,
+ * so a failed realloc leaves it, and the profile, unchanged.  A size of 0
+ * frees it and returns NULL, as glibc does.
+ */
+void *prof_heap_realloc(void *old, size_t size, uintptr_t frame,
+			const struct prof_heap_next *nx)
+{
+	bool pooled = old && prof_heap_owns(old), untracked = false;
+	size_t have;
+	void *p;
 
-		if (v > TOMBSTONE && (v & HELD)) {
-			atomic_store_explicit(&heap.table[i], TOMBSTONE,
-					      memory_order_relaxed);
-			untracked_hints(v & ~HELD);
+	if (!pooled) {
+		/* A size of 0 frees (glibc): nothing to sample. */
+		if (!size || (old && !nx->usable))
+			return nx->realloc(old, size);
+		p = prof_heap_new(size, 16, false, frame, &untracked);
+		if (!p) {
+			p = nx->realloc(old, size);
+			if (untracked)
+				prof_heap_untracked(p, size, frame);
+			return p;
 		}
+		if (old) {
+			have = nx->usable(old);
+			memcpy(p, old, have < size ? have : size);
+			nx->free(old);
+		}
+		return p;
 	}
-	atomic_store_explicit(&heap.held, 0, memory_order_relaxed);
+	if (!size) {
+		prof_heap_release(old);
+		return NULL;
+	}
+	p = prof_heap_take(size)
+		    ? prof_heap_new(size, 16, false, frame, &untracked)
+		    : NULL;
+	if (!p) {
+		p = nx->malloc(size);
+		if (untracked)
+			prof_heap_untracked(p, size, frame);
+		if (!p)
+			return NULL;
+	}
+	have = prof_heap_usable(old);
+	memcpy(p, old, have < size ? have : size);
+	prof_heap_release(old);
+	return p;
 }
 
 /**
  * prof_heap_start() - start sampling allocations into @cfg's ring.
  *
  * Not async-signal-safe.  The caller serializes start and stop.
- * Return: 0, -EINVAL for a zero rate, -ENOMEM when the table cannot be
- * mapped.
+ * Return: 0, -EINVAL for a zero rate, -ENOMEM when the pool's address
+ * space cannot be reserved.
  */
 int prof_heap_start(const struct prof_heap_config *cfg)
 {
 	if (!cfg->rate || !cfg->buf || !cfg->counters)
 		return -EINVAL;
-	if (!heap.table) {
-		unsigned int bits = cfg->rate < DENSE_BELOW_RATE
-					    ? TABLE_BITS_DENSE
-					    : TABLE_BITS_SPARSE;
-		void *m = mmap(
-			NULL, sizeof(uintptr_t) << bits, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-
-		if (m == MAP_FAILED)
-			return -ENOMEM;
-		heap.table_bits = bits;
-		heap.table = m;
-		pthread_atfork(NULL, NULL, heap_fork_child);
-	}
+	if (prof_heap_pool_init())
+		return -ENOMEM;
 	heap.buf = cfg->buf;
 	heap.rate = cfg->rate;
 	heap.max_frames = cfg->max_frames;

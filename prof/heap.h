@@ -3,9 +3,9 @@
  * prof/heap.h - the heap profiler's allocation side (heap.c): which
  * allocations are sampled, and the records they become (stream.h's
  * PROF_REC_ALLOC and PROF_REC_FREE).  The interposed malloc family
- * (malloc_hook.c) calls prof_heap_alloc() and prof_heap_free(); the
- * collector (aggregate.c, heap_agg.c) turns the records into a heap
- * profile.
+ * (malloc_hook.c) asks prof_heap_take() before each allocation and
+ * prof_heap_owns() before each free; the collector (aggregate.c,
+ * heap_agg.c) turns the records into a heap profile.
  *
  * Internal header of the profiler: never installed.
  */
@@ -14,6 +14,7 @@
 
 #include <profring/profbuf.h>
 
+#include "prof/heap_pool.h"
 #include "prof/stream.h"
 #include "ring/compiler.h"
 
@@ -59,85 +60,64 @@ struct prof_heap_thread {
 };
 
 extern _Thread_local struct prof_heap_thread prof_heap_self
-	__attribute__((tls_model("initial-exec")));
+	__attribute__((tls_model("initial-exec"), visibility("hidden")));
 
 /*
  * Nonzero while a session samples.  Relaxed on the fast paths: a session
  * starting or stopping is seen a little late, which only moves its edge;
  * the slow paths recheck it under the in-flight count (heap.c).
  */
-extern atomic_uint prof_heap_on;
-/* Live entries of the address table (may be stale high): 0 skips lookups. */
-extern atomic_ulong prof_heap_maybe_tracked;
-
-void prof_heap_sample(void *p, size_t size, uintptr_t frame);
-void prof_heap_forget(void *p);
-long prof_heap_hold(void *p);
-void prof_heap_unhold(void *p, long slot, bool released);
+extern atomic_uint prof_heap_on __attribute__((visibility("hidden")));
 
 /**
- * prof_heap_alloc() - account one allocation of @size bytes at @p.
- * @frame:	__builtin_frame_address(0) of the interposed allocator, whose
- *		callers make the stack.
- *
- * The fast path of an unsampled allocation: a load, a subtraction and a
- * branch.  Never allocates, never locks; preserves errno.
+ * prof_heap_take() - is an allocation of @size bytes to be sampled?
+ * Called before the allocation; true means: call prof_heap_new().
+ * The fast path of every allocation: a relaxed load of a word no one
+ * writes during a session, a subtraction and a branch in the thread's own
+ * memory.  Never allocates, never locks; preserves errno.
  */
-static inline void prof_heap_alloc(void *p, size_t size, uintptr_t frame)
+static inline bool prof_heap_take(size_t size)
 {
 	struct prof_heap_thread *t = &prof_heap_self;
 
 	/* Relaxed: see prof_heap_on. */
 	if (!atomic_load_explicit(&prof_heap_on, memory_order_relaxed))
-		return;
+		return false;
 	t->countdown -= (int64_t)size;
-	if (ring_unlikely(t->countdown <= 0))
-		prof_heap_sample(p, size, frame);
+	return ring_unlikely(t->countdown <= 0);
 }
 
-/**
- * prof_heap_free() - @p is about to go back to the allocator.
- *
- * Call before the block is freed (stream.h says why).  One relaxed load
- * while nothing is tracked; else one probe of a filter, and of the table
- * when the filter says maybe.  Lock-free; preserves errno.
+/*
+ * prof_heap_owns() - is @p a sampled block (from the pool)?  Give it to
+ * prof_heap_release(), prof_heap_usable(), prof_heap_realloc(), never to
+ * the allocator.  The fast path of every free(): bounds that never change.
  */
-static inline void prof_heap_free(void *p)
+static inline bool prof_heap_owns(const void *p)
 {
-	/* Relaxed: a stale nonzero only costs a lookup; an allocation
-	 * tracked by another thread reached this one through the
-	 * program's own synchronisation, which orders the count too. */
-	if (p && atomic_load_explicit(&prof_heap_maybe_tracked,
-				      memory_order_relaxed))
-		prof_heap_forget(p);
+	return prof_heap_pool_owns(p);
 }
 
-/**
- * prof_heap_realloc_begin() - @p is about to be handed to realloc(),
- * which gives it back only if it succeeds: a sampled block is held
- * (heap.c), not yet freed.  Costs what prof_heap_free() costs.
- *
- * Return: what to give prof_heap_realloc_end().
- */
-static inline long prof_heap_realloc_begin(void *p)
-{
-	/* Relaxed: as in prof_heap_free(). */
-	if (p && atomic_load_explicit(&prof_heap_maybe_tracked,
-				      memory_order_relaxed))
-		return prof_heap_hold(p);
-	return -1;
-}
+void *prof_heap_new(size_t size, size_t align, bool zero, uintptr_t frame,
+		    bool *untracked);
+void prof_heap_untracked(void *p, size_t size, uintptr_t frame);
+void prof_heap_release(void *p);
+size_t prof_heap_usable(const void *p);
 
-/**
- * prof_heap_realloc_end() - realloc() returned; @released: it gave @p
- * back (it succeeded, or freed @p for a size of 0).  Call before the new
- * block is accounted with prof_heap_alloc().
+/*
+ * struct prof_heap_next - the allocator's functions, for
+ * prof_heap_realloc() (malloc_hook.c passes the next definitions; a test
+ * passes libc's).  @usable may be NULL: reallocs of its blocks are then
+ * never sampled.
  */
-static inline void prof_heap_realloc_end(void *p, long slot, bool released)
-{
-	if (slot >= 0)
-		prof_heap_unhold(p, slot, released);
-}
+struct prof_heap_next {
+	void *(*malloc)(size_t);
+	void (*free)(void *);
+	void *(*realloc)(void *, size_t);
+	size_t (*usable)(void *);
+};
+
+void *prof_heap_realloc(void *old, size_t size, uintptr_t frame,
+			const struct prof_heap_next *nx);
 
 /*
  * prof_heap_ignore_begin(), prof_heap_ignore_end() - around the

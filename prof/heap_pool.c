@@ -76,10 +76,14 @@ static char *region(unsigned int c)
 	return (char *)prof_heap_pool_lo + ((uintptr_t)c << pool.region_bits);
 }
 
+/* Slots in class @c's region: 0 for a class larger than a region. */
 static uint64_t slots_in(unsigned int c)
 {
-	uint64_t n = (uint64_t)1 << (pool.region_bits - c - MIN_SHIFT);
+	uint64_t n;
 
+	if (c + MIN_SHIFT > pool.region_bits)
+		return 0;
+	n = (uint64_t)1 << (pool.region_bits - c - MIN_SHIFT);
 	return n < MAX_INDEX ? n : MAX_INDEX;
 }
 
@@ -98,8 +102,13 @@ static int class_of(size_t size, size_t align)
 
 static int reserve(void)
 {
-	/* As much address space as the process may have, halving down. */
-	for (unsigned int bits = 36; bits >= 30; bits--) {
+	/*
+	 * As much address space as the process may have, halving down: 64
+	 * GiB a class (1.75 TiB of PROT_NONE, which costs no memory), and
+	 * under an address-space limit (ulimit -v, valgrind) down to 16
+	 * MiB a class, where the classes above 16 MiB are refused.
+	 */
+	for (unsigned int bits = 36; bits >= 24; bits--) {
 		uint64_t span = (uint64_t)NCLASSES << bits;
 		/* Room to align the start to a region's size. */
 		void *m = mmap(NULL, span + ((uint64_t)1 << bits), PROT_NONE,

@@ -22,8 +22,9 @@
  * Both 0 until prof_heap_pool_init() reserved it; lo is stored first,
  * then span with release, once, and never again.
  */
-extern uintptr_t prof_heap_pool_lo;
-extern _Atomic uintptr_t prof_heap_pool_span;
+extern uintptr_t prof_heap_pool_lo __attribute__((visibility("hidden")));
+extern _Atomic uintptr_t prof_heap_pool_span
+	__attribute__((visibility("hidden")));
 
 /*
  * Is @p a block of the pool?  Two loads of words written once, and a

@@ -3,16 +3,19 @@
  * prof/malloc_hook.c - the malloc family, interposed by
  * libprofring-prof.so for the heap profiler (heap.c).
  *
- * Each function calls the next definition in the lookup order (glibc's,
- * or an allocator preloaded after us), then tells heap.c: an allocation
- * after the block is had, a free before the block is given back (stream.h
- * says why the order matters; realloc gives its block back only if it
- * succeeds, so heap.c holds it meanwhile).  Pointers we did not sample,
- * or that came from another allocator, pass through untouched; with no
- * heap session each call costs one relaxed load more than the
- * allocator's.  If the program's malloc is not ours (its own, or an
- * allocator preloaded before us), none of this runs: prof_malloc_foreign()
- * tells the sessions, which warn.
+ * The sampling decision comes first (prof_heap_take(): the thread's own
+ * countdown).  An unsampled call goes to the next definition in the
+ * lookup order (glibc's, or an allocator preloaded after us) as a tail
+ * call; a sampled one takes its block from heap.c's pool, in a slow path
+ * of its own (noinline: its frame starts the stack heap.c walks, and
+ * keeps the fast paths free of frame setup).  free() and friends know a
+ * sampled block by its address alone (prof_heap_owns(): the pool's
+ * bounds, which never change), so an unsampled free() reads nothing any
+ * other thread writes.  Sampled blocks never reach the allocator, and the
+ * allocator's blocks never reach the pool: realloc() of one into the
+ * other copies (heap.c, prof_heap_realloc()).  If the program's malloc is
+ * not ours (its own, or an allocator preloaded before us), none of this
+ * runs: prof_malloc_foreign() tells the sessions, which warn.
  *
  * Bootstrap.  The next definitions are found with dlsym(RTLD_NEXT), and
  * dlsym itself may allocate (calloc, for its error state).  While a
@@ -22,7 +25,10 @@
  * Several threads may resolve at once: each stores the same pointers.
  *
  * Built into libprofring-prof.so only, and not under the sanitizers (they
- * own malloc there): the unit tests link the profiler without it.
+ * own malloc there): the unit tests link the profiler without it.  Built
+ * without frame pointers: the fast paths set up no frame and jump to the
+ * allocator; the slow paths that start a recorded stack take their frame
+ * with __builtin_frame_address(0), which gives them one.
  */
 #include "prof/heap.h"
 
@@ -64,12 +70,12 @@ static _Atomic size_t arena_used;
 
 static bool in_arena(const void *p)
 {
-	return (const char *)p >= arena &&
-	       (const char *)p < arena + ARENA_BYTES;
+	return (uintptr_t)p - (uintptr_t)arena < ARENA_BYTES;
 }
 
 /* A zeroed block of @size bytes aligned to @align (a power of two). */
-static void *arena_alloc(size_t size, size_t align)
+static __attribute__((noinline, cold)) void *arena_alloc(size_t size,
+							 size_t align)
 {
 	size_t old, start, end;
 
@@ -132,89 +138,142 @@ static void resolve(void)
 	atomic_store_explicit(&resolved, 1, memory_order_release);
 }
 
-/* The next definitions are known; false while this thread resolves. */
-static bool ready(void)
+static __attribute__((noinline, cold)) bool resolve_once(void)
 {
-	/* Acquire: pairs with resolve()'s release. */
-	if (ring_likely(atomic_load_explicit(&resolved, memory_order_acquire)))
-		return true;
 	if (resolving)
 		return false;
 	resolve();
 	return next.malloc && next.free;
 }
 
+/* The next definitions are known; false while this thread resolves. */
+static inline bool ready(void)
+{
+	/* Acquire: pairs with resolve()'s release. */
+	if (ring_likely(atomic_load_explicit(&resolved, memory_order_acquire)))
+		return true;
+	return resolve_once();
+}
+
+/* The allocator's functions, for heap.c's realloc (after ready()). */
+static const struct prof_heap_next *next_heap(void)
+{
+	static struct prof_heap_next nx;
+
+	nx = (struct prof_heap_next){
+		.malloc = next.malloc,
+		.free = next.free,
+		.realloc = next.realloc,
+		.usable = next.malloc_usable_size,
+	};
+	return &nx;
+}
+
+/* What a sampled allocation falls back to: the call the program made. */
+enum alloc_kind { ALLOC_MALLOC, ALLOC_CALLOC, ALLOC_MEMALIGN };
+
+static void *next_alloc(enum alloc_kind kind, size_t size, size_t align)
+{
+	switch (kind) {
+	case ALLOC_CALLOC:
+		return next.calloc(1, size);
+	case ALLOC_MEMALIGN:
+		return next.memalign(align, size);
+	default:
+		return next.malloc(size);
+	}
+}
+
+/*
+ * The slow path of every allocation whose countdown ran out: a block
+ * from the pool, or, when heap.c does not sample it after all, from the
+ * allocator.  Its own frame starts the recorded stack: its return address
+ * is in the program when the hook jumped here.
+ */
+static __attribute__((noinline)) void *sampled(enum alloc_kind kind,
+					       size_t size, size_t align)
+{
+	uintptr_t frame = FRAME();
+	bool untracked;
+	void *p = prof_heap_new(size, align, kind == ALLOC_CALLOC, frame,
+				&untracked);
+
+	if (p)
+		return p;
+	p = next_alloc(kind, size, align);
+	if (untracked)
+		prof_heap_untracked(p, size, frame);
+	return p;
+}
+
 HOOK void *malloc(size_t size)
 {
-	void *p;
-
-	if (!ready())
+	if (ring_unlikely(!ready()))
 		return arena_alloc(size, 16);
-	p = next.malloc(size);
-	prof_heap_alloc(p, size, FRAME());
-	return p;
+	if (ring_likely(!prof_heap_take(size)))
+		return next.malloc(size);
+	return sampled(ALLOC_MALLOC, size, 16);
 }
 
 HOOK void free(void *p)
 {
-	if (!p || in_arena(p))
+	if (ring_unlikely(prof_heap_owns(p))) {
+		prof_heap_release(p);
 		return;
-	prof_heap_free(p);
-	if (ready())
-		next.free(p);
+	}
+	if (ring_unlikely(in_arena(p)))
+		return;
+	if (ring_likely(ready()))
+		next.free(p); /* NULL included: the allocator's no-op */
 }
 
 HOOK void *calloc(size_t n, size_t size)
 {
 	size_t bytes;
-	void *p;
 
-	if (!ready())
+	if (ring_unlikely(!ready()))
 		return __builtin_mul_overflow(n, size, &bytes)
 			       ? NULL
 			       : arena_alloc(bytes, 16);
-	p = next.calloc(n, size);
-	if (p && !__builtin_mul_overflow(n, size, &bytes))
-		prof_heap_alloc(p, bytes, FRAME());
-	return p;
+	if (__builtin_mul_overflow(n, size, &bytes) ||
+	    ring_likely(!prof_heap_take(bytes)))
+		return next.calloc(n, size);
+	return sampled(ALLOC_CALLOC, bytes, 16);
 }
 
 /*
- * realloc and reallocarray: a free of the old block, then an allocation
- * of the new one, if the realloc succeeds (a size of 0 frees the old
- * block in glibc; elsewhere it may return a new one); a failed one leaves
- * the profile as it was.  The old block is held meanwhile (heap.h).
- * reallocarray calls the next realloc, not the next reallocarray: glibc's
- * calls realloc through the lookup order, ours, which would count again.
- * When the program's realloc is not ours (an allocator preloaded before
- * us that has no reallocarray), reallocarray hands the call to it, the
- * allocator of the program's blocks, and counts nothing, as for its
- * other calls.
- * @frame: the interposed function's frame.
+ * realloc and reallocarray.  A pooled block, or a realloc whose new
+ * size's countdown ran out, goes to heap.c, which never lets a failed
+ * realloc change the block or the profile; anything else is the
+ * allocator's call.  reallocarray calls the next realloc, not the next
+ * reallocarray: glibc's calls realloc through the lookup order, ours,
+ * which would count again.  When the program's realloc is not ours (an
+ * allocator preloaded before us that has no reallocarray), reallocarray
+ * hands the call to it, the allocator of the program's blocks, and counts
+ * nothing, as for its other calls.
  */
-static inline __attribute__((always_inline)) void *
-realloc_from(void *old, size_t size, uintptr_t frame)
+static __attribute__((noinline)) void *realloc_slow(void *old, size_t size)
 {
-	long held;
-	void *p;
+	return prof_heap_realloc(old, size, FRAME(), next_heap());
+}
 
-	if (!ready() || in_arena(old)) {
-		p = ready() ? next.malloc(size) : arena_alloc(size, 16);
-		if (p && old && in_arena(old))
-			memcpy(p, old,
-			       arena_size(old) < size ? arena_size(old) : size);
-		return p;
-	}
-	held = prof_heap_realloc_begin(old);
-	p = next.realloc(old, size);
-	prof_heap_realloc_end(old, held, p || !size);
-	prof_heap_alloc(p, size, frame);
+static void *realloc_boot(void *old, size_t size)
+{
+	void *p = ready() ? next.malloc(size) : arena_alloc(size, 16);
+
+	if (p && old && in_arena(old))
+		memcpy(p, old, arena_size(old) < size ? arena_size(old) : size);
 	return p;
 }
 
 HOOK void *realloc(void *old, size_t size)
 {
-	return realloc_from(old, size, FRAME());
+	if (ring_unlikely(!ready() || in_arena(old)))
+		return realloc_boot(old, size);
+	if (ring_unlikely(prof_heap_owns(old)) ||
+	    ring_unlikely(prof_heap_take(size)))
+		return realloc_slow(old, size);
+	return next.realloc(old, size);
 }
 
 HOOK void *reallocarray(void *old, size_t n, size_t size)
@@ -225,70 +284,88 @@ HOOK void *reallocarray(void *old, size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (ready() && next.foreign_realloc)
+	if (ready() && next.foreign_realloc && !prof_heap_owns(old))
 		return next.foreign_realloc(old, bytes);
-	return realloc_from(old, bytes, FRAME());
+	return realloc(old, bytes);
+}
+
+/* Power-of-two alignments the pool serves; others go to the allocator. */
+static bool pool_align(size_t align)
+{
+	return align && !(align & (align - 1));
+}
+
+static __attribute__((noinline)) int memalign_sampled(void **out, size_t align,
+						      size_t size)
+{
+	uintptr_t frame = FRAME();
+	bool untracked;
+	void *p = prof_heap_new(size, align, false, frame, &untracked);
+	int err;
+
+	if (p) {
+		*out = p;
+		return 0;
+	}
+	err = next.posix_memalign(out, align, size);
+	if (untracked)
+		prof_heap_untracked(err ? NULL : *out, size, frame);
+	return err;
 }
 
 HOOK int posix_memalign(void **out, size_t align, size_t size)
 {
-	int err;
-
-	if (!ready()) {
+	if (ring_unlikely(!ready())) {
 		*out = arena_alloc(size, align);
 		return *out ? 0 : ENOMEM;
 	}
-	err = next.posix_memalign(out, align, size);
-	if (!err)
-		prof_heap_alloc(*out, size, FRAME());
-	return err;
+	if (align % sizeof(void *) || !pool_align(align) ||
+	    ring_likely(!prof_heap_take(size)))
+		return next.posix_memalign(out, align, size);
+	return memalign_sampled(out, align, size);
 }
 
 HOOK void *aligned_alloc(size_t align, size_t size)
 {
-	void *p;
-
-	if (!ready())
+	if (ring_unlikely(!ready()))
 		return arena_alloc(size, align);
-	p = next.aligned_alloc(align, size);
-	prof_heap_alloc(p, size, FRAME());
-	return p;
+	if (!pool_align(align) || ring_likely(!prof_heap_take(size)))
+		return next.aligned_alloc(align, size);
+	return sampled(ALLOC_MEMALIGN, size, align);
 }
 
 HOOK void *memalign(size_t align, size_t size)
 {
-	void *p;
-
-	if (!ready())
+	if (ring_unlikely(!ready()))
 		return arena_alloc(size, align);
-	p = next.memalign(align, size);
-	prof_heap_alloc(p, size, FRAME());
-	return p;
+	if (!pool_align(align) || ring_likely(!prof_heap_take(size)))
+		return next.memalign(align, size);
+	return sampled(ALLOC_MEMALIGN, size, align);
 }
 
 HOOK void *valloc(size_t size)
 {
-	void *p;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 
-	if (!ready())
-		return arena_alloc(size, 4096);
-	p = next.valloc ? next.valloc(size)
-			: next.memalign((size_t)sysconf(_SC_PAGESIZE), size);
-	prof_heap_alloc(p, size, FRAME());
-	return p;
+	if (ring_unlikely(!ready()))
+		return arena_alloc(size, page);
+	if (ring_likely(!prof_heap_take(size)))
+		return next.valloc ? next.valloc(size)
+				   : next.memalign(page, size);
+	return sampled(ALLOC_MEMALIGN, size, page);
 }
 
 HOOK void *pvalloc(size_t size)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	void *p;
+	size_t whole = (size + page - 1) & ~(page - 1);
 
-	if (!ready())
-		return arena_alloc((size + page - 1) & ~(page - 1), page);
-	p = next.pvalloc ? next.pvalloc(size)
-			 : next.memalign(page, (size + page - 1) & ~(page - 1));
-	prof_heap_alloc(p, size, FRAME());
-	return p;
+	if (ring_unlikely(!ready()))
+		return arena_alloc(whole, page);
+	if (ring_likely(!prof_heap_take(size)))
+		return next.pvalloc ? next.pvalloc(size)
+				    : next.memalign(page, whole);
+	return sampled(ALLOC_MEMALIGN, whole, page);
 }
 
 /**
@@ -311,6 +388,8 @@ HOOK size_t malloc_usable_size(void *p)
 {
 	if (!p)
 		return 0;
+	if (prof_heap_owns(p))
+		return prof_heap_usable(p);
 	if (in_arena(p))
 		return arena_size(p);
 	return ready() && next.malloc_usable_size ? next.malloc_usable_size(p)

@@ -66,4 +66,16 @@ static inline int prof_ring_write(struct profbuf *b, const void *tag,
 	return profbuf_write(b, tag, now, hdr, nhdr, stk, nstk);
 }
 
+/* profbuf_write_wait(), or -EIO for a ring whose geometry was overwritten. */
+static inline int prof_ring_write_wait(struct profbuf *b, const void *tag,
+				       int64_t now, const uint64_t *hdr,
+				       size_t nhdr, const uintptr_t *stk,
+				       size_t nstk, uint64_t timeout_ns)
+{
+	if (__builtin_expect(!prof_ring_intact(b), 0))
+		return -EIO;
+	return profbuf_write_wait(b, tag, now, hdr, nhdr, stk, nstk,
+				  timeout_ns);
+}
+
 #endif /* PROFRING_PROF_RING_GUARD_H */

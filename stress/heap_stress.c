@@ -6,9 +6,10 @@
  * Worker threads allocate (malloc, calloc, realloc of their own block)
  * and free, and trade blocks through a shared array, so that most blocks
  * are freed by another thread than the one that allocated them; each call
- * goes through prof_heap_alloc() / prof_heap_free() exactly as the
- * interposed malloc family does (prof/malloc_hook.c, which this program
- * cannot use: under the sanitizers they own malloc).  Meanwhile the
+ * goes through prof_heap_take() / prof_heap_new() / prof_heap_owns() /
+ * prof_heap_release() / prof_heap_realloc() exactly as the interposed
+ * malloc family does (prof/malloc_hook.c, which this program cannot use:
+ * under the sanitizers they own malloc).  Meanwhile the
  * sampler's per-thread CPU timers (--hz) write samples from signal
  * handlers into the same ring, and the collector thread reads it.
  * The rate is 1 (every allocation is sampled), so the books are exact:
@@ -23,10 +24,11 @@
  *    blocks still held at the end, exactly;
  *  - the CPU side: signals = samples read + samples lost.
  *
- * Without --pace the storm outruns the reader and records are refused
- * (counted); with it, nothing need be lost and the books balance with
- * allocations seen = allocations made.  --small-ring makes the ring 4096 words: records are refused, and must
- * be counted.  Summary: ops = allocations made, verified = allocation
+ * Heap records wait for room (profbuf_write_wait()), so even when the
+ * storm outruns the reader (no --pace) or the ring is 4096 words
+ * (--small-ring) nothing need be refused, and the books balance with
+ * allocations seen = allocations made; a record refused at the wait's
+ * deadline would be counted, and the books still hold.  Summary: ops = allocations made, verified = allocation
  * records read, lost = heap records refused.
  */
 #include "prof/collector.h"
@@ -36,6 +38,7 @@
 #include "testing/harness.h"
 
 #include <errno.h>
+#include <malloc.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,37 +87,58 @@ static void violation(const char *what, unsigned long long a,
 	atomic_fetch_add_explicit(&violations, 1, memory_order_relaxed);
 }
 
-/* The interposed allocator's shape: the block, then the profiler. */
-__attribute__((noinline)) static void *my_malloc(size_t size)
+/*
+ * The interposed allocator's shape (prof/malloc_hook.c): the decision
+ * first, a sampled block from the pool in a slow path of its own, and
+ * every free or realloc of a pooled block to heap.c.
+ */
+__attribute__((noinline)) static void *my_sampled(size_t size, bool zero)
 {
-	void *p = malloc(size);
+	uintptr_t frame = (uintptr_t)__builtin_frame_address(0);
+	bool untracked;
+	void *p = prof_heap_new(size, 16, zero, frame, &untracked);
 
-	prof_heap_alloc(p, size, (uintptr_t)__builtin_frame_address(0));
+	if (p)
+		return p;
+	p = zero ? calloc(1, size) : malloc(size);
+	if (untracked)
+		prof_heap_untracked(p, size, frame);
 	return p;
 }
 
-__attribute__((noinline)) static void *my_calloc(size_t n, size_t size)
+static void *my_malloc(size_t size)
 {
-	void *p = calloc(n, size);
-
-	prof_heap_alloc(p, n * size, (uintptr_t)__builtin_frame_address(0));
-	return p;
+	return prof_heap_take(size) ? my_sampled(size, false) : malloc(size);
 }
+
+static void *my_calloc(size_t n, size_t size)
+{
+	return prof_heap_take(n * size) ? my_sampled(n * size, true)
+					: calloc(n, size);
+}
+
+static const struct prof_heap_next libc_next = {
+	.malloc = malloc,
+	.free = free,
+	.realloc = realloc,
+	.usable = malloc_usable_size,
+};
 
 __attribute__((noinline)) static void *my_realloc(void *old, size_t size)
 {
-	void *p;
-
-	prof_heap_free(old);
-	p = realloc(old, size);
-	prof_heap_alloc(p, size, (uintptr_t)__builtin_frame_address(0));
-	return p;
+	if (prof_heap_owns(old) || prof_heap_take(size))
+		return prof_heap_realloc(old, size,
+					 (uintptr_t)__builtin_frame_address(0),
+					 &libc_next);
+	return realloc(old, size);
 }
 
 static void my_free(void *p)
 {
-	prof_heap_free(p);
-	free(p);
+	if (prof_heap_owns(p))
+		prof_heap_release(p);
+	else
+		free(p);
 }
 
 static void *worker(void *arg)
