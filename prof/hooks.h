@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * prof/hooks.h - what libprofring-prof.so interposes besides
- * pthread_create (sampler.c): the dynamic loader's entry points and the
- * signal-disposition calls (hooks.c).
+ * pthread_create (sampler.c): the dynamic loader's entry points, the
+ * signal-disposition calls and those that take signal masks and sets
+ * (hooks.c).
  *
  * Internal header of the profiler: never installed.
  */
