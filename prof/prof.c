@@ -473,8 +473,9 @@ static void print_summary(const struct profring_prof_stats *st, int err)
 	if (atomic_load_explicit(&session.counters.taken_over,
 				 memory_order_relaxed))
 		fprintf(stderr,
-			"profring-prof: the program installed its own handler "
-			"for signal %u: sampling stopped there\n",
+			"profring-prof: the program took signal %u for itself "
+			"(its own handler, or a mask or wait naming it): "
+			"sampling stopped there\n",
 			atomic_load_explicit(&session.counters.signo,
 					     memory_order_relaxed));
 	fprintf(stderr,

@@ -608,8 +608,9 @@ static void warn(const struct prof_record_args *a, const struct outcome *o)
 
 	if (o->counts.taken_over && !o->doubt[0])
 		fprintf(stderr,
-			"profring-prof: the program installed its own handler "
-			"for signal %u: sampling stopped there\n",
+			"profring-prof: the program took signal %u for itself "
+			"(its own handler, or a mask or wait naming it): "
+			"sampling stopped there\n",
 			o->counts.signo);
 	if (o->counts.maps_lost && !o->doubt[0])
 		fprintf(stderr,

@@ -147,8 +147,9 @@ static inline const char *prof_stream_unpack(const uint64_t *w, size_t n)
  *		because a thread was inside the dynamic loader.
  * @threads:	distinct threads given a timer (or, with the process
  *		timer, seen by the sampler).
- * @taken_over:	1 once the program installed its own handler for our
- *		signal (sampling stopped then).
+ * @taken_over:	1 once the program took our signal for itself: its own
+ *		handler, or a mask or wait naming it (hooks.c; sampling
+ *		stopped then).
  * @maps_lost:	mapping records the ring had no room for (agent.c): code
  *		in those mappings is shown as raw addresses.
  * @signo:	the signal the sampler uses (0 before start).
