@@ -226,6 +226,12 @@ $(BUILD)/e2e/wallwork: prof/e2e/wallwork.c
 	@mkdir -p $(dir $@)
 	$(CC) $(E2E_CFLAGS) -o $@ $< -lpthread
 
+# It closes and dup2()s over every descriptor (prof/e2e/fds_test.sh).
+E2E_PROGS += $(BUILD)/e2e/fds
+$(BUILD)/e2e/fds: prof/e2e/fds.c
+	@mkdir -p $(dir $@)
+	$(CC) $(E2E_CFLAGS) -o $@ $< -lpthread
+
 $(BUILD)/e2e/hostile_static: prof/e2e/hostile.c
 	@mkdir -p $(dir $@)
 	$(CC) $(E2E_CFLAGS) -DHOSTILE_STATIC -static -o $@ $< -lpthread

@@ -38,14 +38,41 @@
  * own stack, as with timers).
  *
  * Telling our signals.  A counter's signal carries no value of ours; its
- * si_fd does.  Armed descriptors are marked in a bitmap (up to MAX_FD): a
- * signal with POLL_IN (or POLL_HUP) whose si_fd is marked is ours.  The
- * mark is set (release) before the counter is enabled and cleared
- * (release) after it is disabled, before the descriptor is closed; the
+ * si_fd does.  Each armed descriptor's number (up to MAX_FD) holds its
+ * event's id in `armed`: a signal with POLL_IN (or POLL_HUP) whose si_fd
+ * holds one is ours.  The id is stored (release) before the counter is
+ * enabled and cleared (release) after it is disabled, before the
+ * descriptor is closed, and only if it is still that counter's (a
+ * compare-exchange: the number may hold a later counter of ours); the
  * handler's load is relaxed: a signal queued by a counter since closed
- * finds its bit clear and is dropped, unless the number was reused by a
- * counter of a later session meanwhile (then it counts as that session's
+ * finds its number clear and is dropped, unless the number was reused by
+ * a later counter of ours meanwhile (then it counts as that counter's
  * sample: one at most per closed counter).
+ *
+ * Descriptors.  The program owns its descriptor table: it may close
+ * every number above 2 (closefrom, a daemon's start, code about to exec)
+ * or dup2() over any, and its next open() takes the lowest free number,
+ * perhaps one of ours it closed.  So (issue 37):
+ *   - a counter is moved at once (F_DUPFD_CLOEXEC) to the lowest free
+ *     number at or above a floor, half the soft RLIMIT_NOFILE but at most
+ *     1024: the program, which gets the lowest free numbers, reaches
+ *     ours only after it holds that many, and loops that close 3 to 255
+ *     or to FD_SETSIZE leave them alone;
+ *   - the process holds at most half the soft RLIMIT_NOFILE in counters
+ *     (the caller says how many it holds: @held): past that, and when no
+ *     number at or above the floor is free, arming fails with EMFILE and
+ *     the thread gets a POSIX timer (which holds no descriptor), so the
+ *     program keeps at least half its limit;
+ *   - a descriptor is ours only while fstat() shows the file our counter
+ *     had (the same device and inode: every perf event's, eventfd's and
+ *     epoll's anonymous inode) and PERF_EVENT_IOC_ID (an ioctl only perf
+ *     events answer, '$' being perf's ioctl letter) gives our event's id,
+ *     unique in the system; prof_perf_disarm() and prof_perf_forget()
+ *     close nothing else.  A number the program closed or took over is
+ *     only forgotten.  (A program thread that closes our number and
+ *     opens a file on it in the microseconds between that check and our
+ *     close() can still lose its file: only a program that closes
+ *     numbers it never opened can.)
  */
 #include "prof/perf_event.h"
 
@@ -55,33 +82,93 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #define MAX_FD 65536
+#define MAX_FLOOR 1024
 
-static _Atomic uint64_t armed[MAX_FD / 64];
+/* Each number's counter's id, 0 if none (see the top of the file). */
+static _Atomic uint64_t armed[MAX_FD];
 
-static void mark(int fd, bool on)
+static void mark(const struct prof_perf_counter *c)
 {
-	uint64_t bit = UINT64_C(1) << (fd % 64);
-
-	/* Release: orders the counter's set-up before (and its disable
-	 * after) the mark the handler tests; see the top of the file. */
-	if (on)
-		atomic_fetch_or_explicit(&armed[fd / 64], bit,
-					 memory_order_release);
-	else
-		atomic_fetch_and_explicit(&armed[fd / 64], ~bit,
-					  memory_order_release);
+	/* Release: orders the counter's set-up before the mark the
+	 * handler tests; see the top of the file. */
+	atomic_store_explicit(&armed[c->fd], c->id, memory_order_release);
 }
 
-int prof_perf_arm(pid_t tid, int signo, uint64_t period_ns, bool kernel)
+static void unmark(const struct prof_perf_counter *c)
+{
+	uint64_t id = c->id;
+
+	/* Release: orders the disable before; only if the number is still
+	 * this counter's (see the top of the file).  Relaxed on failure:
+	 * nothing was written. */
+	atomic_compare_exchange_strong_explicit(&armed[c->fd], &id, 0,
+						memory_order_release,
+						memory_order_relaxed);
+}
+
+/*
+ * The floor our descriptors are placed at (see Descriptors); *@share:
+ * how many counters the process may hold.
+ */
+static int fd_floor(size_t *share)
+{
+	struct rlimit rl;
+	rlim_t soft = 1024;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl))
+		soft = rl.rlim_cur;
+	if (soft > MAX_FD)
+		soft = MAX_FD;
+	*share = (size_t)soft / 2;
+	return soft / 2 < MAX_FLOOR ? (int)(soft / 2) : MAX_FLOOR;
+}
+
+/* Move @fd, ours, to the floor or above; -EMFILE if no number is free. */
+static int move_up(int fd, int floor)
+{
+	int high;
+
+	if (fd >= floor)
+		return fd;
+	high = fcntl(fd, F_DUPFD_CLOEXEC, floor);
+	close(fd);
+	return high < 0 ? -EMFILE : high;
+}
+
+/* Fill in @c's identity (its file, its event's id); -errno. */
+static int identify(struct prof_perf_counter *c)
+{
+	struct stat st;
+	uint64_t id = 0;
+
+	if (fstat(c->fd, &st) || ioctl(c->fd, PERF_EVENT_IOC_ID, &id))
+		return -errno;
+	if (!id)
+		return -EINVAL;
+	c->dev = (uint64_t)st.st_dev;
+	c->ino = (uint64_t)st.st_ino;
+	c->id = id;
+	return 0;
+}
+
+int prof_perf_arm(struct prof_perf_counter *c, pid_t tid, int signo,
+		  uint64_t period_ns, bool kernel, size_t held)
 {
 	struct f_owner_ex owner = { .type = F_OWNER_TID, .pid = tid };
 	struct perf_event_attr a;
+	size_t share;
+	int floor = fd_floor(&share);
 	int fd, err;
 
+	c->fd = -1;
+	if (held >= share)
+		return -EMFILE;
 	memset(&a, 0, sizeof(a));
 	a.type = PERF_TYPE_SOFTWARE;
 	a.size = sizeof(a);
@@ -95,34 +182,69 @@ int prof_perf_arm(pid_t tid, int signo, uint64_t period_ns, bool kernel)
 			  PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
 		return -errno;
+	fd = move_up(fd, floor);
+	if (fd < 0)
+		return fd;
+	c->fd = fd;
 	if (fd >= MAX_FD) {
-		close(fd);
-		return -EMFILE;
+		err = -EMFILE;
+		goto fail;
 	}
+	err = identify(c);
+	if (err)
+		goto fail;
 	if (fcntl(fd, F_SETFL, O_ASYNC) || fcntl(fd, F_SETSIG, signo) ||
 	    fcntl(fd, F_SETOWN_EX, &owner))
-		goto fail;
-	mark(fd, true);
+		goto fail_errno;
+	mark(c);
 	if (!ioctl(fd, PERF_EVENT_IOC_ENABLE, 0))
-		return fd;
-	mark(fd, false);
-fail:
+		return 0;
+	unmark(c);
+fail_errno:
 	err = -errno;
+fail:
 	close(fd);
+	c->fd = -1;
 	return err;
 }
 
-void prof_perf_disarm(int fd)
+bool prof_perf_is_intact(const struct prof_perf_counter *c)
 {
-	ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
-	mark(fd, false);
-	close(fd);
+	struct stat st;
+	uint64_t id = 0;
+
+	if (c->fd < 0 || fstat(c->fd, &st) || (uint64_t)st.st_dev != c->dev ||
+	    (uint64_t)st.st_ino != c->ino)
+		return false;
+	return !ioctl(c->fd, PERF_EVENT_IOC_ID, &id) && id == c->id;
 }
 
-void prof_perf_forget(int fd)
+bool prof_perf_disarm(struct prof_perf_counter *c)
 {
-	mark(fd, false);
-	close(fd);
+	bool ours = prof_perf_is_intact(c);
+
+	if (c->fd < 0)
+		return false;
+	if (ours)
+		ioctl(c->fd, PERF_EVENT_IOC_DISABLE, 0);
+	unmark(c);
+	if (ours)
+		close(c->fd);
+	c->fd = -1;
+	return ours;
+}
+
+void prof_perf_forget(struct prof_perf_counter *c)
+{
+	/* No disable: the event is the parent's too. */
+	bool ours = prof_perf_is_intact(c);
+
+	if (c->fd < 0)
+		return;
+	unmark(c);
+	if (ours)
+		close(c->fd);
+	c->fd = -1;
 }
 
 bool prof_perf_is_ours(const siginfo_t *si)
@@ -132,7 +254,6 @@ bool prof_perf_is_ours(const siginfo_t *si)
 	if ((si->si_code != POLL_IN && si->si_code != POLL_HUP) || fd < 0 ||
 	    fd >= MAX_FD)
 		return false;
-	/* Relaxed: see the top of the file (a stale bit costs one sample). */
-	return atomic_load_explicit(&armed[fd / 64], memory_order_relaxed) &
-	       (UINT64_C(1) << (fd % 64));
+	/* Relaxed: see the top of the file (a stale id costs one sample). */
+	return atomic_load_explicit(&armed[fd], memory_order_relaxed) != 0;
 }

@@ -71,6 +71,26 @@
  * signal, to whichever thread runs; POSIX timers, unlike ITIMER_PROF, do
  * not survive exec.
  *
+ * Descriptors.  A perf counter is a file descriptor, in a table that is
+ * the program's (perf_event.c, Descriptors: where ours are placed, the
+ * share of the limit they may take, how one is told from the program's
+ * files).  A counter is closed only if its number still holds it: at a
+ * thread's exit, at stop, in a fork child.  A counter the program closed
+ * or dup2()ed over stops signalling, so a session with counters has a
+ * watch: a process CPU-time timer (every 20 ms of the process's CPU)
+ * whose signal, tagged with the bitwise complement of the generation, is
+ * no sample: the handler that gets it, if it can take the registry's
+ * lock without waiting, checks the next 4 entries' counters (fstat and an
+ * ioctl each) and, for one no longer ours, forgets the number and arms
+ * the thread's POSIX timer (by the system calls themselves, which are
+ * async-signal-safe).  So a thread whose counter the program took keeps
+ * being sampled, by a timer, within 20 ms of the process's CPU per 4
+ * threads, and the profile's first comment says so (PROF_ENGINE_LOST); a
+ * thread past the descriptors' share gets a timer at once
+ * (PROF_ENGINE_FDS).  This works with no thread of ours in the program
+ * (under `record`); it costs one handler run and at most 8 system calls
+ * per 20 ms of the process's CPU.
+ *
  * Weights.  A CPU-time timer fires at the kernel's tick at most.  A
  * per-thread timer's sample weighs the thread's CPU since its last
  * sample in whole periods, the remainder carried to the next, and a
@@ -245,6 +265,11 @@ static void sample(const siginfo_t *si, void *ucontext)
 	size_t n;
 	int rc;
 
+	if (si->si_code == SI_TIMER &&
+	    si->si_value.sival_int == ~prof_smp.generation) {
+		prof_smp_watch(); /* not a sample (Descriptors) */
+		return;
+	}
 	if (!signal_is_ours(si))
 		return;
 	if (wall) {
@@ -357,10 +382,12 @@ static void after_fork_in_child(void)
 	prof_smp.counting = false;
 	prof_smp.proc_timer_armed = false; /* timers are not inherited */
 	prof_smp.wall = false; /* nor the wall ticker (wall.c) */
-	/* Perf counters' descriptors are: they count the parent's threads. */
+	prof_smp.watch_armed = false; /* a timer too */
+	/* Perf counters' descriptors are: they count the parent's threads
+	 * (closed only where the number is still the counter's). */
 	for (size_t i = 0; i < prof_smp.ntimers; i++)
-		if (prof_smp.timers[i].fd >= 0)
-			prof_perf_forget(prof_smp.timers[i].fd);
+		prof_perf_forget(&prof_smp.timers[i].perf);
+	prof_smp.nperf = 0;
 	/* Not freed: only async-signal-safe calls are sure in the child of
 	 * a threaded parent (the parent's copy is its own to free). */
 	prof_smp.timers = NULL;
@@ -401,7 +428,11 @@ static int start_timers(const struct prof_sampler_config *c)
 				!BUILT_WITH_TSAN;
 		prof_smp.perf_kernel = c->timer == PROFRING_PROF_TIMER_KERNEL;
 		prof_smp.arming = true;
+		prof_smp.watch_next = 0;
 		err = prof_smp_timers_sync(false);
+		/* Without the watch, counters still sample. */
+		if (!err && prof_smp.perf)
+			prof_smp_watch_set(true);
 		if (!err)
 			return 0;
 		prof_smp_timers_delete_all();
@@ -566,6 +597,7 @@ int prof_sampler_stop(void)
 	prof_wall_stop(); /* no wall signal or REPEAT record after this */
 	prof_smp.arming = false;
 	prof_smp.counting = false;
+	prof_smp_watch_set(false);
 	prof_smp_timers_delete_all();
 	prof_smp_process_timer_set(0);
 	/* Pairs with the handler's increment and load (Dekker, above). */

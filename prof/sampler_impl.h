@@ -10,6 +10,7 @@
 #ifndef PROFRING_PROF_SAMPLER_IMPL_H
 #define PROFRING_PROF_SAMPLER_IMPL_H
 
+#include "prof/perf_event.h"
 #include "prof/sampler.h"
 #include "prof/unwind.h"
 
@@ -30,11 +31,15 @@ struct prof_thread {
 extern _Thread_local struct prof_thread prof_self
 	__attribute__((tls_model("initial-exec")));
 
+/*
+ * A thread's timer: its perf counter, or a POSIX timer (also once the
+ * program closed the counter's descriptor: sampler.c's Descriptors).
+ */
 struct timer_entry {
 	pid_t tid;
 	bool seen; /* in the latest /proc/self/task listing */
-	timer_t timer; /* when fd is -1 */
-	int fd; /* its perf counter (perf_event.c), or -1 */
+	int timer; /* the kernel's timer id, or -1 */
+	struct prof_perf_counter perf; /* perf.fd -1: none */
 	uint64_t base_ns; /* the thread's CPU clock when armed */
 };
 
@@ -84,6 +89,10 @@ struct sampler_state {
 	bool counting; /* a session runs: count threads */
 	int64_t exit_carry_ns; /* exiting threads' CPU (thread_cpu.c) */
 	bool perf; /* arm threads with perf counters (else timers) */
+	size_t nperf; /* perf counters held (perf_event.c's share) */
+	size_t watch_next; /* the next entry the watch checks */
+	bool watch_armed; /* the watch timer (sampler.c's Descriptors) */
+	timer_t watch_timer;
 	bool perf_kernel; /* ...sampling in the kernel too, until refused */
 	bool proc_timer_armed;
 	timer_t proc_timer;
@@ -120,5 +129,7 @@ int prof_smp_timers_sync(bool prune);
 int prof_smp_process_timer_set(uint64_t period_ns);
 void prof_smp_count_present_threads(void);
 void prof_smp_thread_exit(void *unused);
+int prof_smp_watch_set(bool on);
+void prof_smp_watch(void); /* in the handler: takes the lock if free */
 
 #endif /* PROFRING_PROF_SAMPLER_IMPL_H */

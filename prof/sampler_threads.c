@@ -23,9 +23,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* ---- timers (all under prof_smp.lock) ---- */
+
+/* The watch: its period (of the process's CPU), the entries per signal. */
+#define WATCH_NS 20000000L
+#define WATCH_BATCH 4
 
 /* The CPU-time clock of thread @tid (glibc's MAKE_THREAD_CPUCLOCK). */
 static clockid_t thread_cpu_clock(pid_t tid)
@@ -55,66 +60,93 @@ uint64_t prof_smp_thread_cpu_ns(pid_t tid)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static int timer_arm(pid_t tid, timer_t *out)
+/*
+ * A thread's CPU-time timer, by the system calls themselves (its id is
+ * the kernel's): async-signal-safe, as glibc's timer_create() was not
+ * before 2.34 (it allocated), so that the watch can arm one in the
+ * handler (sampler.c, Descriptors).  Started at the session's period;
+ * 0 or -errno.
+ */
+static int timer_arm(pid_t tid, int *out)
 {
-	struct sigevent sev;
 	struct itimerspec its;
-	int err;
+	struct sigevent sev;
+	int id, err;
 
 	memset(&sev, 0, sizeof(sev));
 	sev.sigev_notify = SIGEV_THREAD_ID;
 	sev.sigev_signo = prof_smp.installed_signo;
 	sev.sigev_value.sival_int = prof_smp.generation;
 	sev._sigev_un._tid = tid;
-	if (timer_create(thread_cpu_clock(tid), &sev, out))
+	if (syscall(SYS_timer_create, thread_cpu_clock(tid), &sev, &id))
 		return -errno;
 	its.it_interval = period_timespec(prof_smp.period_ns);
 	its.it_value = its.it_interval;
-	if (timer_settime(*out, 0, &its, NULL)) {
+	if (syscall(SYS_timer_settime, id, 0, &its, NULL)) {
 		err = -errno;
-		timer_delete(*out);
+		syscall(SYS_timer_delete, id);
 		return err;
 	}
+	*out = id;
 	return 0;
+}
+
+/* A perf counter for @e's thread (see entry_arm()); 0 or -errno. */
+static int entry_arm_perf(pid_t tid, struct timer_entry *e)
+{
+	int err = prof_perf_arm(&e->perf, tid, prof_smp.installed_signo,
+				prof_smp.period_ns, prof_smp.perf_kernel,
+				prof_smp.nperf);
+
+	if (prof_smp.perf_kernel && (err == -EACCES || err == -EPERM)) {
+		prof_smp.perf_kernel = false;
+		err = prof_perf_arm(&e->perf, tid, prof_smp.installed_signo,
+				    prof_smp.period_ns, false, prof_smp.nperf);
+	}
+	if (err == -EACCES || err == -EPERM || err == -ENOSYS ||
+	    err == -ENOENT || err == -EOPNOTSUPP || err == -EINVAL ||
+	    err == -ENOTTY)
+		prof_smp.perf = false;
+	return err;
 }
 
 /*
  * Arm @e's thread: a perf counter while the session may use them (the
  * first refusal by the kernel turns them off for the session: the
- * threads after it get timers), else a POSIX timer.  With --timer kernel
- * the counter samples in the kernel too; the first refusal of that (not
- * privileged enough: perf_event.c) turns it off for the session, and
- * that thread and the ones after it get counters of user mode only.  The
- * engine used is told in the counters.
+ * threads after it get timers) and while the process holds fewer than its
+ * share of descriptors in counters (perf_event.c, Descriptors: past it,
+ * timers, and the profile says so); else a POSIX timer.  With --timer
+ * kernel the counter samples in the kernel too; the first refusal of
+ * that (not privileged enough: perf_event.c) turns it off for the
+ * session, and that thread and the ones after it get counters of user
+ * mode only.  The engine used is told in the counters.
  */
 static int entry_arm(pid_t tid, struct timer_entry *e)
 {
 	uint32_t engine = PROF_ENGINE_TIMERS;
-	int fd = -1, err;
+	int err = -1;
 
+	e->perf.fd = -1;
+	e->timer = -1;
 	if (prof_smp.perf) {
-		fd = prof_perf_arm(tid, prof_smp.installed_signo,
-				   prof_smp.period_ns, prof_smp.perf_kernel);
-		if (prof_smp.perf_kernel && (fd == -EACCES || fd == -EPERM)) {
-			prof_smp.perf_kernel = false;
-			fd = prof_perf_arm(tid, prof_smp.installed_signo,
-					   prof_smp.period_ns, false);
-		}
-		if (fd >= 0)
+		err = entry_arm_perf(tid, e);
+		if (!err)
 			engine =
 				PROF_ENGINE_PERF |
 				(prof_smp.perf_kernel ? PROF_ENGINE_KERNEL : 0);
-		if (fd == -EACCES || fd == -EPERM || fd == -ENOSYS ||
-		    fd == -ENOENT || fd == -EOPNOTSUPP || fd == -EINVAL)
-			prof_smp.perf = false;
+		else if (err == -EMFILE || err == -ENFILE)
+			engine |= PROF_ENGINE_FDS;
 	}
-	e->fd = fd >= 0 ? fd : -1;
-	err = fd >= 0 ? 0 : timer_arm(tid, &e->timer);
-	if (!err)
-		/* Relaxed: a count for the report. */
-		atomic_fetch_or_explicit(&prof_smp.counters->engines, engine,
-					 memory_order_relaxed);
-	return err;
+	if (err)
+		err = timer_arm(tid, &e->timer);
+	else
+		prof_smp.nperf++;
+	if (err)
+		return err;
+	/* Relaxed: a count for the report. */
+	atomic_fetch_or_explicit(&prof_smp.counters->engines, engine,
+				 memory_order_relaxed);
+	return 0;
 }
 
 static struct timer_entry *timer_find(pid_t tid)
@@ -133,10 +165,13 @@ static void timer_remove(pid_t tid)
 
 	if (!e)
 		return;
-	if (e->fd >= 0)
-		prof_perf_disarm(e->fd);
-	else
-		timer_delete(e->timer);
+	if (e->perf.fd >= 0) {
+		/* Closed only if still ours (perf_event.c, Descriptors). */
+		prof_perf_disarm(&e->perf);
+		prof_smp.nperf--;
+	}
+	if (e->timer >= 0)
+		syscall(SYS_timer_delete, e->timer);
 	*e = prof_smp.timers[--prof_smp.ntimers];
 }
 
@@ -225,6 +260,83 @@ int prof_smp_timers_sync(bool prune)
 	if (prune && !err)
 		timers_prune();
 	return err;
+}
+
+/*
+ * The watch (sampler.c, Descriptors): a process CPU-time timer, every
+ * WATCH_NS of the process's CPU, whose signal (tagged with the bitwise
+ * complement of the generation) makes the handler check WATCH_BATCH
+ * entries' counters.  @on false deletes it.
+ */
+int prof_smp_watch_set(bool on)
+{
+	struct itimerspec its = { { 0, WATCH_NS }, { 0, WATCH_NS } };
+	struct sigevent sev;
+	int err;
+
+	if (prof_smp.watch_armed) {
+		timer_delete(prof_smp.watch_timer);
+		prof_smp.watch_armed = false;
+	}
+	if (!on)
+		return 0;
+	memset(&sev, 0, sizeof(sev));
+	sev.sigev_notify = SIGEV_SIGNAL;
+	sev.sigev_signo = prof_smp.installed_signo;
+	sev.sigev_value.sival_int = ~prof_smp.generation;
+	if (timer_create(CLOCK_PROCESS_CPUTIME_ID, &sev, &prof_smp.watch_timer))
+		return -errno;
+	if (timer_settime(prof_smp.watch_timer, 0, &its, NULL)) {
+		err = -errno;
+		timer_delete(prof_smp.watch_timer);
+		return err;
+	}
+	prof_smp.watch_armed = true;
+	return 0;
+}
+
+/*
+ * Check the counters of up to WATCH_BATCH entries, from where the last
+ * check ended: one the program closed or replaced is forgotten (never
+ * closed: the number is the program's) and its thread gets a timer.
+ * Under the lock; async-signal-safe (fstat, ioctl, timer_arm()).
+ */
+static void counters_check(void)
+{
+	uint32_t engine = PROF_ENGINE_LOST;
+	struct timer_entry *e;
+
+	for (size_t k = 0; k < WATCH_BATCH && k < prof_smp.ntimers; k++) {
+		if (prof_smp.watch_next >= prof_smp.ntimers)
+			prof_smp.watch_next = 0;
+		e = &prof_smp.timers[prof_smp.watch_next++];
+		if (e->perf.fd < 0 || prof_perf_is_intact(&e->perf))
+			continue;
+		prof_perf_disarm(&e->perf); /* not ours: forgotten only */
+		prof_smp.nperf--;
+		if (!timer_arm(e->tid, &e->timer))
+			engine |= PROF_ENGINE_TIMERS;
+		/* Relaxed: a count for the report. */
+		atomic_fetch_or_explicit(&prof_smp.counters->engines, engine,
+					 memory_order_relaxed);
+	}
+}
+
+/**
+ * prof_smp_watch() - the watch's signal (in the handler, during a
+ * session): check a batch of counters if the registry's lock is free.
+ * Never waits for the lock: it may be held by the very thread the
+ * handler interrupted, or by one that waits for the handlers in flight
+ * while holding it (start's failure path); a batch skipped waits for the
+ * next signal.
+ */
+void prof_smp_watch(void)
+{
+	if (pthread_mutex_trylock(&prof_smp.lock))
+		return;
+	if (prof_smp.arming)
+		counters_check();
+	pthread_mutex_unlock(&prof_smp.lock);
 }
 
 /* The process-wide timer (see the protocol): @period_ns 0 deletes it. */

@@ -258,6 +258,34 @@ void prof_counters_add(struct prof_counters *c, struct prof_counts *sum)
 			atomic_load_explicit(&c->signo, memory_order_relaxed);
 }
 
+/*
+ * Per-thread counters with timers for some threads, and why (the
+ * PROF_ENGINE_FDS and PROF_ENGINE_LOST bits, @why 1 to 3; sampler.c's
+ * Descriptors), @kernel: counters in kernel mode too.
+ */
+static const char *engines_mixed(bool kernel, uint32_t why)
+{
+	static const char *const name[2][3] = {
+		{ "per-thread perf_event counters up to half the descriptor "
+		  "limit, CPU timers beyond",
+		  "per-thread perf_event counters, CPU timers where refused "
+		  "or where the program closed a counter's descriptor",
+		  "per-thread perf_event counters up to half the descriptor "
+		  "limit, CPU timers beyond and where the program closed a "
+		  "counter's descriptor" },
+		{ "per-thread perf_event counters (kernel mode too) up to "
+		  "half the descriptor limit, CPU timers beyond",
+		  "per-thread perf_event counters (kernel mode too), CPU "
+		  "timers where refused or where the program closed a "
+		  "counter's descriptor",
+		  "per-thread perf_event counters (kernel mode too) up to "
+		  "half the descriptor limit, CPU timers beyond and where the "
+		  "program closed a counter's descriptor" },
+	};
+
+	return name[kernel][why - 1];
+}
+
 /**
  * prof_engines_name() - what drove the samples, for a profile's comment.
  * @engines: PROF_ENGINE_* bits (struct prof_counters' engines).
@@ -265,14 +293,23 @@ void prof_counters_add(struct prof_counters *c, struct prof_counts *sum)
 const char *prof_engines_name(uint32_t engines)
 {
 	bool kernel = engines & PROF_ENGINE_KERNEL;
+	uint32_t why = (engines & PROF_ENGINE_FDS ? 1 : 0) |
+		       (engines & PROF_ENGINE_LOST ? 2 : 0);
 
+	engines &= ~(PROF_ENGINE_FDS | PROF_ENGINE_LOST);
+	if (why && (engines & ~PROF_ENGINE_KERNEL) ==
+			   (PROF_ENGINE_PERF | PROF_ENGINE_TIMERS))
+		return engines_mixed(kernel, why);
 	switch (engines & ~PROF_ENGINE_KERNEL) {
 	case PROF_ENGINE_PERF:
 		return kernel ? "per-thread perf_event cpu-clock counters "
 				"(kernel mode too)"
 			      : "per-thread perf_event cpu-clock counters";
 	case PROF_ENGINE_TIMERS:
-		return "per-thread CPU timers (tick-bound)";
+		return why & 1 ? "per-thread CPU timers (tick-bound; perf_event "
+				 "counters would pass half the descriptor "
+				 "limit)"
+			       : "per-thread CPU timers (tick-bound)";
 	case PROF_ENGINE_PERF | PROF_ENGINE_TIMERS:
 		return kernel ? "per-thread perf_event counters (kernel mode "
 				"too), CPU timers where refused"

@@ -190,6 +190,8 @@ struct prof_counters {
 #define PROF_ENGINE_TIMERS 2u /* POSIX CPU-time timers per thread */
 #define PROF_ENGINE_PROCESS 4u /* the process CPU-time timer */
 #define PROF_ENGINE_KERNEL 8u /* perf counters sampling the kernel too */
+#define PROF_ENGINE_FDS 16u /* counters held to their descriptor share */
+#define PROF_ENGINE_LOST 32u /* counters the program closed: timers after */
 
 /*
  * prof_maps_changed() - the program's code mappings changed (dlopen or

@@ -10,6 +10,7 @@
 # end-to-end scripts (prof_test.sh, e2e/e2e_test.sh, e2e/heap_test.sh,
 # e2e/http_test.sh, e2e/record_http_test.sh, e2e/threads_test.sh,
 # e2e/wall_test.sh, e2e/wall_outputs_test.sh, e2e/scribble_test.sh,
+# e2e/fds_test.sh,
 # e2e/sigmask_test.sh,
 # e2e/outfile_test.sh,
 # e2e/heap_edge_test.sh), the
@@ -80,6 +81,8 @@ out=$(sh prof/e2e/wall_outputs_test.sh "$BUILD" "$LABEL" 2>&1)
 count wall_outputs_test.sh $? "$out"
 out=$(sh prof/e2e/scribble_test.sh "$BUILD" "$LABEL" 2>&1)
 count scribble_test.sh $? "$out"
+out=$(sh prof/e2e/fds_test.sh "$BUILD" "$LABEL" 2>&1)
+count fds_test.sh $? "$out"
 out=$(sh prof/e2e/sigmask_test.sh "$BUILD" "$LABEL" 2>&1)
 count sigmask_test.sh $? "$out"
 out=$(sh prof/e2e/outfile_test.sh "$BUILD" "$LABEL" 2>&1)
