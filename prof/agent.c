@@ -272,18 +272,14 @@ static void say(const char *what, const char *why)
  * The heap profile would be empty without a word: the program's malloc is
  * another allocator's, which comes before ours in the lookup order (the
  * program's own, or one preloaded ahead of us), so our hooks never run.
+ * The launcher says so (heap_foreign): the program's stderr is its own.
  */
-static void warn_malloc_foreign(void)
+static void note_malloc_foreign(void)
 {
-	const char *who = prof_malloc_foreign ? prof_malloc_foreign() : NULL;
-	const char *base = who ? strrchr(who, '/') : NULL;
-
-	if (who)
-		fprintf(stderr,
-			"profring-prof: warning: the heap profile sees no "
-			"allocation of this program: its malloc is %s's, not "
-			"ours\n",
-			base ? base + 1 : who);
+	if (prof_malloc_foreign && prof_malloc_foreign())
+		/* Relaxed: a flag the launcher reads after the program. */
+		atomic_store_explicit(&agent.ctr->heap_foreign, 1,
+				      memory_order_relaxed);
 }
 
 /* Claim a slot, say hello, report the mappings (agent.lock held). */
@@ -350,15 +346,15 @@ bool prof_agent_init(void)
 			.rate = agent.map.hdr->heap_rate,
 			.max_frames = agent.cfg.max_frames,
 			.counters = agent.ctr,
-			.libunwind = agent.cfg.unwinder ==
-				     PROFRING_PROF_UNWIND_LIBUNWIND,
+			/* Rare, and never in a handler: complete stacks. */
+			.libunwind = true,
 		};
 
 		err = prof_heap_start(&hc);
 		if (err)
 			say("cannot start the heap profiler", strerror(-err));
 		else
-			warn_malloc_foreign();
+			note_malloc_foreign();
 	}
 	err = agent.map.hdr->cpu ? prof_sampler_start(&agent.cfg) : 0;
 	if (err)

@@ -213,7 +213,8 @@ static int start_heap(unsigned int max_frames)
 		.rate = session.heap_rate,
 		.max_frames = max_frames,
 		.counters = &session.counters,
-		.libunwind = session.unwinder == PROFRING_PROF_UNWIND_LIBUNWIND,
+		/* Rare, and never in a handler: complete stacks. */
+		.libunwind = true,
 	};
 
 	return session.heap_on ? prof_heap_start(&h) : 0;

@@ -77,7 +77,7 @@
 #define LIB_NAME "libprofring-prof.so"
 #define READ_PERIOD_NS 100000000u
 #define DRAIN_LIMIT_NS 2000000000u
-#define NCOMMENTS 7 /* the last only with a perf map */
+#define NCOMMENTS 7 /* the last: which symbolizer ran, when it matters */
 #define COMMENT_LEN 320
 
 /* The command run, for messages. */
@@ -489,9 +489,14 @@ static void format_comments(const struct prof_record_args *a,
 		 o->agg.stacks, k->truncated, k->unchecked, o->agg.table_full);
 	snprintf(c[4], COMMENT_LEN,
 		 "libunwind fallbacks %" PRIu64 ", mappings %" PRIu64
-		 " (lost %" PRIu64 "), bad records %" PRIu64 "%s%s",
-		 k->unwind_fallback, o->agg.maps, k->maps_lost, o->agg.bad,
-		 k->taken_over ? ", the program took our signal over" : "", "");
+		 " (lost %" PRIu64 ", past the limits %" PRIu64
+		 "), bad records %" PRIu64
+		 ", dropped past the limits: images %" PRIu64
+		 ", records %" PRIu64 "%s",
+		 k->unwind_fallback, o->agg.maps, k->maps_lost,
+		 o->agg.maps_dropped, o->agg.bad, o->agg.images_dropped,
+		 o->agg.dropped,
+		 k->taken_over ? ", the program took our signal over" : "");
 	snprintf(c[5], COMMENT_LEN, "ring: %.300s", o->ring);
 }
 
@@ -581,23 +586,53 @@ static int write_heap(const struct prof_record_args *a, struct reader *rd,
 	return err;
 }
 
-static void heap_summary(const struct prof_record_args *a, struct reader *rd,
-			 uint64_t rate)
+static double ru_cpu_s(const struct rusage *ru)
 {
+	return (double)ru->ru_utime.tv_sec + ru->ru_utime.tv_usec / 1e6 +
+	       (double)ru->ru_stime.tv_sec + ru->ru_stime.tv_usec / 1e6;
+}
+
+/*
+ * The heap profile's summary line, and what it cannot show: records the
+ * ring refused (heap records wait up to a second for room first), and
+ * processes whose malloc is not ours, or none seen at all for a program
+ * that ran a while (a wrapper that cleared LD_PRELOAD before exec).
+ */
+static void heap_summary(const struct prof_record_args *a, struct reader *rd,
+			 const struct outcome *o, uint64_t rate)
+{
+	const struct prof_counts *k = &o->counts;
 	struct prof_heap_counts hc;
+	double cpu = ru_cpu_s(&o->ru);
 
 	prof_agg_heap_counts(rd->agg, &hc);
+	if (k->heap_refused && !o->doubt[0])
+		fprintf(stderr,
+			"profring-prof: %" PRIu64 " heap records were refused "
+			"(the ring stayed full for a second): the heap profile "
+			"misses those allocations and frees\n",
+			k->heap_refused);
+	if (k->heap_foreign && !o->doubt[0])
+		fprintf(stderr,
+			"profring-prof: the heap profile sees no allocation of "
+			"%u process%s: their malloc is not ours (another "
+			"allocator comes first in the lookup order, or the "
+			"program has its own)\n",
+			k->heap_foreign, k->heap_foreign == 1 ? "" : "es");
+	else if (!hc.allocs && cpu >= 0.5 && rate <= (1u << 20))
+		fprintf(stderr,
+			"profring-prof: no allocation was sampled in %.2f s of "
+			"CPU: the program may not allocate through malloc, or "
+			"ran without our library (a wrapper that cleared "
+			"LD_PRELOAD, a static program)\n",
+			cpu);
+	if (a->quiet)
+		return;
 	fprintf(stderr,
 		"profring-prof: wrote %s: %" PRIu64
 		" sampled allocations, %" PRIu64 " of them freed (rate %" PRIu64
 		" bytes)\n",
 		a->heap, hc.allocs, hc.frees, rate);
-}
-
-static double ru_cpu_s(const struct rusage *ru)
-{
-	return (double)ru->ru_utime.tv_sec + ru->ru_utime.tv_usec / 1e6 +
-	       (double)ru->ru_stime.tv_sec + ru->ru_stime.tv_usec / 1e6;
 }
 
 /* The warnings: what a user must know to trust (or not) the profile. */
@@ -612,6 +647,15 @@ static void warn(const struct prof_record_args *a, const struct outcome *o)
 			"(its own handler, or a mask or wait naming it): "
 			"sampling stopped there\n",
 			o->counts.signo);
+	if (o->agg.images_dropped || o->agg.maps_dropped || o->agg.dropped)
+		fprintf(stderr,
+			"profring-prof: past the launcher's limits: %" PRIu64
+			" process images and %" PRIu64
+			" records dropped, %" PRIu64
+			" mappings not kept (that code is shown as raw "
+			"addresses)\n",
+			o->agg.images_dropped, o->agg.dropped,
+			o->agg.maps_dropped);
 	if (o->counts.maps_lost && !o->doubt[0])
 		fprintf(stderr,
 			"profring-prof: %" PRIu64 " mapping records were lost "
@@ -852,8 +896,8 @@ static int finish(const struct prof_record_args *a, struct reader *rd,
 		if (err) {
 			cannot_write(a->heap, err);
 			failed = true;
-		} else if (!a->quiet) {
-			heap_summary(a, rd, rd->heap_rate);
+		} else {
+			heap_summary(a, rd, o, rd->heap_rate);
 		}
 	}
 	if (a->output && write_profile(a, rd, o))

@@ -253,6 +253,8 @@ void prof_counters_add(struct prof_counters *c, struct prof_counts *sum)
 		atomic_load_explicit(&c->taken_over, memory_order_relaxed);
 	sum->engines |= /* relaxed: as above */
 		atomic_load_explicit(&c->engines, memory_order_relaxed);
+	sum->heap_foreign += /* relaxed: as above */
+		atomic_load_explicit(&c->heap_foreign, memory_order_relaxed);
 	if (!sum->signo) /* relaxed: as above */
 		sum->signo =
 			atomic_load_explicit(&c->signo, memory_order_relaxed);

@@ -37,7 +37,7 @@
 /* The variable that carries "FD:ROOTPID" to the program. */
 #define PROF_SHM_ENV "PROFRING_PROF_SHM"
 #define PROF_SHM_MAGIC UINT64_C(0x316d6873666f7270) /* "profshm1" */
-#define PROF_SHM_VERSION 4u
+#define PROF_SHM_VERSION 5u
 /* Processes with a slot of their own; later ones share the last. */
 #define PROF_SHM_SLOTS 1024u
 
@@ -130,6 +130,7 @@ struct prof_counts {
 	uint64_t threads, maps_lost, taken_over;
 	uint64_t heap_allocs, heap_frees, heap_refused, heap_untracked;
 	uint32_t engines; /* PROF_ENGINE_* bits, of every process */
+	uint32_t heap_foreign; /* processes whose malloc is not ours */
 	uint32_t processes; /* slots claimed */
 	uint32_t signo; /* the first process's signal */
 };

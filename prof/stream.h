@@ -159,6 +159,9 @@ static inline const char *prof_stream_unpack(const uint64_t *w, size_t n)
  * @heap_frees_refused: of those, FREE records.
  * @heap_untracked: sampled allocations the address table had no room
  *		for (written PROF_ALLOC_UNTRACKED).
+ * @heap_foreign: 1 when a heap session runs but the program's malloc is
+ *		not ours (another allocator comes first in the lookup
+ *		order): its allocations cannot be seen.
  * @cpu_ns:	the process's CPU time (CLOCK_PROCESS_CPUTIME_ID) over its
  *		CPU session, stored once as the session ends (stop, or
  *		the library's unloading at exit under the launcher); 0 if
@@ -183,6 +186,7 @@ struct prof_counters {
 	_Atomic uint32_t taken_over;
 	_Atomic uint32_t signo;
 	_Atomic uint32_t engines; /* PROF_ENGINE_* the session armed */
+	_Atomic uint32_t heap_foreign;
 };
 
 /* What drove a session's samples (struct prof_counters' engines bits). */
