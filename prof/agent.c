@@ -51,6 +51,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -69,6 +70,8 @@ static struct {
 	bool attached;
 	bool children;
 	struct prof_shm_map map;
+	dev_t memfd_dev; /* the memfd's identity, as attached */
+	ino_t memfd_ino;
 	struct prof_counters *ctr;
 	struct prof_sampler_config cfg;
 	struct sent_map *sent;
@@ -227,6 +230,18 @@ void prof_maps_changed(void)
 	errno = saved;
 }
 
+/*
+ * The memfd's number is still the memfd (fstat identity at attach): the
+ * program may have closed it and opened a file of its own there.
+ */
+static bool memfd_still_ours(void)
+{
+	struct stat st;
+
+	return agent.map.fd >= 0 && !fstat(agent.map.fd, &st) &&
+	       st.st_dev == agent.memfd_dev && st.st_ino == agent.memfd_ino;
+}
+
 /* After fork, in the child (see the opening comment). */
 static void agent_after_fork_child(void)
 {
@@ -237,7 +252,8 @@ static void agent_after_fork_child(void)
 		if (agent.map.hdr->heap_rate)
 			prof_heap_after_fork_child(false, NULL);
 		agent.attached = false;
-		fcntl(agent.map.fd, F_SETFD, FD_CLOEXEC);
+		if (memfd_still_ours())
+			fcntl(agent.map.fd, F_SETFD, FD_CLOEXEC);
 		return;
 	}
 	agent.ctr = prof_shm_claim(agent.map.hdr, getpid());
@@ -328,6 +344,14 @@ bool prof_agent_init(void)
 	if (err) {
 		say("cannot attach to the launcher", strerror(-err));
 		return true;
+	}
+	{
+		struct stat st;
+
+		if (!fstat(fd, &st)) {
+			agent.memfd_dev = st.st_dev;
+			agent.memfd_ino = st.st_ino;
+		}
 	}
 	if (getpid() != root && !agent.map.hdr->children) {
 		/* A descendant the launcher was not asked to profile: the
