@@ -74,15 +74,15 @@ HAVE_LIBUNWIND := $(shell printf '\043include <libunwind.h>\n' | \
 # bench/lttng_bench.sh's driver needs LTTng-UST's headers (liblttng-ust-dev).
 HAVE_LTTNG_UST := $(shell printf '\043include <lttng/tracepoint.h>\n' | \
 	$(CC) -E -x c - >/dev/null 2>&1 && echo yes)
-# record.c, record_http.c and trace_out.c are the launcher's (tools/profring-prof), not
+# record.c, record_report.c, record_http.c and trace_out.c are the launcher's (tools/profring-prof), not
 # the library's;
 # malloc_hook.c (the interposed malloc family) goes into
 # libprofring-prof.so alone, and not under the sanitizers, which own malloc.
-PROF_OBJS := $(call objs,$(filter-out prof/record.c prof/record_http.c prof/trace_out.c prof/malloc_hook.c,$(call srcs,prof)))
+PROF_OBJS := $(call objs,$(filter-out prof/record.c prof/record_report.c prof/record_http.c prof/trace_out.c prof/malloc_hook.c,$(call srcs,prof)))
 MALLOC_HOOK_OBJS := $(if $(SAN),,$(call objs,prof/malloc_hook.c))
 PROF_LIBS := $(PPROF_LIBS) -lrt -lm $(if $(HAVE_LIBUNWIND),-lunwind)
 # What the launcher links: it reads, aggregates and writes; it never samples.
-RECORD_OBJS := $(call objs,prof/record.c prof/trace_out.c prof/aggregate.c \
+RECORD_OBJS := $(call objs,prof/record.c prof/record_report.c prof/trace_out.c prof/aggregate.c \
 	prof/aggregate_profile.c \
 	prof/heap_agg.c prof/shm.c prof/options.c prof/http_addr.c prof/unwind.c \
 	prof/record_http.c prof/http.c prof/serve_agg.c)
