@@ -9,7 +9,8 @@
  *   1. checks that FD is still the launcher's memfd (by its name in
  *      /proc/self/fd: a program may have closed it and reused the number)
  *      and that this process may attach: the root pid (and the images it
- *      execs into, which keep the pid), or any process with --children;
+ *      execs into, which keep the pid), or any process (the default, unless
+ *      --no-children);
  *   2. maps it, claims a counter slot (prof_shm_claim()), writes a HELLO
  *      record and one MAP record per executable mapping (stream.h);
  *   3. starts the sampler writing into the shared ring with the
@@ -22,10 +23,11 @@
  * the mappings not reported yet are reported; nothing is ever withdrawn,
  * so code that dlclose unmapped is still named in the profile.
  *
- * fork: a child has no timers.  With --children the atfork child handler
- * claims a slot for it, writes a HELLO saying it is a fork child (its
- * mappings are its parent's) and starts its sampler; without, it marks
- * the memfd close-on-exec so that the child's execs do not inherit it.
+ * fork: a child has no timers.  Following children (the default), the
+ * atfork child handler claims a slot for it, writes a HELLO saying it is
+ * a fork child (its mappings are its parent's) and starts its sampler;
+ * with --no-children, it marks the memfd close-on-exec (if the number is
+ * still the memfd) so that the child's execs do not inherit it.
  * exec: the new image loads the library again and attaches as in 1-3.
  * exit: the slot gets the process's CPU time over the session
  * (agent_fini()); the sampler is not stopped.

@@ -57,7 +57,8 @@ struct prof_shm_slot {
  * @ring_offset, @ring_size: where the shared profbuf lies.
  * @hz, @max_frames, @timer, @unwinder: the session, for attaching
  *	processes (the launcher validated them).
- * @children: forked descendants attach too (record --children).
+ * @children: forked descendants attach too (record's default;
+ *	--no-children clears it).
  * @cpu: CPU sampling runs (0 with --heap alone).
  * @mode: its enum profring_prof_mode (wall: wall.c's ticker instead of
  *	CPU timers).
