@@ -281,6 +281,15 @@ $(BUILD)/stress/heap_stress: stress/heap_stress.c $(TESTKIT_OBJS) $(PROF_OBJS) $
 	@mkdir -p $(dir $@)
 	$(call link,$(PROF_LIBS),-fno-omit-frame-pointer)
 
+# The guarded reader against scribbling writers, aggregating as the
+# launcher does.
+HOSTILE_AGG_OBJS := $(call objs,prof/aggregate.c prof/aggregate_profile.c \
+	prof/heap_agg.c)
+$(BUILD)/stress/profbuf_hostile_stress: stress/profbuf_hostile_stress.c \
+		$(TESTKIT_OBJS) $(HOSTILE_AGG_OBJS) $(PPROF_A) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(call link,$(PPROF_LIBS) -lrt -lm)
+
 $(BUILD)/stress/%: stress/%.c $(TESTKIT_OBJS) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call link,-lrt)
@@ -375,6 +384,12 @@ $(BUILD)/fuzz/perfmap_fuzz: fuzz/perfmap_fuzz.c $(PPROF_A) $(LIB_A)
 # The launcher's aggregation of records another process wrote.
 $(BUILD)/fuzz/agg_fuzz: fuzz/agg_fuzz.c $(BUILD)/obj/prof/aggregate.o \
 		$(BUILD)/obj/prof/aggregate_profile.o $(BUILD)/obj/prof/heap_agg.o \
+		$(PPROF_A) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(call link,-fsanitize=fuzzer $(PPROF_LIBS))
+
+# The launcher's guarded read of a shared ring given any bytes.
+$(BUILD)/fuzz/reader_fuzz: fuzz/reader_fuzz.c $(HOSTILE_AGG_OBJS) \
 		$(PPROF_A) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call link,-fsanitize=fuzzer $(PPROF_LIBS))

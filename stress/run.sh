@@ -24,6 +24,12 @@ scenarios() {
 		echo "--procs 3 --threads 2 --signals --kill"
 		echo "--procs 6 --threads 2 --kill --bufwords 512"
 		;;
+	profbuf_hostile_stress)
+		echo "--writers 3 --kill --stop"
+		echo "--writers 4 --bufwords 64 --kill"
+		echo "--writers 2 --rate 1000000 --stop"
+		echo "--writers 6 --bufwords 16384 --no-agg --kill"
+		;;
 	tracebuf_stress)
 		echo "--signals"
 		echo "--signals --memory 65536 --buf 4096"
