@@ -10,12 +10,16 @@
  * own, so a CPU profile that sleeps for its window ties up only its own
  * connection.  We open the listening socket ourselves (so that a bind
  * error is reported exactly, and port 0 can be told) and hand it over.
- * Bounds: CONN_LIMIT connections at once (more are refused by the
- * library), CONN_MEMORY bytes for a request's line and headers (a longer
+ * Bounds: CONN_LIMIT connections at once (more wait in the listen
+ * backlog), CONN_MEMORY bytes for a request's line and headers (a longer
  * one gets 414 or 431 from the library), CONN_TIMEOUT seconds of silence
- * close a connection, POST bodies at most BODY_MAX bytes (413), one CPU
- * or wall-clock profile at a time (the ops' claim: 409) and one heap
- * delta per kind.
+ * close a connection, and so do REQUEST_SECONDS to receive a whole
+ * request and SEND_SECONDS to send an answer, however the client trickles
+ * (the watchdog, below); a new client takes the place of the one that has
+ * kept us waiting longest when it would take the last free slot (so that
+ * slow clients cannot hold every slot: slowloris); POST bodies at most
+ * BODY_MAX bytes (413), one CPU or wall-clock profile at a time (the ops'
+ * claim: 409) and one heap delta per kind.
  * Nothing here runs in a signal handler; the program's threads never
  * wait on it.
  *
@@ -41,14 +45,19 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #define PREFIX "/debug/pprof"
 #define CONN_LIMIT 16u
 #define CONN_TIMEOUT 10u
+#define REQUEST_SECONDS 10u /* to receive a request: line, headers, body */
+#define SEND_SECONDS 60u /* to send an answer once it is ready */
 #define CONN_MEMORY ((size_t)16 << 10)
 #define BODY_MAX ((size_t)64 << 10)
 #define MAX_SECONDS 3600u
@@ -82,6 +91,9 @@ static struct {
 	const char *(*lookup_connection_value)(struct MHD_Connection *c,
 					       enum MHD_ValueKind kind,
 					       const char *key);
+	const union MHD_ConnectionInfo *(*get_connection_info)(
+		struct MHD_Connection *c, enum MHD_ConnectionInfoType type,
+		...);
 } mhd;
 
 /* Resolve the functions above once; 0 or -ENOENT (said on stderr). */
@@ -95,6 +107,7 @@ static int mhd_load(void)
 		"MHD_queue_response",
 		"MHD_destroy_response",
 		"MHD_lookup_connection_value",
+		"MHD_get_connection_info",
 	};
 	void **slots[] = {
 		(void **)&mhd.start_daemon,
@@ -104,6 +117,7 @@ static int mhd_load(void)
 		(void **)&mhd.queue_response,
 		(void **)&mhd.destroy_response,
 		(void **)&mhd.lookup_connection_value,
+		(void **)&mhd.get_connection_info,
 	};
 	void *h;
 
@@ -138,12 +152,236 @@ static struct {
 	const struct prof_http_ops *ops;
 } http;
 
-/* One request's state: a POST body, bounded. */
+/*
+ * Where a connection stands, as the deadlines see it.  Waiting on its
+ * client: for a request (its line, headers and body within
+ * REQUEST_SECONDS of the connection's start or of the previous request's
+ * end), or to take our answer (within SEND_SECONDS of its being queued).
+ * Handling: a profile's window, bounded by MAX_SECONDS and the stop.
+ */
+enum conn_phase { CONN_FREE, CONN_REQUEST, CONN_HANDLING, CONN_SENDING };
+
+/* One connection: its socket, ours to shut down while it is listed. */
+struct conn {
+	enum conn_phase phase;
+	bool cut; /* shut down by us: the library closes it */
+	int fd;
+	uint64_t since_ns, deadline_ns; /* CLOCK_MONOTONIC, the phase's */
+};
+
+/*
+ * The connections and the watchdog that shuts down those past their
+ * deadline.  The library tells us of each connection in its listening
+ * thread (on_connection()): when it starts, and when it has been closed
+ * but before its socket is, so that a listed socket is always the
+ * connection's and shutdown() under the lock is safe.  At most
+ * CONN_LIMIT are listed: the library counts a connection before it tells
+ * us of it and after it told us it is gone.
+ */
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t wake;
+	pthread_t thread;
+	bool running, quit;
+	/*
+	 * When the watchdog wakes by itself: UINT64_MAX never, 0 not asleep
+	 * yet (its first look sees every entry).
+	 */
+	uint64_t wake_ns;
+	struct conn conns[CONN_LIMIT];
+} watch = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* One request's state: a POST body, bounded; its connection's entry. */
 struct req {
 	char *body;
 	size_t len;
 	bool too_big;
+	struct conn *conn;
 };
+
+/* ---- deadlines ------------------------------------------------------- */
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static bool conn_waits(const struct conn *c)
+{
+	return !c->cut &&
+	       (c->phase == CONN_REQUEST || c->phase == CONN_SENDING);
+}
+
+/* Close @c: its thread sees the end of its socket and closes it. */
+static void conn_cut(struct conn *c)
+{
+	shutdown(c->fd, SHUT_RDWR);
+	c->cut = true;
+}
+
+/*
+ * @c enters @phase now (watch.lock held); the watchdog is woken for an
+ * earlier deadline than it sleeps to.
+ */
+static void enter_locked(struct conn *c, enum conn_phase phase)
+{
+	unsigned int s = phase == CONN_SENDING ? SEND_SECONDS : REQUEST_SECONDS;
+
+	c->phase = phase;
+	c->since_ns = now_ns();
+	c->deadline_ns = c->since_ns + (uint64_t)s * 1000000000u;
+	if (conn_waits(c) && c->deadline_ns < watch.wake_ns)
+		pthread_cond_signal(&watch.wake);
+}
+
+/* A request's thread: its connection (@c: NULL if not listed) moves on. */
+static void conn_enter(struct conn *c, enum conn_phase phase)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&watch.lock);
+	enter_locked(c, phase);
+	pthread_mutex_unlock(&watch.lock);
+}
+
+/*
+ * The listening thread: a connection starts, listed with its socket, or
+ * is gone (its socket not yet closed).
+ */
+static void on_connection(void *cls, struct MHD_Connection *conn, void **ctx,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	const union MHD_ConnectionInfo *info;
+	struct conn *c = NULL;
+
+	(void)cls;
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		c = *ctx;
+		if (c) {
+			pthread_mutex_lock(&watch.lock);
+			c->phase = CONN_FREE;
+			pthread_mutex_unlock(&watch.lock);
+		}
+		*ctx = NULL;
+		return;
+	}
+	info = mhd.get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (!info)
+		return;
+	pthread_mutex_lock(&watch.lock);
+	for (unsigned int i = 0; i < CONN_LIMIT && !c; i++)
+		if (watch.conns[i].phase == CONN_FREE)
+			c = &watch.conns[i];
+	if (c) {
+		c->fd = info->connect_fd;
+		c->cut = false;
+		enter_locked(c, CONN_REQUEST);
+	}
+	pthread_mutex_unlock(&watch.lock);
+	*ctx = c;
+}
+
+/*
+ * The listening thread, a client accepted: if it takes the last free
+ * slot, the connection that has kept us waiting longest makes room for
+ * the next one.  Handlers are never cut.  Always accepted.
+ */
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *addr,
+				 socklen_t len)
+{
+	struct conn *oldest = NULL;
+	unsigned int live = 0;
+
+	(void)cls;
+	(void)addr;
+	(void)len;
+	pthread_mutex_lock(&watch.lock);
+	for (unsigned int i = 0; i < CONN_LIMIT; i++) {
+		struct conn *c = &watch.conns[i];
+
+		if (c->phase == CONN_FREE || c->cut)
+			continue;
+		live++;
+		if (conn_waits(c) &&
+		    (!oldest || c->since_ns < oldest->since_ns))
+			oldest = c;
+	}
+	if (live + 1 >= CONN_LIMIT && oldest)
+		conn_cut(oldest);
+	pthread_mutex_unlock(&watch.lock);
+	return MHD_YES;
+}
+
+/* Cuts the connections past their deadline, and sleeps to the next. */
+static void *watch_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&watch.lock);
+	while (!watch.quit) {
+		uint64_t now = now_ns(), next = UINT64_MAX;
+		struct timespec ts;
+
+		for (unsigned int i = 0; i < CONN_LIMIT; i++) {
+			struct conn *c = &watch.conns[i];
+
+			if (!conn_waits(c))
+				continue;
+			if (c->deadline_ns <= now)
+				conn_cut(c);
+			else if (c->deadline_ns < next)
+				next = c->deadline_ns;
+		}
+		watch.wake_ns = next;
+		if (next == UINT64_MAX) {
+			pthread_cond_wait(&watch.wake, &watch.lock);
+			continue;
+		}
+		ts.tv_sec = (time_t)(next / 1000000000u);
+		ts.tv_nsec = (long)(next % 1000000000u);
+		pthread_cond_timedwait(&watch.wake, &watch.lock, &ts);
+	}
+	pthread_mutex_unlock(&watch.lock);
+	return NULL;
+}
+
+static int watch_start(void)
+{
+	pthread_condattr_t a;
+	int err;
+
+	memset(watch.conns, 0, sizeof(watch.conns));
+	watch.quit = false;
+	watch.wake_ns = 0;
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	err = -pthread_cond_init(&watch.wake, &a);
+	pthread_condattr_destroy(&a);
+	if (err)
+		return err;
+	err = -pthread_create(&watch.thread, NULL, watch_main, NULL);
+	if (err) {
+		pthread_cond_destroy(&watch.wake);
+		return err;
+	}
+	watch.running = true;
+	return 0;
+}
+
+static void watch_stop(void)
+{
+	if (!watch.running)
+		return;
+	pthread_mutex_lock(&watch.lock);
+	watch.quit = true;
+	pthread_cond_signal(&watch.wake);
+	pthread_mutex_unlock(&watch.lock);
+	pthread_join(watch.thread, NULL);
+	pthread_cond_destroy(&watch.wake);
+	watch.running = false;
+}
 
 /* ---- responses --------------------------------------------------------- */
 
@@ -443,6 +681,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 				  size_t *upload_len, void **state)
 {
 	struct req *r = *state;
+	const union MHD_ConnectionInfo *info;
+	enum MHD_Result rc;
 
 	(void)cls;
 	(void)version;
@@ -450,6 +690,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		r = calloc(1, sizeof(*r));
 		if (!r)
 			return MHD_NO;
+		info = mhd.get_connection_info(
+			conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+		r->conn = info ? info->socket_context : NULL;
 		*state = r;
 		return MHD_YES;
 	}
@@ -471,7 +714,10 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
 		*upload_len = 0;
 		return MHD_YES;
 	}
-	return route(conn, url, method, r);
+	conn_enter(r->conn, CONN_HANDLING);
+	rc = route(conn, url, method, r);
+	conn_enter(r->conn, CONN_SENDING);
+	return rc;
 }
 
 static void on_completed(void *cls, struct MHD_Connection *conn, void **state,
@@ -483,6 +729,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **state,
 	(void)conn;
 	(void)why;
 	if (r) {
+		conn_enter(r->conn, CONN_REQUEST); /* the next one's, if any */
 		free(r->body);
 		free(r);
 		*state = NULL;
@@ -564,15 +811,23 @@ int prof_http_start(const char *spec, const struct prof_http_ops *ops)
 	}
 	atomic_store_explicit(&http.quit, false, memory_order_relaxed);
 	http.ops = ops;
+	if (watch_start()) {
+		close(fd);
+		fprintf(stderr,
+			"profring-prof: cannot start the HTTP server\n");
+		return -ENOMEM;
+	}
 	http.d = mhd.start_daemon(
 		MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION,
-		0, NULL, NULL, on_request, NULL, MHD_OPTION_LISTEN_SOCKET, fd,
-		MHD_OPTION_CONNECTION_LIMIT, CONN_LIMIT,
+		0, on_accept, NULL, on_request, NULL, MHD_OPTION_LISTEN_SOCKET,
+		fd, MHD_OPTION_CONNECTION_LIMIT, CONN_LIMIT,
 		MHD_OPTION_CONNECTION_TIMEOUT, CONN_TIMEOUT,
 		MHD_OPTION_CONNECTION_MEMORY_LIMIT, CONN_MEMORY,
 		MHD_OPTION_NOTIFY_COMPLETED, on_completed, NULL,
+		MHD_OPTION_NOTIFY_CONNECTION, on_connection, NULL,
 		MHD_OPTION_END);
 	if (!http.d) {
+		watch_stop();
 		close(fd);
 		fprintf(stderr,
 			"profring-prof: cannot start the HTTP server\n");
@@ -590,4 +845,5 @@ void prof_http_stop(void)
 	atomic_store_explicit(&http.quit, true, memory_order_relaxed);
 	mhd.stop_daemon(http.d); /* closes the listening socket too */
 	http.d = NULL;
+	watch_stop(); /* after the connections, which it may cut */
 }

@@ -8,7 +8,8 @@
 # Runs each unit-test binary TEST, the README example, the public headers
 # as users compile them (headers_test.sh), the tools' and the profiler's
 # end-to-end scripts (prof_test.sh, e2e/e2e_test.sh, e2e/heap_test.sh,
-# e2e/http_test.sh, e2e/record_http_test.sh, e2e/threads_test.sh,
+# e2e/http_test.sh, e2e/http_slow_test.sh, e2e/record_http_test.sh,
+# e2e/threads_test.sh,
 # e2e/wall_test.sh, e2e/wall_outputs_test.sh, e2e/scribble_test.sh,
 # e2e/fds_test.sh,
 # e2e/sigmask_test.sh,
@@ -71,6 +72,8 @@ out=$(sh prof/e2e/heap_test.sh "$BUILD" "$LABEL" 2>&1)
 count heap_test.sh $? "$out"
 out=$(sh prof/e2e/http_test.sh "$BUILD" "$LABEL" 2>&1)
 count http_test.sh $? "$out"
+out=$(sh prof/e2e/http_slow_test.sh "$BUILD" "$LABEL" 2>&1)
+count http_slow_test.sh $? "$out"
 out=$(sh prof/e2e/record_http_test.sh "$BUILD" "$LABEL" 2>&1)
 count record_http_test.sh $? "$out"
 out=$(sh prof/e2e/threads_test.sh "$BUILD" "$LABEL" 2>&1)

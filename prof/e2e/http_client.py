@@ -14,6 +14,15 @@ so that malformed ones can be sent, each bounded in time.
     python3 http_client.py PORT scrape N
         N times, a second apart: /heap, /allocs and /profile?seconds=1, as a
         scraper would; prints how many answers were not 200
+    python3 http_client.py PORT slowloris N
+        opens N connections that each send a request line, then a header
+        line a second, never ending the headers; after 1 s (and while
+        they go on) sends GET /debug/pprof/ and waits at most 5 s for it;
+        prints its status ("none" if it got no answer), then closes all
+    python3 http_client.py PORT trickle SECONDS
+        one connection sending a header line a second for at most SECONDS
+        seconds; prints "closed after N s" if the server closed it by
+        then, else "open"
     python3 http_client.py PORT symbol EXE PID NAME
         POSTs the run-time address of NAME (nm of EXE, plus the load base
         of EXE in PID) to /debug/pprof/symbol; prints the answer
@@ -21,13 +30,14 @@ so that malformed ones can be sent, each bounded in time.
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 TIMEOUT = 60
 
 
-def exchange(port, data):
-    s = socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT)
+def exchange(port, data, timeout=TIMEOUT):
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     s.sendall(data)
     chunks = []
     while True:
@@ -68,6 +78,71 @@ def body_of(resp):
             body = rest[n + 2:]
         return out
     return body
+
+
+SLOW_HEAD = b"GET /debug/pprof/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+
+
+def slow_open(port):
+    s = socket.create_connection(("127.0.0.1", port), timeout=2)
+    s.sendall(SLOW_HEAD)
+    return s
+
+
+def trickle_line(s, i):
+    """One more header line; False once the server has closed s."""
+    try:
+        s.sendall(b"X-Slow-%d: a\r\n" % i)
+        s.settimeout(0)
+        return s.recv(1) != b""
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+
+
+def slowloris(port, n):
+    socks = []
+    for _ in range(n):
+        try:
+            socks.append(slow_open(port))
+        except OSError:
+            pass
+    stop = threading.Event()
+
+    def drip():
+        i = 0
+        while not stop.wait(1):
+            i += 1
+            for s in socks:
+                trickle_line(s, i)
+
+    t = threading.Thread(target=drip)
+    t.start()
+    time.sleep(1)
+    req = b"GET /debug/pprof/ HTTP/1.1\r\nHost: 127.0.0.1\r\n" \
+        b"Connection: close\r\n\r\n"
+    try:
+        status = status_of(exchange(port, req, timeout=5))
+    except OSError:
+        status = "none"
+    stop.set()
+    t.join()
+    for s in socks:
+        s.close()
+    return status
+
+
+def trickle(port, seconds):
+    s = slow_open(port)
+    t = time.monotonic()
+    for i in range(seconds):
+        time.sleep(1)
+        if not trickle_line(s, i):
+            s.close()
+            return "closed after %d s" % round(time.monotonic() - t)
+    s.close()
+    return "open"
 
 
 def symbol(port, exe, pid, name):
@@ -132,6 +207,10 @@ def main():
             if left > 0:
                 time.sleep(left)
         print(bad)
+    elif cmd == "slowloris":
+        print(slowloris(port, int(sys.argv[3])))
+    elif cmd == "trickle":
+        print(trickle(port, int(sys.argv[3])))
     elif cmd == "symbol":
         print(symbol(port, sys.argv[3], sys.argv[4], sys.argv[5]))
 
