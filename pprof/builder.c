@@ -17,7 +17,8 @@
  * for the function the symbol table names; without DWARF, one line of
  * line number 0.  A name comes from the symbolizer of the location's
  * space, else "<basename of the mapping's file>+0x<file offset>", else
- * "0x<address>".  Ids are 1, 2, ... in order of first use.  Strings and
+ * "0x<address>".  A caller's frame in no mapping that nothing names is
+ * dropped (pb_frame_loc()).  Ids are 1, 2, ... in order of first use.  Strings and
  * locations are found again through keyed tables (pprof/table.h) keyed by
  * a hash of their contents; functions through an array indexed by the
  * string index of their name.
@@ -270,6 +271,33 @@ uint64_t pb_frame_addr(const struct prof_sample *ps, size_t i)
 {
 	return i || ps->return_addrs ? (uint64_t)ps->pcs[i] - 1
 				     : (uint64_t)ps->pcs[0];
+}
+
+/*
+ * The location id of frame @i of @ps; 0 for a frame dropped (or after an
+ * error: b->err says).  A return address (not the leaf: the interrupted
+ * PC is code that ran) that lies in no mapping of its space's symbolizer
+ * and that it cannot name (no perf map's JIT code, no dladdr()) is junk:
+ * a frame-pointer walk from a leaf without a frame (a libc system call
+ * wrapper) reads the caller's register, which code built without frame
+ * pointers uses for anything (`sleep 2` under wall mode: a caller
+ * 0x39397156).  It is dropped.  A space whose mappings are unknown (no
+ * symbolizer, or one that knows none) keeps every frame.
+ */
+uint32_t pb_frame_loc(struct builder *b, const struct prof_sample *ps, size_t i)
+{
+	const struct space *sp =
+		ps->space < b->nspaces ? &b->spaces[ps->space] : NULL;
+	uint64_t addr = pb_frame_addr(ps, i);
+	struct loc k = { .addr = addr, .space = ps->space };
+	unsigned int mid = 0;
+
+	if (i && sp && sp->sym && sp->nmaps &&
+	    !keyed_table_find(&b->loc_index, loc_hash(addr, 0, ps->space),
+			      loc_eq, &k) &&
+	    !prof_symbolize(sp->sym, (uintptr_t)addr, &mid) && !mid)
+		return 0;
+	return pb_loc_intern(b, ps->space, addr, NULL);
 }
 
 /*

@@ -97,5 +97,7 @@ const char *pb_func_name(const struct builder *b, uint32_t func);
 uint32_t pb_loc_intern(struct builder *b, uint32_t space, uint64_t addr,
 		       const char *special);
 uint64_t pb_frame_addr(const struct prof_sample *ps, size_t i);
+uint32_t pb_frame_loc(struct builder *b, const struct prof_sample *ps,
+		      size_t i);
 
 #endif /* PROFRING_PPROF_BUILDER_H */

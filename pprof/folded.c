@@ -57,9 +57,11 @@ static void put_folded_path(struct builder *b, struct proto_buf *text,
 	for (size_t i = ps->special ? 0 : ps->npcs; i-- > 0;) {
 		const struct loc *l;
 
-		loc = pb_loc_intern(b, ps->space, pb_frame_addr(ps, i), NULL);
-		if (!loc)
+		loc = pb_frame_loc(b, ps, i);
+		if (b->err)
 			break;
+		if (!loc)
+			continue; /* junk (pb_frame_loc()), never the leaf */
 		l = &b->locs[loc - 1];
 		for (uint32_t k = l->nlines; k-- > 0;) { /* outermost first */
 			put_folded_name(

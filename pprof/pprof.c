@@ -169,18 +169,24 @@ static void put_sample(struct enc *e, const struct prof_profile *p,
 	proto_put_message(&e->out, PF_SAMPLE, &e->msg);
 }
 
-/* The location ids of @ps into @ids (room for npcs or 1). */
+/*
+ * The location ids of @ps into @ids (room for npcs or 1); their count
+ * (frames of junk are dropped: pb_frame_loc()).
+ */
 static size_t sample_locs(struct builder *b, const struct prof_sample *ps,
 			  uint64_t *ids)
 {
+	size_t n = 0;
+
 	if (ps->special) {
 		ids[0] = pb_loc_intern(b, 0, 0, ps->special);
 		return 1;
 	}
-	for (size_t i = 0; i < ps->npcs; i++)
-		ids[i] =
-			pb_loc_intern(b, ps->space, pb_frame_addr(ps, i), NULL);
-	return ps->npcs;
+	for (size_t i = 0; i < ps->npcs; i++) {
+		ids[n] = pb_frame_loc(b, ps, i);
+		n += ids[n] != 0;
+	}
+	return n;
 }
 
 static int put_samples(struct enc *e, const struct prof_profile *p)

@@ -33,6 +33,10 @@
  * space, ids numbered on from one space to the next; locations by
  * address and space.  A function name nothing knows is "<basename of the
  * mapped file>+0x<file offset>", or "0x<address>" outside any mapping.
+ * A caller's frame (not the leaf) outside every mapping of its space,
+ * which nothing names, is dropped: the junk a frame-pointer walk reads
+ * through code built without frame pointers (builder.c's
+ * pb_frame_loc()); a space with no symbolizer keeps every frame.
  *
  * Return: 0, or -errno (-EINVAL for a NULL @p or @path, a sample with
  * frames but NULL pcs, @p->nspaces but NULL @p->spaces, or a sample whose
