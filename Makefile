@@ -127,6 +127,10 @@ $(BUILD)/obj-fp/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(FRAMEPTR) $(DEPFLAGS) -c -o $@ $<
 
+# The interposed sleeps sit between the program and libc's frameless
+# system call wrappers, where a sample's frame-pointer walk starts.
+$(BUILD)/obj/prof/sleep_hook.o: CFLAGS += $(FRAMEPTR)
+
 $(BUILD)/obj/prof/unwind.o: CPPFLAGS += $(if $(HAVE_LIBUNWIND),-DPROFRING_HAVE_LIBUNWIND)
 $(BUILD)/obj/pprof/dwarf.o $(BUILD)/obj/pprof/dwfl.o: CPPFLAGS += $(if $(HAVE_LIBDW),-DPROFRING_HAVE_LIBDW)
 

@@ -17,12 +17,16 @@
 #include "pprof/outfile.h"
 #include "pprof/pprof.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -252,7 +256,8 @@ static void warn(const struct prof_record_args *a, const struct outcome *o)
 	if (o->counts.maps_lost && !o->doubt[0])
 		fprintf(stderr,
 			"profring-prof: %" PRIu64 " mapping records were lost "
-			"(ring full): some code is shown as raw addresses\n",
+			"(ring full, or written after the program ended): "
+			"some code may be shown as raw addresses\n",
 			o->counts.maps_lost);
 	if (cpu >= 0.2 && seen < cpu / 2 && !o->counts.taken_over &&
 	    a->opts.mode != PROFRING_PROF_MODE_WALL) /* seen: wall time */
@@ -448,48 +453,92 @@ static void check_counts(struct outcome *o)
 			 k->written, o->agg.read);
 }
 
-/* Is @pid a process that runs (not gone, not a zombie)? */
-static bool still_runs(pid_t pid)
+/*
+ * The start time of process @pid ("self" or digits; clock ticks since
+ * boot, /proc/PID/stat's field 22) and its state in *@state; -1 if
+ * unreadable.
+ */
+static long long start_of(const char *pid, char *state)
 {
-	char path[64], buf[512], *p;
+	char path[sizeof("/proc//stat") + NAME_MAX], buf[1024], *p;
+	long long t;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (pid <= 0 || prof_read_small(path, buf, sizeof(buf)) < 0)
-		return false;
+	snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+	if (prof_read_small(path, buf, sizeof(buf)) < 0)
+		return -1;
 	p = strrchr(buf, ')'); /* the name may hold anything */
-	return p && p[1] == ' ' && p[2] && !strchr("ZXx", p[2]);
+	if (!p || p[1] != ' ' ||
+	    sscanf(p + 2,
+		   "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u "
+		   "%*d %*d %*d %*d %*d %*d %lld",
+		   state, &t) != 2)
+		return -1;
+	return t;
+}
+
+/* Does process @pid map the memfd of inode @ino (ours)? */
+static bool maps_memfd(const char *pid, unsigned long ino)
+{
+	char path[sizeof("/proc//maps") + NAME_MAX], line[512];
+	unsigned long i;
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%s/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, " /memfd:profring-prof") &&
+			sscanf(line, "%*s %*s %*s %*s %lu", &i) == 1 &&
+			i == ino;
+	fclose(f);
+	return found;
 }
 
 /*
- * Processes of the program that attached and still run when it ended (a
- * daemon() child, whose parent exits at once): from the ring's close on,
- * their samples are refused, so their work is not in the profile.  Said
- * on stderr (the slots' pids are the program's claims: at worst a wrong
- * warning).
+ * Processes of the program that still run when it ended (a daemon()
+ * child, whose parent exits at once): from the ring's close on, their
+ * samples are refused, so their work is not in the profile.  Said on
+ * stderr.  They are the processes started after the launcher that still
+ * map its memfd @fd (a forked child maps it from the fork on, before it
+ * ever runs; an image that attached maps it again): found in /proc
+ * (those of other users cannot be read, and are not the program's).
  */
-static void warn_still_running(const struct prof_shm *h)
+static void warn_still_running(int fd)
 {
-	/* Relaxed: a count to report (the program's root is gone). */
-	uint32_t n = atomic_load_explicit(&h->next_slot, memory_order_relaxed);
-	pid_t seen[16], pid; /* an image that execs claims a slot again */
-	unsigned int alive = 0, k;
+	long long self, t;
+	struct dirent *e;
+	struct stat st;
+	unsigned int alive = 0;
+	pid_t first = 0, me = getpid();
+	char state;
+	DIR *d;
 
-	if (n > PROF_SHM_SLOTS)
-		n = PROF_SHM_SLOTS;
-	for (uint32_t i = 0; i < n && alive < 16; i++) {
-		pid = atomic_load_explicit(&h->slots[i].pid,
-					   memory_order_relaxed);
-		for (k = 0; k < alive && seen[k] != pid; k++)
-			;
-		if (k == alive && still_runs(pid))
-			seen[alive++] = pid;
+	self = start_of("self", &state);
+	if (self < 0 || fstat(fd, &st))
+		return;
+	d = opendir("/proc");
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		if (e->d_name[0] < '1' || e->d_name[0] > '9' ||
+		    atoi(e->d_name) == me)
+			continue;
+		t = start_of(e->d_name, &state);
+		if (t < self || strchr("ZXx", state) ||
+		    !maps_memfd(e->d_name, (unsigned long)st.st_ino))
+			continue;
+		if (!alive++)
+			first = atoi(e->d_name);
 	}
+	closedir(d);
 	if (alive)
 		fprintf(stderr,
 			"profring-prof: %s of the program (pid %d%s) still "
 			"ran when it ended (a daemon() child, say): what %s "
 			"did after that is not in the profile\n",
-			alive > 1 ? "processes" : "a process", (int)seen[0],
+			alive > 1 ? "processes" : "a process", (int)first,
 			alive > 1 ? ", ..." : "", alive > 1 ? "they" : "it");
 }
 
@@ -506,7 +555,7 @@ int prof_record_finish(const struct prof_record_args *a, struct reader *rd,
 	prof_agg_set_heap_refused(rd->agg, o->counts.heap_refused);
 	prof_agg_counts(rd->agg, &o->agg);
 	check_counts(o);
-	warn_still_running(m->hdr);
+	warn_still_running(m->fd);
 	if (o->ring_lost)
 		fprintf(stderr, "profring-prof: %s\n", o->ring);
 	if (o->doubt[0])

@@ -97,12 +97,15 @@
  * Cost to the program: the signal interrupts blocking calls; those the
  * kernel does not restart under SA_RESTART (nanosleep, poll, epoll_wait,
  * select, ...) return EINTR (README, "Wall-clock profiles", has what
- * that did to real programs).
+ * that did to real programs).  The handler counts the calls it cut short
+ * on the thread (prof_wall_cuts), so that the interposed sleeps
+ * (sleep_hook.c) can resume one that only our signal cut short.
  */
 #include "prof/sampler_impl.h"
 #include "prof/ring_guard.h"
 #include "prof/procfs.h"
 #include "prof/heap.h"
+#include "prof/sleep_hook.h"
 
 #include "ring/clock.h"
 
@@ -137,6 +140,19 @@ _Static_assert(WALL_MAX_THREADS <= 0x8000u, "a slot fits 15 bits");
 
 /* Written by the handler, read and zeroed by the ticker (relaxed). */
 static _Atomic uint64_t slots[WALL_MAX_THREADS];
+
+_Thread_local _Atomic unsigned long prof_wall_cuts
+	__attribute__((tls_model("initial-exec")));
+
+/* A call of this thread cut short: one more in prof_wall_cuts. */
+static void count_cut(void)
+{
+	/* Relaxed: see sleep_hook.h (only this thread's handler writes). */
+	atomic_store_explicit(
+		&prof_wall_cuts,
+		atomic_load_explicit(&prof_wall_cuts, memory_order_relaxed) + 1,
+		memory_order_relaxed);
+}
 
 /* The ticker's own table: one entry per slot. */
 struct wall_thread {
@@ -190,7 +206,8 @@ uint64_t prof_wall_weight(const siginfo_t *si, uint64_t *state)
 
 /*
  * The state of the interrupted thread, told from @ucontext (see the
- * protocol); @guess where the architecture gives no way.
+ * protocol); @guess where the architecture gives no way.  A call cut
+ * short is counted (count_cut()).
  */
 uint64_t prof_wall_state(void *ucontext, uint64_t guess)
 {
@@ -204,8 +221,10 @@ uint64_t prof_wall_state(void *ucontext, uint64_t guess)
 	(void)guess;
 	if (off <= 4094u && pc[0] == 0x0f && pc[1] == 0x05)
 		return PROF_WALL_SLEEPING; /* to be made again */
-	if (off >= 2u && ret == -EINTR && pc[-2] == 0x0f && pc[-1] == 0x05)
+	if (off >= 2u && ret == -EINTR && pc[-2] == 0x0f && pc[-1] == 0x05) {
+		count_cut();
 		return PROF_WALL_SLEEPING; /* cut short */
+	}
 	return PROF_WALL_RUNNING;
 #elif defined(__aarch64__)
 	const ucontext_t *uc = ucontext;
@@ -217,8 +236,10 @@ uint64_t prof_wall_state(void *ucontext, uint64_t guess)
 	if (!(off & 3u) && pc[0] == svc0)
 		return PROF_WALL_SLEEPING;
 	if (!(off & 3u) && off >= 4u &&
-	    (long)uc->uc_mcontext.regs[0] == -EINTR && pc[-1] == svc0)
+	    (long)uc->uc_mcontext.regs[0] == -EINTR && pc[-1] == svc0) {
+		count_cut();
 		return PROF_WALL_SLEEPING;
+	}
 	return PROF_WALL_RUNNING;
 #else
 	(void)ucontext;

@@ -167,8 +167,10 @@ enum profring_prof_mode {
 	 * not run since its last sample is not interrupted, its last stack
 	 * is counted again.  Samples carry a "state" label (running,
 	 * sleeping).  The signal interrupts the program's blocking calls:
-	 * those that are not restarted under SA_RESTART (nanosleep, poll,
-	 * epoll_wait, select...) return EINTR; see the README.
+	 * those that are not restarted under SA_RESTART (poll, epoll_wait,
+	 * select...) return EINTR; nanosleep, clock_nanosleep, usleep and
+	 * sleep are resumed for the time left instead, unless the program
+	 * has a signal handler of its own; see the README.
 	 */
 	PROFRING_PROF_MODE_WALL = 1,
 };

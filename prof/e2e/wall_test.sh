@@ -17,8 +17,14 @@
 # compute_part 20-40%; the "state" label says sleeping for at least 90% of
 # sleep_part's time and running for at least 80% of compute_part's; the
 # worker's total is within 15% of the time it ran; a bad --mode is one
-# line and status 2.  About 17 s.  Skipped under LABEL tsan or asan (an
-# uninstrumented program, as e2e_test.sh) and without go.
+# line and status 2.  And: `sleep 1` (coreutils, no frame pointers) has
+# no frame outside every mapping (the walk's junk through its frame
+# pointer register, dropped by the writer); sleeps that do not retry
+# (`wallwork sleeps`: usleep, nanosleep, clock_nanosleep) never return
+# EINTR for our signal and still do for the program's own; a daemon()
+# child still running at the end is said on stderr.  About 20 s.
+# Skipped under LABEL tsan or asan (an uninstrumented program, as
+# e2e_test.sh) and without go.
 BUILD=${1:-build}
 LABEL=${2:-check}
 if [ "$LABEL" = tsan ] || [ "$LABEL" = asan ]; then
@@ -140,6 +146,36 @@ rc=$?
 check inproc_status [ "$rc" = 0 ]
 check inproc_stdout [ "$out" = "wallwork done" ]
 judge inproc "$TMP/inproc.pb.gz" "$TMP/inproc.err"
+
+# coreutils sleep (no frame pointers): its caller frames are whatever its
+# frame pointer register held; none may lie outside every mapping.
+timeout -k 5 30 "$PROF" record -q --mode wall -o "$TMP/sleep.pb.gz" -- \
+	sleep 1 2>"$TMP/sleep.err"
+check sleep_status [ "$?" = 0 ]
+unmapped() {
+	go tool pprof -raw "$1" 2>/dev/null | awk '
+	/^Locations/ { l = 1; next }
+	/^Mappings/ { l = 0 }
+	l && /^ *[0-9]+: 0x/ && !/ M=/ { n++; print "  no mapping: " $0 }
+	END { exit n > 0 }'
+}
+check sleep_no_unmapped_frame unmapped "$TMP/sleep.pb.gz"
+
+# Sleeps that do not retry: our signal never cuts them short (resumed
+# with the time left), the program's own still does.
+out=$(timeout -k 5 30 "$PROF" record -q --mode wall \
+	-o "$TMP/sleeps.pb.gz" -- "$PROG" sleeps 5 2>"$TMP/sleeps.err")
+check sleeps_status [ "$?" = 0 ]
+check sleeps_stdout [ "$out" = "wallwork done" ]
+sed -n 's/^wallwork: /# /p' "$TMP/sleeps.err"
+check sleeps_no_eintr grep -q 'EINTR usleep 0 nanosleep 0 clock_nanosleep 0 abs 0;' "$TMP/sleeps.err"
+check sleeps_own_signal_eintr grep -q 'own signal: EINTR' "$TMP/sleeps.err"
+
+# A daemon() child outlives the program: said, not silently dropped.
+timeout -k 5 30 "$PROF" record -q --mode wall -o "$TMP/daemon.pb.gz" -- \
+	"$PROG" daemon >/dev/null 2>"$TMP/daemon.err"
+check daemon_status [ "$?" = 0 ]
+check daemon_said grep -q 'still ran when it ended' "$TMP/daemon.err"
 
 # A bad mode: one line, status 2.
 timeout -k 5 10 "$PROF" record --mode nap -- true 2>"$TMP/bad.err"

@@ -14,13 +14,26 @@
  * thread waits in pthread_join().  stdout: one fixed line; stderr: the
  * time each part took by the monotonic clock, and how many nanosleeps
  * EINTR cut short.
+ *
+ * `wallwork sleeps N`: the sleeps a program makes without retrying, N
+ * rounds of usleep, nanosleep, clock_nanosleep (relative) and sleep-until
+ * (TIMER_ABSTIME) of 50 ms each, no signal handler installed; stderr:
+ * how many each returned EINTR and the time they took.  Then one
+ * nanosleep of 2 s with a SIGUSR1 handler installed, which another
+ * thread sends 100 ms in: the program's own signal must still cut it
+ * short (stderr: "own signal: EINTR" or "own signal: slept").
+ *
+ * `wallwork daemon`: computes 100 ms, calls daemon(1, 1) (the parent
+ * exits at once), and the daemon computes 1 s more.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static volatile unsigned long sink;
 static unsigned long eintr;
@@ -101,12 +114,82 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+static void on_usr1(int sig)
+{
+	(void)sig;
+}
+
+static void *send_usr1(void *arg)
+{
+	struct timespec ts = { 0, 100000000 };
+
+	nanosleep(&ts, NULL);
+	pthread_kill(*(pthread_t *)arg, SIGUSR1);
+	return NULL;
+}
+
+/* The `sleeps` mode (see the top). */
+static int sleeps(int rounds)
+{
+	const struct timespec d = { 0, 50000000 };
+	struct timespec ts;
+	unsigned long cut[4] = { 0 };
+	unsigned long long t0 = mono_ns(), t1;
+	struct sigaction sa = { .sa_handler = on_usr1 };
+	pthread_t self = pthread_self(), t;
+	int rc;
+
+	for (int i = 0; i < rounds; i++) {
+		cut[0] += usleep(50000) && errno == EINTR;
+		cut[1] += nanosleep(&d, NULL) && errno == EINTR;
+		cut[2] +=
+			clock_nanosleep(CLOCK_MONOTONIC, 0, &d, NULL) == EINTR;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += d.tv_nsec;
+		ts.tv_sec += ts.tv_nsec / 1000000000;
+		ts.tv_nsec %= 1000000000;
+		cut[3] += clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts,
+					  NULL) == EINTR;
+	}
+	t1 = mono_ns();
+	fprintf(stderr,
+		"wallwork: sleeps EINTR usleep %lu nanosleep %lu "
+		"clock_nanosleep %lu abs %lu; %d x 4 x 50 ms took %.3f s\n",
+		cut[0], cut[1], cut[2], cut[3], rounds, (t1 - t0) / 1e9);
+	sigaction(SIGUSR1, &sa, NULL);
+	if (pthread_create(&t, NULL, send_usr1, &self))
+		return 1;
+	ts = (struct timespec){ 2, 0 };
+	rc = nanosleep(&ts, NULL);
+	fprintf(stderr, "wallwork: own signal: %s\n",
+		rc && errno == EINTR ? "EINTR" : "slept");
+	pthread_join(t, NULL);
+	printf("wallwork done\n");
+	return 0;
+}
+
+/* The `daemon` mode (see the top). */
+static int daemonize(void)
+{
+	compute_ms = 100;
+	compute_part();
+	if (daemon(1, 1))
+		return 1;
+	compute_ms = 1000;
+	compute_part();
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	unsigned long long ns =
 		(unsigned long long)((argc > 1 ? atof(argv[1]) : 3.0) * 1e9);
 	pthread_t t;
 
+	if (argc > 2 && !strcmp(argv[1], "sleeps"))
+		return sleeps(atoi(argv[2]));
+	if (argc > 1 && !strcmp(argv[1], "daemon"))
+		return daemonize();
 	if (argc > 3) {
 		compute_ms = atol(argv[2]);
 		sleep_ms = atol(argv[3]);
