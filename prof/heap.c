@@ -65,6 +65,7 @@
 #include "ring/clock.h"
 
 #include <errno.h>
+#include <link.h>
 #include <math.h>
 #include <string.h>
 #include <time.h>
@@ -138,6 +139,34 @@ static int put(enum prof_rec_kind kind, pid_t tid, const uintptr_t *w, size_t n)
  * allocator's return address, read from its frame record; what libunwind
  * allocates is ignored), or the frame-pointer chain.
  */
+/*
+ * Our own code's addresses (this library's executable segments), found
+ * once at start: libunwind walks on past a thread's start function into
+ * our pthread_create trampoline, which is not the program's.
+ */
+static struct {
+	uintptr_t lo, hi;
+} self_text;
+
+static int find_self_text(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	uintptr_t me = (uintptr_t)arg;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && me >= lo &&
+		    me < lo + ph->p_memsz) {
+			self_text.lo = lo;
+			self_text.hi = lo + ph->p_memsz;
+			return 1;
+		}
+	}
+	return 0;
+}
+
 static void take_stack(uintptr_t frame, const struct prof_stack_bounds *b,
 		       uintptr_t *pcs, struct prof_unwind_result *res)
 {
@@ -146,6 +175,13 @@ static void take_stack(uintptr_t frame, const struct prof_stack_bounds *b,
 		prof_unwind_libunwind_from(((const uintptr_t *)frame)[1], pcs,
 					   heap.max_frames, res);
 		prof_heap_ignore_end();
+		/* Ours can only be outermost: cut the walk there. */
+		for (size_t i = 0; i < res->n; i++)
+			if (pcs[i] - self_text.lo <
+			    self_text.hi - self_text.lo) {
+				res->n = i;
+				break;
+			}
 		if (res->n)
 			return;
 	}
@@ -386,8 +422,12 @@ int prof_heap_start(const struct prof_heap_config *cfg)
 	heap.max_frames = cfg->max_frames;
 	heap.counters = cfg->counters;
 	heap.libunwind = cfg->libunwind && prof_unwind_libunwind_available();
-	if (heap.libunwind)
+	if (heap.libunwind) {
 		prof_unwind_libunwind_prepare();
+		if (!self_text.hi)
+			dl_iterate_phdr(find_self_text,
+					(void *)(uintptr_t)take_stack);
+	}
 	heap.pid = getpid();
 	/* Relaxed: published by the seq_cst store below. */
 	atomic_fetch_add_explicit(&heap.gen, 1, memory_order_relaxed);
