@@ -30,9 +30,11 @@
  * Freed slots of a class go on a lock-free stack (Treiber's) whose head
  * packs a 32-bit tag with the slot index + 1: the tag changes on every
  * push and pop, so a head read before another thread popped and pushed
- * again fails its CAS (no ABA).  The link is stored in the free slot's
- * first word; a popper may read a link that the slot's new owner is
- * already overwriting, but then the head has moved and its CAS fails.
+ * again fails its CAS (no ABA).  The links are not in the slots (whose
+ * new owner may be writing while a stale popper reads, a race to the C
+ * memory model even though the popper's CAS then fails) but in an array
+ * of 32-bit words per class beside the slots, reserved with them,
+ * committed as the bump index grows, and only ever accessed atomically.
  * Slots of 64 KiB and more are given back to the kernel when freed
  * (MADV_DONTNEED: the mapping stays, the pages read as zero).
  *
@@ -61,11 +63,14 @@ struct pool_class {
 	_Atomic uint64_t free_head; /* (tag << 32) | (index + 1); 0 empty */
 	_Atomic uint64_t bump; /* slots ever handed out fresh */
 	_Atomic uint64_t committed; /* bytes readable from the region start */
+	_Atomic uint64_t links_committed; /* the same, of its links */
 	_Atomic uint64_t live; /* slots handed out, not freed */
 } __attribute__((aligned(64)));
 
 static struct {
 	unsigned int region_bits;
+	unsigned int links_bits; /* each class's link array: 2^links_bits */
+	char *links;
 	_Atomic int state; /* 0 none, 1 reserving, 2 ready, -1 failed */
 	_Atomic uint64_t refused;
 	struct pool_class cls[NCLASSES];
@@ -110,8 +115,14 @@ static int reserve(void)
 	 */
 	for (unsigned int bits = 36; bits >= 24; bits--) {
 		uint64_t span = (uint64_t)NCLASSES << bits;
-		/* Room to align the start to a region's size. */
-		void *m = mmap(NULL, span + ((uint64_t)1 << bits), PROT_NONE,
+		/* 4 bytes of link for every slot the smallest class has. */
+		unsigned int lbits =
+			(bits - MIN_SHIFT < 31 ? bits - MIN_SHIFT : 31) + 2;
+		/* Room to align the start to a region's size, then links. */
+		void *m = mmap(NULL,
+			       span + ((uint64_t)1 << bits) +
+				       ((uint64_t)NCLASSES << lbits),
+			       PROT_NONE,
 			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1,
 			       0);
 		uintptr_t lo;
@@ -121,6 +132,8 @@ static int reserve(void)
 		lo = ((uintptr_t)m + ((uintptr_t)1 << bits) - 1) &
 		     ~(((uintptr_t)1 << bits) - 1);
 		pool.region_bits = bits;
+		pool.links_bits = lbits;
+		pool.links = (char *)(lo + span);
 		prof_heap_pool_lo = lo;
 		/* Release: pairs with prof_heap_pool_owns()'s acquire. */
 		atomic_store_explicit(&prof_heap_pool_span, span,
@@ -160,24 +173,21 @@ int prof_heap_pool_init(void)
 	return st == 2 ? 0 : -ENOMEM;
 }
 
-/* Make class @c's region readable up to @end bytes. */
-static bool commit(unsigned int c, uint64_t end)
+/* Make @base readable up to @end bytes; @mark says how far it is. */
+static bool commit(char *base, _Atomic uint64_t *mark, uint64_t end)
 {
-	struct pool_class *k = &pool.cls[c];
 	/* Relaxed: the mark only says what mprotect() already did. */
-	uint64_t done =
-		atomic_load_explicit(&k->committed, memory_order_relaxed);
+	uint64_t done = atomic_load_explicit(mark, memory_order_relaxed);
 	uint64_t want;
 
 	if (end <= done)
 		return true;
 	want = (end + CHUNK - 1) & ~(CHUNK - 1);
-	if (mprotect(region(c) + done, want - done, PROT_READ | PROT_WRITE))
+	if (mprotect(base + done, want - done, PROT_READ | PROT_WRITE))
 		return false;
-	while (done < want &&
-	       !atomic_compare_exchange_weak_explicit(
-		       &k->committed, &done, want, memory_order_relaxed,
-		       memory_order_relaxed))
+	while (done < want && !atomic_compare_exchange_weak_explicit(
+				      mark, &done, want, memory_order_relaxed,
+				      memory_order_relaxed))
 		;
 	return true;
 }
@@ -185,6 +195,23 @@ static bool commit(unsigned int c, uint64_t end)
 static void *slot(unsigned int c, uint64_t index)
 {
 	return region(c) + (index << (c + MIN_SHIFT));
+}
+
+static _Atomic uint32_t *links_of(unsigned int c)
+{
+	return (_Atomic uint32_t *)(pool.links +
+				    ((uintptr_t)c << pool.links_bits));
+}
+
+/* Slot @index of class @c is new: its slot and its link readable. */
+static bool commit_slot(unsigned int c, uint64_t index)
+{
+	struct pool_class *k = &pool.cls[c];
+
+	return commit(region(c), &k->committed,
+		      (index + 1) << (c + MIN_SHIFT)) &&
+	       commit((char *)links_of(c), &k->links_committed,
+		      4 * (index + 1));
 }
 
 static void *pop(unsigned int c)
@@ -198,8 +225,8 @@ static void *pop(unsigned int c)
 	while (head & UINT32_MAX) {
 		index = (head & UINT32_MAX) - 1;
 		/* Relaxed: a stale link fails the CAS below (the tag). */
-		link = __atomic_load_n((uint64_t *)slot(c, index),
-				       __ATOMIC_RELAXED);
+		link = atomic_load_explicit(&links_of(c)[index],
+					    memory_order_relaxed);
 		/* Acquire, also on failure: as the load above. */
 		if (atomic_compare_exchange_weak_explicit(
 			    &k->free_head, &head,
@@ -218,8 +245,10 @@ static void push(unsigned int c, uint64_t index)
 		atomic_load_explicit(&k->free_head, memory_order_relaxed);
 
 	do {
-		__atomic_store_n((uint64_t *)slot(c, index), head & UINT32_MAX,
-				 __ATOMIC_RELAXED);
+		/* Relaxed: published by the CAS below. */
+		atomic_store_explicit(&links_of(c)[index],
+				      (uint32_t)(head & UINT32_MAX),
+				      memory_order_relaxed);
 		/* Release: pairs with pop()'s acquire. */
 	} while (!atomic_compare_exchange_weak_explicit(
 		&k->free_head, &head, (((head >> 32) + 1) << 32) | (index + 1),
@@ -252,8 +281,7 @@ void *prof_heap_pool_alloc(size_t size, size_t align)
 		index = atomic_fetch_add_explicit(&k->bump, 1,
 						  memory_order_relaxed);
 		if (index >= slots_in((unsigned int)c) ||
-		    !commit((unsigned int)c,
-			    (index + 1) << ((unsigned int)c + MIN_SHIFT)))
+		    !commit_slot((unsigned int)c, index))
 			goto refuse;
 		p = slot((unsigned int)c, index);
 	}
