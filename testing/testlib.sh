@@ -32,3 +32,19 @@ checks_done() {
 	done
 	exit 1
 }
+
+# HAVE_GO: 1 when `go tool pprof` is there to read profiles with.
+HAVE_GO=0
+command -v go >/dev/null 2>&1 && HAVE_GO=1
+
+# go_reads NAME: go tool pprof reads $TMP/NAME.pb.gz and finds samples
+# (true without go).
+go_reads() {
+	[ $HAVE_GO = 1 ] || return 0
+	(cd "$TMP" && HOME="$TMP" go tool pprof -raw "$1.pb.gz") \
+		>"$TMP/$1.raw" 2>&1 &&
+		grep -q '^Samples:' "$TMP/$1.raw" &&
+		awk '/^Samples:/ { on = 1; next } /^Locations/ { on = 0 }
+			on && $1 ~ /^[0-9]+$/ && $1 > 0 { n++ }
+			END { exit !n }' "$TMP/$1.raw"
+}

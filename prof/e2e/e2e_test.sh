@@ -29,9 +29,6 @@ DLSECS=${E2E_DLOPEN_SECONDS:-5}
 CHECK_PREFIX=e2e_
 . "$(dirname "$0")/../../testing/testlib.sh"
 
-HAVE_GO=0
-command -v go >/dev/null 2>&1 && HAVE_GO=1
-
 # run NAME OPTS... -- CMD...: the launcher, bounded; status in $st,
 # output in $TMP/NAME.out, stderr in $TMP/NAME.err.
 run() {
@@ -48,17 +45,6 @@ plain() {
 	shift
 	timeout -k 5 90 "$@" >"$TMP/$pname.plain" 2>/dev/null
 	pst=$?
-}
-
-# go_reads NAME: go tool pprof reads the profile and finds samples.
-go_reads() {
-	[ $HAVE_GO = 1 ] || return 0
-	(cd "$TMP" && HOME="$TMP" go tool pprof -raw "$1.pb.gz") \
-		>"$TMP/$1.raw" 2>&1 &&
-		grep -q '^Samples:' "$TMP/$1.raw" &&
-		awk '/^Samples:/ { on = 1; next } /^Locations/ { on = 0 }
-			on && $1 ~ /^[0-9]+$/ && $1 > 0 { n++ }
-			END { exit !n }' "$TMP/$1.raw"
 }
 
 same_as_plain() { # NAME: output and status as the plain run's

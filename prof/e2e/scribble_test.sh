@@ -33,9 +33,6 @@ if [ "$LABEL" = tsan ] || [ "$LABEL" = asan ]; then
 fi
 . "$(dirname "$0")/../../testing/testlib.sh"
 
-HAVE_GO=0
-command -v go >/dev/null 2>&1 && HAVE_GO=1
-
 # run NAME MODE [SEED]: the launcher, bounded; status in $st.
 run() {
 	name=$1
@@ -43,15 +40,6 @@ run() {
 	timeout -k 5 60 "$PROF" record -o "$TMP/$name.pb.gz" -- "$S" "$@" \
 		>"$TMP/$name.out" 2>"$TMP/$name.err"
 	st=$?
-}
-
-go_reads() { # NAME: go tool pprof reads the profile, with samples
-	[ $HAVE_GO = 1 ] || return 0
-	(cd "$TMP" && HOME="$TMP" go tool pprof -raw "$1.pb.gz") \
-		>"$TMP/$1.raw" 2>&1 &&
-		awk '/^Samples:/ { on = 1; next } /^Locations/ { on = 0 }
-			on && $1 ~ /^[0-9]+$/ && $1 > 0 { n++ }
-			END { exit !n }' "$TMP/$1.raw"
 }
 
 kept() { # NAME MODE: the program's line and status, a profile
