@@ -7,15 +7,9 @@
 #
 # Runs each unit-test binary TEST, the README example, the public headers
 # as users compile them (headers_test.sh), the tools' and the profiler's
-# end-to-end scripts (prof_test.sh, e2e/e2e_test.sh, e2e/heap_test.sh,
-# e2e/http_test.sh, e2e/http_slow_test.sh, e2e/record_http_test.sh,
-# e2e/threads_test.sh,
-# e2e/wall_test.sh, e2e/wall_outputs_test.sh, e2e/scribble_test.sh,
-# e2e/fds_test.sh,
-# e2e/sigmask_test.sh,
-# e2e/outfile_test.sh,
-# e2e/heap_edge_test.sh), the
-# first scenario of each stress
+# end-to-end scripts (prof_test.sh and prof/e2e/*_test.sh: e2e, heap,
+# http, http_slow, record_http, threads, wall, wall_outputs, scribble,
+# fds, sigmask, outfile, heap_edge), the first scenario of each stress
 # program for 2 s and, when LABEL is "check", each fuzzer for
 # CHECK_FUZZ_SECONDS (make fuzz-replay).  Every part prints PASS, FAIL and
 # SKIP lines; a part that exits nonzero without a FAIL line counts as one
