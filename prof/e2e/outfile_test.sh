@@ -22,9 +22,20 @@
 #   device), -o /dev/stdout into a file (appended after the program's
 #   output).
 # Skipped when not root (two users are needed) or when nobody cannot
-# reach the scratch directory.  About 2 s.
+# reach the scratch directory.  About 2 s.  Under LABEL tsan or asan the
+# launcher is the sanitized one and the program's agent the plain
+# build's library (build/): an uninstrumented program cannot load a
+# sanitized one; skipped if that library is not built.
 BUILD=${1:-build}
 LABEL=${2:-check}
+if [ "$LABEL" = tsan ] || [ "$LABEL" = asan ]; then
+	if [ ! -f build/libprofring-prof.so ]; then
+		echo "SKIP outfile e2e under $LABEL (build/ has no plain agent)"
+		exit 0
+	fi
+	PROFRING_PROF_LIB=$(pwd)/build/libprofring-prof.so
+	export PROFRING_PROF_LIB
+fi
 if [ "$(id -u)" != 0 ]; then
 	echo "SKIP outfile e2e (needs root, to be root and nobody)"
 	exit 0
