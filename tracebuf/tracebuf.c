@@ -881,6 +881,13 @@ RING_API int tracebuf_stop(struct tracebuf *t)
 	if (!t)
 		return -EINVAL;
 	pthread_mutex_lock(&t->lock);
+	/*
+	 * Close the CPU profbuf first: a sample written before this is
+	 * drained into the last generation below, one written after is
+	 * refused by profbuf_write() (-EINVAL), never silently lost.
+	 */
+	if (t->cpu)
+		profbuf_close(t->cpu);
 	if (atomic_load_explicit(&t->gen, memory_order_relaxed))
 		rc = close_gen(t, 0);
 	else if (t->eof_chunk.kind != TB_EOF)

@@ -1093,6 +1093,40 @@ static void cpu_samples(void)
 	tracebuf_free(t);
 }
 
+/*
+ * CPU samples written after tracebuf_stop() are refused, never accepted
+ * and dropped: 5 written while running are in the stream, 3 after stop
+ * each get -EINVAL.
+ */
+static void cpu_samples_after_stop_refused(void)
+{
+	struct tracebuf *t = new_tracer(1 << 20, 4096);
+	struct profbuf *pb;
+	struct stream s = { 0 };
+	struct decoded *d;
+	uintptr_t pc = 0x1234;
+	uint64_t hdr[2] = { 7, 1 }, samples = 0;
+	int refused = 0;
+
+	KT_REQUIRE(t);
+	pb = tracebuf_cpu_profbuf(t);
+	KT_REQUIRE(pb);
+	tracebuf_start(t);
+	for (int i = 0; i < 5; i++)
+		KT_CHECK_EQ(profbuf_write(pb, NULL, (int64_t)tracebuf_ticks(),
+					  hdr, 2, &pc, 1),
+			    0);
+	d = stop_and_decode(t, &s);
+	for (int i = 0; i < 3; i++)
+		refused += profbuf_write(pb, NULL, (int64_t)tracebuf_ticks(),
+					 hdr, 2, &pc, 1) == -EINVAL;
+	for (size_t i = 0; i < d->nev; i++)
+		samples += d->ev[i].type == TRACEBUF_EV_CPU_SAMPLE;
+	KT_CHECK_EQ(samples, 5);
+	KT_CHECK_EQ(refused, 3);
+	decoded_done(t, d, &s);
+}
+
 /* ---- the decoder on bad input ------------------------------------------- */
 
 static struct stream sample_stream(void)
@@ -1341,6 +1375,7 @@ int main(void)
 	KT_RUN(emit_sees_gen_zero);
 	KT_RUN(way_holds_anothers_slot);
 	KT_RUN(cpu_samples);
+	KT_RUN(cpu_samples_after_stop_refused);
 	KT_RUN(decoder_truncated);
 	KT_RUN(decoder_corrupted);
 	KT_RUN(string_limit);

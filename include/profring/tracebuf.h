@@ -374,9 +374,15 @@ int tracebuf_advance(struct tracebuf *t);
 
 /**
  * tracebuf_cpu_profbuf() - the profbuf a SIGPROF handler writes CPU samples
- * to: header { thread id, sample count }, time = ring ticks (or any
- * monotonic count the reader understands), stack = the PCs.  NULL if the
- * tracer was created without one.
+ * to: header { thread id, sample count } (hdrsize 2), time = ring ticks
+ * (or any monotonic count the reader understands), stack = the PCs; the
+ * tag is not used (pass NULL).  NULL if the tracer was created without
+ * one.  Samples written before tracebuf_start() wait in it and go into
+ * the first generation; each generation's close (tracebuf_advance(),
+ * tracebuf_stop()) moves what is there into it.  tracebuf_stop() closes
+ * it first: a sample written before stop is in the last generation, one
+ * written after is refused (profbuf_write() returns -EINVAL), never lost
+ * silently.
  */
 struct profbuf *tracebuf_cpu_profbuf(struct tracebuf *t);
 
