@@ -518,6 +518,9 @@ static void stop_handlers(void)
 	signal(SIGPROF, SIG_IGN);
 }
 
+/* Frees that beat the walk in the last run_race() (0 if it stopped early). */
+static uint64_t race_helped;
+
 static void run_race(bool signals)
 {
 	struct tracebuf *t = mem_tracer(RACE_THREADS * RACE_SLOTS, 64 << 20);
@@ -589,7 +592,6 @@ static void run_race(bool signals)
 	       (unsigned long long)allocs, (unsigned long long)frees,
 	       (unsigned long long)lost, (unsigned long long)live,
 	       (unsigned long long)helped.count);
-	KT_CHECK(helped.count > 0);
 	KT_CHECK_EQ(errno_changed, 0);
 	if (signals) {
 		KT_REQUIRE(tracedec_decode(s.p, s.len, &nested_visitor, &nested,
@@ -620,17 +622,37 @@ static void run_race(bool signals)
 	KT_CHECK_EQ(allocs + frees, RACE_THREADS * RACE_OPS);
 	free(s.p);
 	tracebuf_free(t);
+	race_helped = helped.count;
+}
+
+/*
+ * The race is real only if some free beat the walk: on a loaded machine
+ * (a sanitizer build beside other jobs) a run may see none, so it is run
+ * again, up to RACE_TRIES times, every run checked whole.
+ */
+#define RACE_TRIES 5
+
+static void race_until_helped(bool signals)
+{
+	uint64_t helped = 0;
+
+	for (int i = 0; i < RACE_TRIES && !helped; i++) {
+		race_helped = 0;
+		run_race(signals);
+		helped = race_helped;
+	}
+	KT_CHECK(helped > 0);
 }
 
 static void snapshot_race(void)
 {
-	run_race(false);
+	race_until_helped(false);
 }
 
 /* The same with SIGPROF handlers allocating and freeing in between. */
 static void snapshot_race_signals(void)
 {
-	run_race(true);
+	race_until_helped(true);
 }
 
 /* ---- the decoder ------------------------------------------------------------ */
