@@ -271,6 +271,13 @@ $(BUILD)/test/prof/%: prof/%.c $(TESTKIT_OBJS) $(PROF_OBJS) $(PPROF_A) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call link,$(PROF_LIBS),$(FRAMEPTR))
 
+# trace_out.c is the launcher's, not in PROF_OBJS: its test links it.
+$(BUILD)/test/prof/trace_out_test: prof/trace_out_test.c \
+		$(call objs,prof/trace_out.c) $(TESTKIT_OBJS) $(PROF_OBJS) \
+		$(PPROF_A) $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(call link,$(PROF_LIBS),$(FRAMEPTR))
+
 # The README's example, extracted and compiled, so that it stays true.
 $(BUILD)/test/readme_example: README.md $(LIB_A)
 	@mkdir -p $(dir $@)

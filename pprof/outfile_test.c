@@ -38,6 +38,19 @@ static bool outfile_holds(const char *path, const char *check, const char *text)
 	return ok;
 }
 
+/* @path holds @text and has inode @ino. */
+static bool holds(const char *path, const char *text, ino_t ino)
+{
+	struct stat st;
+	size_t len;
+	char *got = read_text(path, &len);
+	bool ok = got && !strcmp(got, text) && !stat(path, &st) &&
+		  st.st_ino == ino;
+
+	free(got);
+	return ok;
+}
+
 /*
  * Regular files and new paths are replaced atomically (not keeping set-id
  * bits); a link of our own is followed and its target written in place; a
@@ -114,6 +127,102 @@ static void outfile_targets(void)
 	unlink(reg);
 }
 
+/*
+ * Symlinks in the directory part: walked component by component, as the
+ * kernel walks them.  Links of our own (relative, and through ".."), a
+ * directory named as /proc/self/fd/N and /dev/fd/N: written there; a
+ * dangling directory link, a loop and a file named as a directory:
+ * refused, nothing created.
+ */
+static void outfile_dir_links(void)
+{
+	char sub[512], dlink[512], loop[512], dangling[512], path[600];
+	char why[512];
+	int cwd, dfd;
+
+	snprintf(sub, sizeof(sub), "%s", tmp_path("sub"));
+	snprintf(dlink, sizeof(dlink), "%s", tmp_path("dlink"));
+	snprintf(loop, sizeof(loop), "%s", tmp_path("dloop"));
+	snprintf(dangling, sizeof(dangling), "%s", tmp_path("ddang"));
+
+	KT_REQUIRE(mkdir(sub, 0755) == 0 && symlink("sub", dlink) == 0);
+	snprintf(path, sizeof(path), "%s/new", dlink);
+	KT_CHECK(outfile_holds(path, tmp_path("sub/new"), "dir link\n"));
+	KT_CHECK(outfile_holds(path, tmp_path("sub/new"), "again\n"));
+	KT_CHECK(outfile_holds(tmp_path("sub/../dlink/../dlink/new"),
+			       tmp_path("sub/new"), "dotdot\n"));
+
+	/* Relative to the working directory. */
+	cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	KT_REQUIRE(cwd >= 0 && chdir(tmpfiles_dir()) == 0);
+	KT_CHECK(outfile_holds("dlink/rel", "sub/rel", "relative\n"));
+	KT_CHECK(outfile_holds("./sub/../dlink/./rel", "sub/rel", "rel2\n"));
+	KT_CHECK_EQ(prof_outfile_check("dlink/rel", why, sizeof(why)), 0);
+	KT_CHECK(fchdir(cwd) == 0);
+	close(cwd);
+
+	/* A directory the program holds open, named through /proc and /dev. */
+	dfd = open(sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	KT_REQUIRE(dfd >= 0);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d/viaproc", dfd);
+	KT_CHECK(outfile_holds(path, tmp_path("sub/viaproc"), "proc\n"));
+	snprintf(path, sizeof(path), "/dev/fd/%d/viadev", dfd);
+	KT_CHECK(outfile_holds(path, tmp_path("sub/viadev"), "dev\n"));
+	close(dfd);
+
+	KT_REQUIRE(symlink("nowhere", dangling) == 0);
+	snprintf(path, sizeof(path), "%s/x", dangling);
+	KT_CHECK_EQ(prof_outfile_write(path, "x", 1), -ENOENT);
+	KT_CHECK(access(tmp_path("nowhere"), F_OK) != 0);
+	KT_REQUIRE(symlink("dloop", loop) == 0);
+	snprintf(path, sizeof(path), "%s/x", loop);
+	KT_CHECK_EQ(prof_outfile_write(path, "x", 1), -ELOOP);
+	KT_CHECK_EQ(prof_outfile_check(path, why, sizeof(why)), -ELOOP);
+	KT_CHECK_EQ(prof_outfile_write(tmp_path("sub/new/x"), "x", 1),
+		    -ENOTDIR);
+
+	unlink(tmp_path("sub/new"));
+	unlink(tmp_path("sub/rel"));
+	unlink(tmp_path("sub/viaproc"));
+	unlink(tmp_path("sub/viadev"));
+	unlink(loop);
+	unlink(dangling);
+	unlink(dlink);
+	rmdir(sub);
+}
+
+/*
+ * prof_outfile_open(), for streams (--trace): a new name created, a
+ * regular file truncated in place, a link of our own followed, a dangling
+ * one refused.
+ */
+static void outfile_open_stream(void)
+{
+	const char *reg = tmp_path("stream"), *lnk = tmp_path("stream.lnk");
+	struct stat st, st2;
+	int fd;
+
+	fd = prof_outfile_open(reg);
+	KT_REQUIRE(fd >= 0);
+	KT_CHECK_EQ(write(fd, "first\n", 6), 6);
+	close(fd);
+	KT_REQUIRE(stat(reg, &st) == 0 && symlink("stream", lnk) == 0);
+	fd = prof_outfile_open(lnk);
+	KT_REQUIRE(fd >= 0);
+	KT_CHECK_EQ(write(fd, "2\n", 2), 2);
+	close(fd);
+	KT_CHECK(holds(reg, "2\n", st.st_ino));
+	fd = prof_outfile_open(reg);
+	KT_REQUIRE(fd >= 0);
+	close(fd);
+	KT_CHECK(stat(reg, &st2) == 0 && st2.st_size == 0 &&
+		 st2.st_ino == st.st_ino);
+	unlink(reg);
+	KT_CHECK_EQ(prof_outfile_open(lnk), -ENOENT);
+	KT_CHECK(access(reg, F_OK) != 0);
+	unlink(lnk);
+}
+
 /* A private character device (the kernel's null, 1:3) stays one. */
 static void outfile_chardev(void)
 {
@@ -164,19 +273,6 @@ static int nobody_symlink(const char *target, const char *path)
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
 		return ECHILD;
 	return WEXITSTATUS(status);
-}
-
-/* @path holds @text and has inode @ino. */
-static bool holds(const char *path, const char *text, ino_t ino)
-{
-	struct stat st;
-	size_t len;
-	char *got = read_text(path, &len);
-	bool ok = got && !strcmp(got, text) && !stat(path, &st) &&
-		  st.st_ino == ino;
-
-	free(got);
-	return ok;
 }
 
 /*
@@ -271,13 +367,115 @@ static void outfile_other_users_link(void)
 	rmdir(victim);
 }
 
+/*
+ * Issue 35, symlinks in the directory part: nobody plants STICKY/x ->
+ * VICTIM (a directory).  Root writing STICKY/x/cpu.pb.gz would create
+ * VICTIM/cpu.pb.gz, and STICKY/x/passwd replace VICTIM/passwd: refused,
+ * -EACCES, as the kernel's fs.protected_symlinks refuses every link its
+ * path walk follows.  Also refused: the same through the working
+ * directory and "..", a link of root's own whose text goes through
+ * STICKY/x, and a stream (prof_outfile_open(), --trace).  Followed: a
+ * directory link of root's own in STICKY, and one of nobody's in a sticky
+ * directory of nobody's.
+ */
+static void outfile_other_users_dir_link(void)
+{
+	char sticky[512], victim[512], theirs[512], x[600], passwd[600];
+	char via[600], mine[600], tx[600], path[700], why[1024];
+	struct stat st;
+	uid_t uid;
+	gid_t gid;
+	int cwd;
+
+	if (geteuid() != 0)
+		KT_SKIP("needs root, to be root and nobody");
+	snprintf(sticky, sizeof(sticky), "%s", tmp_path("dsticky"));
+	snprintf(victim, sizeof(victim), "%s", tmp_path("dvictim"));
+	snprintf(theirs, sizeof(theirs), "%s", tmp_path("dtheirs"));
+	snprintf(x, sizeof(x), "%s/x", sticky);
+	snprintf(passwd, sizeof(passwd), "%s/passwd", victim);
+	snprintf(via, sizeof(via), "%s/via", victim);
+	snprintf(mine, sizeof(mine), "%s/mine", sticky);
+	snprintf(tx, sizeof(tx), "%s/x", theirs);
+	KT_REQUIRE(chmod(tmpfiles_dir(), 0755) == 0);
+	KT_REQUIRE(mkdir(sticky, 0755) == 0 && chmod(sticky, 01777) == 0);
+	KT_REQUIRE(mkdir(victim, 0755) == 0);
+	KT_REQUIRE(write_bytes(passwd, "secret\n", 7) == 0);
+	KT_REQUIRE(stat(passwd, &st) == 0);
+	if (nobody_symlink(victim, x)) {
+		rmdir(sticky);
+		unlink(passwd);
+		rmdir(victim);
+		KT_SKIP("nobody cannot reach the test directory (TMPDIR?)");
+	}
+
+	snprintf(path, sizeof(path), "%s/cpu.pb.gz", x);
+	KT_CHECK_EQ(prof_outfile_write(path, "gzip\n", 5), -EACCES);
+	KT_CHECK(access(tmp_path("dvictim/cpu.pb.gz"), F_OK) != 0);
+	KT_CHECK_EQ(prof_outfile_check(path, why, sizeof(why)), -EACCES);
+	KT_CHECK(strstr(why, x) && strstr(why, "fs.protected_symlinks"));
+	KT_CHECK_EQ(prof_outfile_open(path), -EACCES);
+	KT_CHECK(access(tmp_path("dvictim/cpu.pb.gz"), F_OK) != 0);
+	snprintf(path, sizeof(path), "%s/passwd", x);
+	KT_CHECK_EQ(prof_outfile_write(path, "gzip\n", 5), -EACCES);
+	KT_CHECK_EQ(prof_outfile_open(path), -EACCES);
+	KT_CHECK(holds(passwd, "secret\n", st.st_ino));
+
+	/* From the working directory, and through "..". */
+	cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	KT_REQUIRE(cwd >= 0 && chdir(sticky) == 0);
+	KT_CHECK_EQ(prof_outfile_write("x/passwd", "gzip\n", 5), -EACCES);
+	KT_CHECK_EQ(prof_outfile_write("x/../dvictim/passwd", "gzip\n", 5),
+		    -EACCES);
+	KT_CHECK(fchdir(cwd) == 0);
+	close(cwd);
+	KT_CHECK(holds(passwd, "secret\n", st.st_ino));
+
+	/* Root's own link, whose text goes through nobody's. */
+	snprintf(path, sizeof(path), "%s/passwd", x);
+	KT_REQUIRE(symlink(path, via) == 0);
+	KT_CHECK_EQ(prof_outfile_write(via, "gzip\n", 5), -EACCES);
+	KT_CHECK_EQ(prof_outfile_check(via, why, sizeof(why)), -EACCES);
+	KT_CHECK(holds(passwd, "secret\n", st.st_ino));
+
+	/* Root's own directory link in the sticky directory: followed. */
+	KT_REQUIRE(symlink(victim, mine) == 0);
+	snprintf(path, sizeof(path), "%s/passwd", mine);
+	KT_CHECK_EQ(prof_outfile_check(path, why, sizeof(why)), 0);
+	KT_CHECK_EQ(prof_outfile_write(path, "mine\n", 5), 0);
+	KT_REQUIRE(stat(passwd, &st) == 0);
+	KT_CHECK(holds(passwd, "mine\n", st.st_ino));
+
+	/* nobody's, in nobody's sticky directory: the owner's, followed. */
+	nobody_ids(&uid, &gid);
+	KT_REQUIRE(mkdir(theirs, 0755) == 0 && chown(theirs, uid, gid) == 0 &&
+		   chmod(theirs, 01777) == 0);
+	KT_REQUIRE(nobody_symlink(victim, tx) == 0);
+	snprintf(path, sizeof(path), "%s/passwd", tx);
+	KT_CHECK_EQ(prof_outfile_write(path, "fine\n", 5), 0);
+	KT_REQUIRE(stat(passwd, &st) == 0);
+	KT_CHECK(holds(passwd, "fine\n", st.st_ino));
+
+	unlink(tx);
+	rmdir(theirs);
+	unlink(mine);
+	unlink(via);
+	unlink(x);
+	rmdir(sticky);
+	unlink(passwd);
+	rmdir(victim);
+}
+
 int main(void)
 {
 	if (tmpfiles_init("outfile_test"))
 		return EXIT_FAILURE;
 	KT_RUN(outfile_targets);
+	KT_RUN(outfile_dir_links);
+	KT_RUN(outfile_open_stream);
 	KT_RUN(outfile_chardev);
 	KT_RUN(outfile_other_users_link);
+	KT_RUN(outfile_other_users_dir_link);
 	tmpfiles_done();
 	return ktest_exit();
 }

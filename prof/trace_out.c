@@ -26,6 +26,10 @@
  *     not traced, and at an exec its objects are freed (the image that
  *     had them is gone).  An allocation the heap profiler could not track
  *     (its free will never be seen) is not traced either.
+ * The file is opened as the profiles are written (pprof/outfile.h: no
+ * link another user planted is followed, nothing is created through a
+ * link; a regular file is truncated and written in place, a FIFO or
+ * /dev/stdout appended to).
  * A writer thread moves the stream to the file and advances the
  * generation every second; at the end prof_trace_close() stops the
  * tracer (the last generation ends) and waits for the writer to reach
@@ -43,10 +47,10 @@
 
 #include <profring/tracebuf.h>
 
+#include "pprof/outfile.h"
 #include "ring/clock.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -350,9 +354,11 @@ int prof_trace_open(struct prof_trace **out, const char *path,
 		if (err)
 			goto fail;
 	}
-	pt->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	/* As the other outputs reach theirs: links another user planted
+	 * after the options were checked are refused (pprof/outfile.h). */
+	pt->fd = prof_outfile_open(path);
 	if (pt->fd < 0) {
-		err = -errno;
+		err = pt->fd;
 		goto fail;
 	}
 	err = tracebuf_start(pt->t);

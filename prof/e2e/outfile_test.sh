@@ -12,6 +12,10 @@
 #   point at VICTIM/passwd and VICTIM/cron-evil: refused before the
 #   program runs (status 2, one line naming -o and fs.protected_symlinks),
 #   passwd unchanged, cron-evil not created;
+# - nobody's link S/x -> VICTIM in the directory part: `-o S/x/cpu.pb.gz`
+#   and `--trace S/x/out.trace` refused before the program runs (status
+#   2, one line naming the link), nothing created in VICTIM; a --trace
+#   file of root's own still written;
 # - a dangling link of root's own: refused before the program runs;
 # - the link planted while the program runs (after the options were
 #   checked): the heap profile is refused when written (status 125, one
@@ -78,6 +82,30 @@ check planted_says_why grep -q -- "-o $S/cpu.pb.gz: .*fs.protected_symlinks" \
 check planted_not_run [ ! -e "$TMP/ran" ]
 check planted_passwd_unchanged unchanged
 check planted_nothing_created [ ! -e "$V/cron-evil" ]
+
+# nobody's link in the directory part (S/x -> V): refused before the
+# program runs, for -o and for --trace; nothing created in V.
+as_nobody ln -s "$V" "$S/x"
+"$PROF" record -o "$S/x/cpu.pb.gz" -- sh -c "touch '$TMP/ran'" \
+	>"$TMP/dir.out" 2>"$TMP/dir.err"
+rc=$?
+check dir_link_refused [ $rc = 2 ]
+check dir_link_one_line [ "$(wc -l <"$TMP/dir.err")" = 1 ]
+check dir_link_says_why grep -q -- \
+	"-o $S/x/cpu.pb.gz: .*$S/x, a symlink .*fs.protected_symlinks" \
+	"$TMP/dir.err"
+check dir_link_not_run [ ! -e "$TMP/ran" ]
+check dir_link_nothing_created [ ! -e "$V/cpu.pb.gz" ]
+"$PROF" record -q -o "$TMP/t.pb.gz" --trace "$S/x/out.trace" -- true \
+	2>"$TMP/dirtrace.err"
+rc=$?
+check dir_link_trace_refused [ $rc = 2 ]
+check dir_link_trace_says_why grep -q -- "--trace .*fs.protected_symlinks" \
+	"$TMP/dirtrace.err"
+check dir_link_trace_nothing_created [ ! -e "$V/out.trace" ]
+"$PROF" record -q -o "$TMP/t.pb.gz" --trace "$TMP/out.trace" -- true \
+	2>"$TMP/trace.err"
+check trace_written [ -s "$TMP/out.trace" ]
 
 ln -s "$V/nothing" "$S/dangling"
 "$PROF" record -o "$S/dangling" -- true 2>"$TMP/dangling.err"
