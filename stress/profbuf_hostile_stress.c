@@ -1189,16 +1189,8 @@ static void ring_init(struct ring *rg, char *mem, size_t cap)
 	rg->size = profbuf_shared_size(HDR, words, ntags);
 	memset(mem, 0, cap);
 	b = profbuf_shared_init(mem, rg->size, HDR, words, ntags);
-	rg->l = (struct pb_layout){
-		.hdrsize = b->hdrsize,
-		.data_len = b->data_len,
-		.tag_len = b->tag_len,
-		.data_off = b->data_off,
-		.tags_off = b->tags_off,
-		.stamps_off = b->stamps_off,
-		.ovf_rec_off = b->ovf_rec_off,
-		.size = b->size,
-	};
+	/* The geometry as laid out (0: it was just made). */
+	pb_check_layout(b, rg->size, &rg->l);
 	if (opt.rate > 0)
 		rg->rate = (uint64_t)opt.rate;
 	else if (stress_rand(&rng) % 4 == 0)
