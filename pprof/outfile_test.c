@@ -241,40 +241,6 @@ static void outfile_chardev(void)
 	KT_CHECK(access("/dev/profring-outfile-test", F_OK) != 0);
 }
 
-/* nobody's uid and gid (65534 without a passwd entry). */
-static void nobody_ids(uid_t *uid, gid_t *gid)
-{
-	struct passwd *pw = getpwnam("nobody");
-
-	*uid = pw ? pw->pw_uid : 65534;
-	*gid = pw ? pw->pw_gid : 65534;
-}
-
-/*
- * As nobody, in a child: the symlink @path -> @target.
- * Return: 0, or the errno that stopped it.
- */
-static int nobody_symlink(const char *target, const char *path)
-{
-	uid_t uid;
-	gid_t gid;
-	pid_t pid;
-	int status;
-
-	nobody_ids(&uid, &gid);
-	pid = fork();
-	if (pid < 0)
-		return errno;
-	if (!pid) {
-		if (setgroups(0, NULL) || setgid(gid) || setuid(uid))
-			_exit(errno);
-		_exit(symlink(target, path) ? errno : 0);
-	}
-	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
-		return ECHILD;
-	return WEXITSTATUS(status);
-}
-
 /*
  * Issue 35: root writes -o STICKY/cpu.pb.gz and --heap STICKY/heap.pb.gz
  * where nobody planted cpu.pb.gz -> VICTIM/passwd and heap.pb.gz ->

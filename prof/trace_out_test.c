@@ -50,31 +50,6 @@ static int trace_open_err(const char *path)
 }
 
 /*
- * As nobody, in a child: the symlink @path -> @target.
- * Return: 0, or the errno that stopped it.
- */
-static int nobody_symlink(const char *target, const char *path)
-{
-	struct passwd *pw = getpwnam("nobody");
-	uid_t uid = pw ? pw->pw_uid : 65534;
-	gid_t gid = pw ? pw->pw_gid : 65534;
-	pid_t pid;
-	int status;
-
-	pid = fork();
-	if (pid < 0)
-		return errno;
-	if (!pid) {
-		if (setgroups(0, NULL) || setgid(gid) || setuid(uid))
-			_exit(errno);
-		_exit(symlink(target, path) ? errno : 0);
-	}
-	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
-		return ECHILD;
-	return WEXITSTATUS(status);
-}
-
-/*
  * nobody plants STICKY/out.trace -> VICTIM/passwd and STICKY/x -> VICTIM,
  * as if after root's options were checked: prof_trace_open() refuses
  * both (-EACCES, sysctl fs.protected_symlinks on or off); passwd keeps

@@ -3,6 +3,10 @@
  * testing/tmpfiles.c - a private temporary directory per test program and
  * whole-file helpers (testing/tmpfiles.h).
  */
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <sys/wait.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,4 +102,33 @@ int run_cmd(const char *fmt, ...)
 			"missing?\n",
 			cmd, rc);
 	return rc;
+}
+
+void nobody_ids(uid_t *uid, gid_t *gid)
+{
+	struct passwd *pw = getpwnam("nobody");
+
+	*uid = pw ? pw->pw_uid : 65534;
+	*gid = pw ? pw->pw_gid : 65534;
+}
+
+int nobody_symlink(const char *target, const char *path)
+{
+	uid_t uid;
+	gid_t gid;
+	pid_t pid;
+	int status;
+
+	nobody_ids(&uid, &gid);
+	pid = fork();
+	if (pid < 0)
+		return errno;
+	if (!pid) {
+		if (setgroups(0, NULL) || setgid(gid) || setuid(uid))
+			_exit(errno);
+		_exit(symlink(target, path) ? errno : 0);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return ECHILD;
+	return WEXITSTATUS(status);
 }

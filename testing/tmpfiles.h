@@ -6,6 +6,8 @@
 #ifndef PROFRING_TESTING_TMPFILES_H
 #define PROFRING_TESTING_TMPFILES_H
 
+#include <sys/types.h>
+
 #include <stddef.h>
 
 /**
@@ -67,5 +69,18 @@ int write_bytes(const char *path, const void *p, size_t n);
  * Return: 0, or nonzero (its status) after saying on stderr what failed.
  */
 __attribute__((format(printf, 1, 2))) int run_cmd(const char *fmt, ...);
+
+/**
+ * nobody_ids() - user nobody's uid and gid (65534 without a passwd entry),
+ * for the tests that need a second user.
+ */
+void nobody_ids(uid_t *uid, gid_t *gid);
+
+/**
+ * nobody_symlink() - as nobody, in a child: the symlink @path -> @target.
+ *
+ * Return: 0, or the errno that stopped it (root only can switch).
+ */
+int nobody_symlink(const char *target, const char *path);
 
 #endif /* PROFRING_TESTING_TMPFILES_H */
