@@ -23,9 +23,10 @@ pass=0
 fail=0
 skip=0
 
-# count NAME RC OUTPUT: show the result lines of one part and add them up.
+# count NAME RC OUTPUT: show the result lines of one part, and the checks
+# that failed (ktest.h's "  file:line: ..." lines), and add them up.
 count() {
-	printf '%s\n' "$3" | grep -E '^(PASS|FAIL|SKIP|#|[a-z_]+_stress:)'
+	printf '%s\n' "$3" | grep -E '^(PASS|FAIL|SKIP|#|[a-z_]+_stress:)|^  [^ ]+:[0-9]+: (.*failed|required:)'
 	p=$(printf '%s\n' "$3" | grep -c '^PASS')
 	f=$(printf '%s\n' "$3" | grep -c '^FAIL')
 	s=$(printf '%s\n' "$3" | grep -c '^SKIP')
