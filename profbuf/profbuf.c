@@ -37,8 +37,9 @@
  *      of r: the slots it gave back are really free).  If the record fits
  *      (rewinding to offset 0 when it would cross the end of the ring, the
  *      skipped tail counting as used), CAS w forward by the words and one
- *      tag.  The CAS fails only if another writer reserved or the reader
- *      changed a flag meanwhile; then retry.  Reserved space belongs to
+ *      tag (acquire: a shorter commit may have given these words back;
+ *      see Shorter commits).  The CAS fails only if another writer
+ *      reserved or the reader changed a flag meanwhile; then retry.  Reserved space belongs to
  *      this writer alone: the reader does not look at it before the stamp,
  *      and no other writer can reserve it until the reader gives it back.
  *      The fast path (profbuf__write_fast(), <profring/profbuf_inline.h>)
@@ -51,6 +52,31 @@
  *      is no ordering among commits, a later reservation may commit first.
  *   If the reservation finds no room the write is discarded and counted in
  *   ovf; see Overflow.
+ *
+ * Records written in place.  profbuf_reserve() is steps 1 and 2 up to the
+ * stack (the same fast path and slow path, overflow emission and owner
+ * stamp included; a reservation with no room is counted lost like a
+ * write), and hands the stack slots to the caller; profbuf_commit() is
+ * step 3.  Nothing else changes: between the two the record is reserved
+ * and uncommitted, as a write in progress is, so nesting (a handler's
+ * write or reservation between them) works as it does for writes, and a
+ * dead owner's reservation is stepped over by its owner stamp.
+ *
+ * Shorter commits.  A commit of n < reserved stack words keeps the record
+ * exact: it stores a pad marker (PB_PAD_MARK | the unused words) in the
+ * first unused word, then the record's length for n words, then tries
+ * to give the unused words back: a CAS of w from just after this
+ * reservation (flags aside) to that less the unused words.  It succeeds
+ * when nobody reserved since (always with one writer); the next
+ * reservation then starts where the record now ends and overwrites the
+ * marker (its CAS acquires, pairing with the give-back's release, so
+ * that its stores follow ours).  Otherwise the words stay reserved, and
+ * the reader, finding the marker where the next record should start,
+ * steps over it as over a rewind marker: it ends its run there and the
+ * next read starts past it.  Every state is consistent for a reader
+ * stepping over a dead writer: length R (whole reservation, marker
+ * inside it), length n then the marker (stepped over), or given back
+ * (the next record starts at the marker's word).
  *
  * Read.  The reader scans forward from r_next while the stamps are 1
  * (acquire, pairing with the commit) and returns the longest such run that
@@ -155,6 +181,7 @@
 
 /* What one reservation got: up to two records (overflow + own). */
 struct pb_reservation {
+	uint64_t end; /* w's counts just after the reservation */
 	uint32_t tag; /* tag count of the first record */
 	uint32_t pos[2]; /* data offset of each record */
 	int32_t marker[2]; /* offset of the rewind marker before it, or -1 */
@@ -372,17 +399,21 @@ reserve(struct profbuf *b, const uint32_t *want, int n,
 			rv->wake = true;
 		}
 		/*
-		 * Relaxed: the reservation publishes nothing (the stamp
-		 * does), and the space was proven free by the acquire of r.
-		 * Atomicity alone orders us against other writers and
-		 * against the reader's SLEEPING and seal CASes; when we take
-		 * over a SLEEPING flag, wake_reader() supplies the ordering.
+		 * Acquire on success: pairs with the release CAS of a shorter
+		 * commit that gave its tail back (give_back_tail()): that
+		 * writer's stores into the tail happen before ours.  The
+		 * reservation publishes nothing (the stamp does), and the
+		 * space was proven free by the acquire of r.  Atomicity
+		 * orders us against other writers and against the reader's
+		 * SLEEPING and seal CASes; when we take over a SLEEPING flag,
+		 * wake_reader() supplies the ordering.
 		 */
 		if (atomic_compare_exchange_weak_explicit(&b->w, &old, new,
-							  memory_order_relaxed,
+							  memory_order_acquire,
 							  memory_order_relaxed))
 			break;
 	}
+	rv->end = new & ~RING_PINDEX_FLAGS;
 	rv->tag = ring_pindex_tag(old);
 	return true;
 }
@@ -415,16 +446,19 @@ static void claim_record(struct profbuf *b, uint32_t tag_count, uint32_t pos,
 		profbuf_test_claim_hook();
 }
 
-static inline void put_record(struct profbuf *b, uint32_t tag_count,
-			      uint32_t pos, int32_t marker, const void *tag,
-			      int64_t now, const uint64_t *restrict hdr,
-			      size_t nhdr, const uintptr_t *restrict stk,
-			      size_t nstk)
+/*
+ * begin_record() - fill everything of a reserved record but its stack:
+ * the owner stamp (shared), the rewind marker, length, time, header and
+ * tag.  Return: where its stack goes.
+ */
+static inline uint64_t *begin_record(struct profbuf *b, uint32_t tag_count,
+				     uint32_t pos, int32_t marker,
+				     const void *tag, int64_t now,
+				     const uint64_t *restrict hdr, size_t nhdr,
+				     size_t nstk)
 {
 	uint64_t *restrict d = pb_data(b) + pos;
 
-	_Static_assert(sizeof(uintptr_t) == sizeof(uint64_t),
-		       "stack words are copied as uint64_t");
 	if (ring_unlikely(b->shared))
 		claim_record(b, tag_count, pos, marker, 2 + b->hdrsize + nstk);
 	if (marker >= 0)
@@ -435,9 +469,12 @@ static inline void put_record(struct profbuf *b, uint32_t tag_count,
 		d[2 + i] = hdr[i];
 	for (size_t i = nhdr; i < b->hdrsize; i++)
 		d[2 + i] = 0;
-	if (nstk) /* stk may be NULL then */
-		memcpy(d + 2 + b->hdrsize, stk, nstk * sizeof(*d));
 	pb_tags(b)[tag_count & (b->tag_len - 1)] = tag;
+	return d + 2 + b->hdrsize;
+}
+
+static inline void commit_record(struct profbuf *b, uint32_t tag_count)
+{
 	ring_perturb();
 	/*
 	 * Release: pairs with the acquire load of the stamp in scan_run():
@@ -447,10 +484,50 @@ static inline void put_record(struct profbuf *b, uint32_t tag_count,
 			      PB_STAMP_COMMITTED, memory_order_release);
 }
 
+static inline void put_record(struct profbuf *b, uint32_t tag_count,
+			      uint32_t pos, int32_t marker, const void *tag,
+			      int64_t now, const uint64_t *restrict hdr,
+			      size_t nhdr, const uintptr_t *restrict stk,
+			      size_t nstk)
+{
+	uint64_t *restrict s = begin_record(b, tag_count, pos, marker, tag, now,
+					    hdr, nhdr, nstk);
+
+	_Static_assert(sizeof(uintptr_t) == sizeof(uint64_t),
+		       "stack words are copied as uint64_t");
+	if (nstk) /* stk may be NULL then */
+		memcpy(s, stk, nstk * sizeof(*s));
+	commit_record(b, tag_count);
+}
+
+/*
+ * resv_begin() - the caller's record of reservation @rv (its record @i)
+ * is begun: hand its stack slots over in @out.
+ */
+static void resv_begin(struct profbuf *b, const struct pb_reservation *rv,
+		       int i, const void *tag, int64_t now, const uint64_t *hdr,
+		       size_t nhdr, size_t nstk, struct profbuf_resv *out)
+{
+	uint32_t tc = rv->tag + (uint32_t)i;
+	uint64_t *s = begin_record(b, tc, rv->pos[i], rv->marker[i], tag, now,
+				   hdr, nhdr, nstk);
+
+	out->stk = (uintptr_t *)s;
+	out->nstk = nstk;
+	out->profbuf__b = b;
+	out->profbuf__rec = pb_data(b) + rv->pos[i];
+	out->profbuf__stamp = (uint32_t *)&pb_stamps(b)[tc & (b->tag_len - 1)];
+	out->profbuf__flags = rv->wake ? PROFBUF__RESV_WAKE : 0;
+	out->profbuf__w_end = rv->end;
+}
+
 /*
  * write_with_overflow() - a pending overflow was seen (@o): emit it before
  * our record, or count our record as lost too (@may_wait: or return
  * -EAGAIN, counting nothing).
+ *
+ * @out: NULL to write our record; else reserve it (profbuf_reserve()):
+ * begin it and hand it over in @out, for the caller to commit.
  *
  * Return: as profbuf_write(); 1 if the overflow was taken by someone else
  * meanwhile and the caller should write normally.
@@ -458,7 +535,7 @@ static inline void put_record(struct profbuf *b, uint32_t tag_count,
 static __attribute__((noinline, cold)) int
 write_with_overflow(struct profbuf *b, uint64_t o, const void *tag, int64_t now,
 		    const uint64_t *hdr, size_t nhdr, const uintptr_t *stk,
-		    size_t nstk, bool may_wait)
+		    size_t nstk, bool may_wait, struct profbuf_resv *out)
 {
 	uint32_t want[2] = { 3 + b->hdrsize, 2 + b->hdrsize + (uint32_t)nstk };
 	struct pb_reservation rv;
@@ -510,6 +587,10 @@ write_with_overflow(struct profbuf *b, uint64_t o, const void *tag, int64_t now,
 
 	put_record(b, rv.tag, rv.pos[0], rv.marker[0], NULL, (int64_t)ovf_time,
 		   NULL, 0, &count_word, 1);
+	if (out) {
+		resv_begin(b, &rv, 1, tag, now, hdr, nhdr, nstk, out);
+		return 0;
+	}
 	put_record(b, rv.tag + 1, rv.pos[1], rv.marker[1], tag, now, hdr, nhdr,
 		   stk, nstk);
 	if (rv.wake)
@@ -534,17 +615,20 @@ static bool header_ok(const struct profbuf *b, const uint64_t *hdr, size_t nhdr)
  * arguments, a pending overflow or CLOSED, a shared buffer, SLEEPING, a
  * rewind, no room, a lost CAS.  @may_wait: where the write would be
  * counted lost for want of room, return -EAGAIN and count nothing
- * (profbuf_write_wait()).
+ * (profbuf_write_wait()).  @out: NULL to write the record; else reserve
+ * it instead (profbuf_reserve(); @stk unused): begun, and handed over
+ * in @out for the caller to commit.
  */
 static __attribute__((noinline)) int
 write_slow(struct profbuf *b, const void *tag, int64_t now, const uint64_t *hdr,
-	   size_t nhdr, const uintptr_t *stk, size_t nstk, bool may_wait)
+	   size_t nhdr, const uintptr_t *stk, size_t nstk, bool may_wait,
+	   struct profbuf_resv *out)
 {
 	uint32_t want;
 	struct pb_reservation rv;
 	uint64_t o;
 
-	if (!b || !header_ok(b, hdr, nhdr) || (!stk && nstk) ||
+	if (!b || !header_ok(b, hdr, nhdr) || (!out && !stk && nstk) ||
 	    nstk > b->data_len - 2 - b->hdrsize)
 		return -EINVAL;
 	want = 2 + b->hdrsize + (uint32_t)nstk;
@@ -561,13 +645,17 @@ write_slow(struct profbuf *b, const void *tag, int64_t now, const uint64_t *hdr,
 		if (o & OVF_CLOSED)
 			return -EINVAL;
 		rc = write_with_overflow(b, o, tag, now, hdr, nhdr, stk, nstk,
-					 may_wait);
+					 may_wait, out);
 		if (rc <= 0)
 			return rc;
 	}
 	if (ring_unlikely(!reserve(b, &want, 1, &rv)))
 		return may_wait ? -EAGAIN : pb_count_loss(b, now);
 	ring_perturb();
+	if (out) {
+		resv_begin(b, &rv, 0, tag, now, hdr, nhdr, nstk, out);
+		return 0;
+	}
 	put_record(b, rv.tag, rv.pos[0], rv.marker[0], tag, now, hdr, nhdr, stk,
 		   nstk);
 	if (rv.wake)
@@ -596,7 +684,7 @@ RING_API int profbuf_write(struct profbuf *b, const void *tag, int64_t now,
 	if (ring_likely(
 		    !profbuf__write_fast(b, tag, now, hdr, nhdr, stk, nstk)))
 		return 0;
-	return write_slow(b, tag, now, hdr, nhdr, stk, nstk, false);
+	return write_slow(b, tag, now, hdr, nhdr, stk, nstk, false, NULL);
 }
 
 /*
@@ -644,16 +732,106 @@ RING_API int profbuf_write_wait(struct profbuf *b, const void *tag, int64_t now,
 	for (uint32_t step = 0;; step++) {
 		if (!profbuf__write_fast(b, tag, now, hdr, nhdr, stk, nstk))
 			return 0;
-		rc = write_slow(b, tag, now, hdr, nhdr, stk, nstk, true);
+		rc = write_slow(b, tag, now, hdr, nhdr, stk, nstk, true, NULL);
 		if (rc != -EAGAIN)
 			return rc;
 		if (!deadline)
 			deadline = mono_ns() + timeout_ns;
 		else if (step % 8 == 0 && mono_ns() >= deadline)
 			return write_slow(b, tag, now, hdr, nhdr, stk, nstk,
-					  false);
+					  false, NULL);
 		wait_for_room(step);
 	}
+}
+
+/* ---- records written in place ------------------------------------- */
+
+/*
+ * Reserve and commit (profbuf_reserve(), profbuf_commit()) are the
+ * write's steps 1-2 and 3 of the protocol, handed to the caller in
+ * between: the reservation is write's own (the fast path, or
+ * write_slow(), overflow emission and owner stamp included), filled up
+ * to its stack; the commit is the stamp.  See "Shorter commits".
+ */
+RING_API int profbuf_reserve(struct profbuf *b, const void *tag, int64_t now,
+			     const uint64_t *hdr, size_t nhdr, size_t nstk,
+			     struct profbuf_resv *rv)
+{
+	int rc;
+
+	if (ring_likely(
+		    !profbuf__reserve_fast(b, tag, now, hdr, nhdr, nstk, rv)))
+		return 0;
+	if (!rv)
+		return -EINVAL;
+	rc = write_slow(b, tag, now, hdr, nhdr, NULL, nstk, false, rv);
+	if (rc) {
+		rv->stk = NULL;
+		rv->nstk = 0;
+		rv->profbuf__stamp = NULL;
+	}
+	return rc;
+}
+
+/*
+ * give_back_tail() - commit @rv with @n of its stack slots: the rest is
+ * given back if the reservation is still the last one, padding otherwise
+ * (see "Shorter commits").
+ */
+static void give_back_tail(struct profbuf_resv *rv, size_t n)
+{
+	struct profbuf *b = rv->profbuf__b;
+	uint64_t *d = rv->profbuf__rec;
+	uint32_t pad = (uint32_t)(rv->nstk - n);
+	uint64_t w, end = rv->profbuf__w_end;
+
+	rv->stk[n] = PB_PAD_MARK | pad;
+	d[0] = (uint64_t)((uint64_t *)rv->stk - d) + n;
+	ring_perturb();
+	w = atomic_load_explicit(&b->w, memory_order_relaxed);
+	while ((w & ~RING_PINDEX_FLAGS) == end) {
+		uint64_t nw = ring_pindex_make(ring_pindex_data(w) - pad,
+					       ring_pindex_tag(w)) |
+			      (w & RING_PINDEX_FLAGS);
+
+		/*
+		 * Release: pairs with the acquire CAS of the next
+		 * reservation (reserve(), profbuf__write_fast(),
+		 * profbuf__reserve_fast()), which may take the tail: our
+		 * stores into it happen before its.
+		 */
+		if (atomic_compare_exchange_weak_explicit(&b->w, &w, nw,
+							  memory_order_release,
+							  memory_order_relaxed))
+			break;
+	}
+}
+
+RING_API int profbuf_commit(struct profbuf_resv *rv, size_t nstk)
+{
+	struct profbuf *b;
+	int rc = 0;
+
+	if (!rv || !rv->profbuf__stamp)
+		return -EINVAL;
+	b = rv->profbuf__b;
+	if (nstk > rv->nstk) {
+		nstk = rv->nstk;
+		rc = -EINVAL;
+	}
+	if (nstk < rv->nstk)
+		give_back_tail(rv, nstk);
+	ring_perturb();
+	/*
+	 * Release: pairs with the acquire load of the stamp in scan_run():
+	 * the record, its tag and its padding are visible before the stamp.
+	 */
+	atomic_store_explicit((_Atomic uint32_t *)rv->profbuf__stamp,
+			      PB_STAMP_COMMITTED, memory_order_release);
+	rv->profbuf__stamp = NULL;
+	if (rv->profbuf__flags & PROFBUF__RESV_WAKE)
+		wake_reader(b);
+	return rc;
 }
 
 RING_API int profbuf_close(struct profbuf *b)

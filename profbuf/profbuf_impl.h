@@ -126,6 +126,7 @@ PB_LAYOUT_AT(tags_off, tags_off);
 PB_LAYOUT_AT(stamps_off, stamps_off);
 #undef PB_LAYOUT_AT
 _Static_assert(PB_SLEEPING == PROFBUF__W_SLEEPING &&
+		       RING_PINDEX_FLAGS == PROFBUF__W_FLAGS &&
 		       RING_PINDEX_TAG_SHIFT == PROFBUF__W_TAG_SHIFT &&
 		       RING_PINDEX_MAX_ENTRIES == PROFBUF__MAX_WORDS,
 	       "inline layout v1: w");
@@ -138,6 +139,13 @@ _Static_assert(PB_SLEEPING == PROFBUF__W_SLEEPING &&
 #define PB_STAMP_FREE 0u
 #define PB_STAMP_COMMITTED 1u
 #define PB_STAMP_OWNER 0x80000000u
+/*
+ * A pad marker (profbuf_commit() of fewer stack words than reserved):
+ * stored in the first unused word, it says how many words the reader
+ * steps over to the next record (which may then start with a rewind
+ * marker).  No record length has bit 63 set.
+ */
+#define PB_PAD_MARK ((uint64_t)1 << 63)
 _Static_assert(PB_STAMP_COMMITTED == PROFBUF__STAMP_COMMITTED &&
 		       (OVF_CLOSED | OVF_COUNT_MASK) == PROFBUF__OVF_PENDING,
 	       "inline layout v1: stamps, ovf");

@@ -29,6 +29,38 @@
 
 static const void *const overflow_tag[1];
 
+/*
+ * record_at() - the length word of the record that starts at data offset
+ * *@di or after it: steps over a pad marker (the unused tail of a shorter
+ * commit, profbuf.c "Shorter commits") and then a rewind marker, moving
+ * *@di to the record and adding the words stepped over to *@skip.  A pad
+ * marker that leaves the ring reads as length 0, which every caller
+ * rejects.
+ */
+static uint64_t record_at(const uint64_t *data, uint32_t data_len, uint32_t *di,
+			  uint32_t *skip)
+{
+	uint64_t len = data[*di];
+
+	if (len & PB_PAD_MARK) {
+		uint64_t pad = len & ~PB_PAD_MARK;
+
+		if (pad == 0 || pad > data_len - *di)
+			return 0;
+		*skip += (uint32_t)pad;
+		*di += (uint32_t)pad;
+		if (*di == data_len) /* the next record is at 0 */
+			*di = 0;
+		len = data[*di];
+	}
+	if (len == 0) { /* the rewind marker: the record is at 0 */
+		*skip += data_len - *di;
+		*di = 0;
+		len = data[0];
+	}
+	return len;
+}
+
 /* ---- after fork ----------------------------------------------------- */
 
 /*
@@ -45,6 +77,7 @@ static uint64_t committed_end(struct profbuf *b, uint64_t bw)
 	for (int32_t k = 0; k < reserved; k++) {
 		uint32_t ti = ring_pindex_tag(pos) & (b->tag_len - 1);
 		uint32_t di = ring_pindex_data(pos) & (b->data_len - 1);
+		uint32_t skip = 0;
 		uint64_t len;
 
 		/* Acquire: pairs with the release store in put_record(). */
@@ -52,12 +85,10 @@ static uint64_t committed_end(struct profbuf *b, uint64_t bw)
 					 memory_order_acquire) !=
 		    PB_STAMP_COMMITTED)
 			break;
-		len = pb_data(b)[di];
-		if (len == 0) { /* the rewind marker: the record is at 0 */
-			pos = ring_pindex_add(pos, b->data_len - di, 0);
-			len = pb_data(b)[0];
-		}
-		pos = ring_pindex_add(pos, (uint32_t)len, 1);
+		len = record_at(pb_data(b), b->data_len, &di, &skip);
+		if (len < 2 + b->hdrsize || len > b->data_len - di)
+			break; /* malformed: give up from here */
+		pos = ring_pindex_add(pos, skip + (uint32_t)len, 1);
 	}
 	return pos;
 }
@@ -226,12 +257,12 @@ static int scan_run(struct pb_view *v, uint64_t bw, struct profbuf_read *out)
 		       PB_STAMP_COMMITTED) {
 		uint64_t len = v->data[di];
 
-		if (len == 0) {
+		if (len == 0 || (len & PB_PAD_MARK)) {
+			/* rewind or padding: the next read steps over it */
 			if (n > 0)
-				break; /* rewind: next read starts at 0 */
-			skip = v->data_len - start;
-			start = di = 0;
-			len = v->data[0];
+				break;
+			len = record_at(v->data, v->data_len, &di, &skip);
+			start = di;
 		}
 		if (len < 2 + v->hdrsize || len > v->data_len - di)
 			return pb_corrupt(v,
@@ -506,12 +537,7 @@ static int skip_dead_writer(struct pb_view *v)
 	st->stalled_unowned = 0;
 	if (!(stamp & PB_STAMP_OWNER) || !task_is_gone(stamp & ~PB_STAMP_OWNER))
 		return 0;
-	len = v->data[di];
-	if (len == 0) { /* the rewind marker: the record is at 0 */
-		skip = v->data_len - di;
-		di = 0;
-		len = v->data[0];
-	}
+	len = record_at(v->data, v->data_len, &di, &skip);
 	if (len < 2 + v->hdrsize || len > v->data_len - di)
 		return pb_corrupt(v, "a dead writer's record length is out of "
 				     "range");

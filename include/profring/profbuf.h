@@ -162,6 +162,71 @@ int profbuf_write_wait(struct profbuf *b, const void *tag, int64_t now,
 		       size_t nstk, uint64_t timeout_ns);
 
 /**
+ * struct profbuf_resv - a record reserved in the ring, written in place
+ * (profbuf_reserve(), profbuf_commit()).
+ * @stk:  the record's stack slots, in the ring: the caller stores up to
+ *        @nstk words here, then commits
+ * @nstk: how many slots were reserved
+ *
+ * The other fields are the library's (profbuf__ names: not API).
+ */
+struct profbuf_resv {
+	uintptr_t *stk;
+	size_t nstk;
+	struct profbuf *profbuf__b;
+	uint64_t *profbuf__rec; /* the record's length word */
+	uint32_t *profbuf__stamp; /* its commit stamp */
+	uint32_t profbuf__flags; /* PROFBUF__RESV_*: commit in the library */
+	uint64_t profbuf__w_end; /* w (no flags) just after the reservation */
+};
+
+/**
+ * profbuf_reserve() - reserve a record for its stack to be written in
+ * place: profbuf_write() in two halves, for a caller that walks the
+ * stack straight into the ring (no stack buffer, no copy).
+ * @b, @tag, @now, @hdr, @nhdr: as for profbuf_write(); the header, time
+ *        and tag are stored here.
+ * @nstk: stack slots to reserve (the most the caller may store)
+ * @rv:   filled in: the slots, rv->stk[0 .. rv->nstk)
+ *
+ * The record is then the caller's until profbuf_commit(@rv, n) publishes
+ * it with its first n slots.  Commit every reservation that returned 0,
+ * soon: the reader waits for it (as for a write in progress), records
+ * reserved after it included.  Async-signal-safe and lock-free, as
+ * profbuf_write(); nestable: a signal handler on the same thread may
+ * reserve and commit (or write) between its caller's reserve and commit.
+ * A reservation that finds no room is counted lost, exactly as
+ * profbuf_write() counts a write.  In a shared buffer the reservation is
+ * named by its owner stamp, as a write is: if its process dies before
+ * committing, the reader steps over it and counts it lost.  Inline in C
+ * callers like profbuf_write() (<profring/profbuf_inline.h>).
+ *
+ * Return: 0 with @rv filled in; otherwise as profbuf_write() (-ENOSPC:
+ * counted lost; -EINVAL), with @rv->stk NULL and nothing to commit.
+ */
+int profbuf_reserve(struct profbuf *b, const void *tag, int64_t now,
+		    const uint64_t *hdr, size_t nhdr, size_t nstk,
+		    struct profbuf_resv *rv);
+
+/**
+ * profbuf_commit() - publish a reserved record with its first @nstk
+ * stack slots.
+ * @rv:   from profbuf_reserve() (returned 0); spent by this call
+ * @nstk: 0 ... rv->nstk
+ *
+ * A shorter commit keeps the record exact: the reader sees @nstk stack
+ * words.  The rest of the reservation is given back to the ring when no
+ * record was reserved after it (always, with one writer); otherwise it
+ * stays unused, marked as padding that the reader steps over (it ends
+ * that read's run of records), so it costs ring space, never a record.
+ * Async-signal-safe; touches only the reservation and the write word.
+ *
+ * Return: 0; -EINVAL for a NULL or spent @rv, or @nstk above rv->nstk
+ * (the record is then committed with all rv->nstk slots).
+ */
+int profbuf_commit(struct profbuf_resv *rv, size_t nstk);
+
+/**
  * profbuf_read() - return the next run of committed records.
  * @b:    the buffer
  * @mode: PROFBUF_BLOCKING waits until there is something to return (data,

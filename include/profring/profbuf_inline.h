@@ -91,6 +91,7 @@ struct PROFBUF__VIEW profbuf_layout_v1 {
 
 /* w: bits 0-31 the data count, bit 32 SLEEPING, bits 34-63 the tag count. */
 #define PROFBUF__W_SLEEPING ((uint64_t)1 << 32)
+#define PROFBUF__W_FLAGS ((uint64_t)3 << 32)
 #define PROFBUF__W_TAG_SHIFT 34
 /* No ring holds this many words or tags. */
 #define PROFBUF__MAX_WORDS ((uint32_t)1 << 28)
@@ -255,11 +256,15 @@ profbuf__write_fast(struct profbuf *pb, const void *tag, int64_t now,
 	 */
 	__asm__("" : "+r"(d), "+r"(tagp), "+r"(stamp));
 	/*
-	 * Relaxed: the space was proven free by the acquire of limit, and the
-	 * stamp publishes.  One try: if w moved, the slow way starts over.
+	 * The space was proven free by the acquire of limit, and the stamp
+	 * publishes.  Acquire on success: pairs with the release CAS of a
+	 * shorter profbuf_commit() that gave its tail back: that writer's
+	 * stores into the tail happen before ours (free on x86-64, where
+	 * the locked CAS is a full barrier).  One try: if w moved, the
+	 * slow way starts over.
 	 */
 	if (__builtin_expect(!__atomic_compare_exchange_n(&b->w, &old, nw, 0,
-							  __ATOMIC_RELAXED,
+							  __ATOMIC_ACQUIRE,
 							  __ATOMIC_RELAXED),
 			     0))
 		return 1;
@@ -287,6 +292,125 @@ profbuf__write_fast(struct profbuf *pb, const void *tag, int64_t now,
 	return 0;
 }
 
+/* profbuf_resv.profbuf__flags: the commit must run in the library. */
+#define PROFBUF__RESV_WAKE 1u /* this reservation cleared SLEEPING */
+
+/*
+ * profbuf__reserve_fast() - profbuf_reserve()'s fast path: the same
+ * steps and declines as profbuf__write_fast() up to the CAS, then the
+ * record's length, time, header and tag, and @rv; the caller stores the
+ * stack and commits.  Return 0, or 1 having done nothing.
+ */
+static inline __attribute__((always_inline)) int
+profbuf__reserve_fast(struct profbuf *pb, const void *tag, int64_t now,
+		      const uint64_t *hdr, size_t nhdr, size_t nstk,
+		      struct profbuf_resv *rv)
+{
+	struct profbuf_layout_v1 *b = (struct profbuf_layout_v1 *)pb;
+	uint32_t hs, len, pos, size, tags, slot;
+	uint64_t old, nw, room, any, *d, h[PROFBUF__HELD_WORDS];
+	bool held = __builtin_constant_p(nhdr) && nhdr <= PROFBUF__HELD_WORDS;
+	const void **tagp;
+	uint32_t *stamp;
+
+	if (__builtin_expect(!b || !hdr || !rv, 0))
+		return 1;
+	hs = b->inline_hdrsize;
+	size = b->data_len;
+	if (__builtin_expect(nhdr - 1 >= hs || nstk >= PROFBUF__MAX_WORDS, 0))
+		return 1;
+	if (held) {
+		any = 0;
+		for (size_t i = 0; i < nhdr; i++)
+			any |= h[i] = hdr[i];
+	} else {
+		any = hdr[0] | hdr[nhdr - 1];
+		for (size_t i = 1; i + 1 < nhdr; i++)
+			any |= hdr[i];
+	}
+	if (__builtin_expect(!any, 0))
+		return 1;
+	len = 2 + hs + (uint32_t)nstk;
+	/* Acquire: as in profbuf__write_fast(). */
+	if (__builtin_expect(__atomic_load_n(&b->ovf, __ATOMIC_ACQUIRE) &
+				     PROFBUF__OVF_PENDING,
+			     0))
+		return 1;
+	old = __atomic_load_n(&b->w, __ATOMIC_RELAXED);
+	/* Acquire: as in profbuf__write_fast(). */
+	room = __atomic_load_n(&b->limit, __ATOMIC_ACQUIRE);
+	pos = (uint32_t)old & (size - 1);
+	nw = old + len + ((uint64_t)1 << PROFBUF__W_TAG_SHIFT);
+	room -= nw;
+	tags = b->tag_len;
+	if (__builtin_expect((old & PROFBUF__W_SLEEPING) || pos + len >= size ||
+				     (uint32_t)room > size ||
+				     (uint32_t)(room >> PROFBUF__W_TAG_SHIFT) >=
+					     tags,
+			     0))
+		return 1;
+	slot = (uint32_t)(old >> PROFBUF__W_TAG_SHIFT) & (tags - 1);
+	d = (uint64_t *)((char *)b + b->data_off) + pos;
+	tagp = (const void **)((char *)b + b->tags_off) + slot;
+	stamp = (uint32_t *)((char *)b + b->stamps_off) + slot;
+	__asm__("" : "+r"(d), "+r"(tagp), "+r"(stamp));
+	/*
+	 * Acquire: pairs with the release CAS of a shorter commit that gave
+	 * its tail back (profbuf_commit()): that writer's stores into the
+	 * tail happen before ours.  One try, as in profbuf__write_fast().
+	 */
+	if (__builtin_expect(!__atomic_compare_exchange_n(&b->w, &old, nw, 0,
+							  __ATOMIC_ACQUIRE,
+							  __ATOMIC_RELAXED),
+			     0))
+		return 1;
+	PROFBUF__PERTURB();
+	*tagp = tag;
+	d[0] = len;
+	d[1] = (uint64_t)now;
+	if (held) {
+		for (size_t i = 0; i < nhdr; i++)
+			d[2 + i] = h[i];
+	} else {
+		profbuf__copy(d + 2, hdr, nhdr);
+	}
+	for (size_t i = nhdr; i < hs; i++) {
+		__asm__("" : "+r"(i));
+		d[2 + i] = 0;
+	}
+	rv->stk = (uintptr_t *)(d + 2 + hs);
+	rv->nstk = nstk;
+	rv->profbuf__b = pb;
+	rv->profbuf__rec = d;
+	rv->profbuf__stamp = stamp;
+	rv->profbuf__flags = 0;
+	rv->profbuf__w_end = nw & ~(uint64_t)PROFBUF__W_FLAGS;
+	return 0;
+}
+
+/*
+ * profbuf__commit_fast() - profbuf_commit() of a whole reservation that
+ * owes no wakeup: the release store of the stamp.  Return 0, or 1 having
+ * done nothing.
+ */
+static inline __attribute__((always_inline)) int
+profbuf__commit_fast(struct profbuf_resv *rv, size_t nstk)
+{
+	if (__builtin_expect(nstk != rv->nstk || rv->profbuf__flags ||
+				     !rv->profbuf__stamp,
+			     0))
+		return 1;
+	PROFBUF__PERTURB();
+	/*
+	 * Release: pairs with the reader's acquire load of the stamp: the
+	 * record and the tag are visible before the stamp.
+	 */
+	__atomic_store_n(rv->profbuf__stamp, PROFBUF__STAMP_COMMITTED,
+			 __ATOMIC_RELEASE);
+	rv->profbuf__stamp = (uint32_t *)0;
+	return 0;
+}
+
 #endif /* __GNUC__ && !__cplusplus */
 
 #ifdef PROFBUF__INLINE
@@ -305,6 +429,29 @@ profbuf__write_inline(struct profbuf *b, const void *tag, int64_t now,
 	return (profbuf_write)(b, tag, now, hdr, nhdr, stk, nstk);
 }
 #define profbuf_write(...) profbuf__write_inline(__VA_ARGS__)
+
+/* profbuf_reserve() and profbuf_commit(), inline, as profbuf_write(). */
+static inline __attribute__((always_inline)) int
+profbuf__reserve_inline(struct profbuf *b, const void *tag, int64_t now,
+			const uint64_t *hdr, size_t nhdr, size_t nstk,
+			struct profbuf_resv *rv)
+{
+	if (__builtin_expect(
+		    !profbuf__reserve_fast(b, tag, now, hdr, nhdr, nstk, rv),
+		    1))
+		return 0;
+	return (profbuf_reserve)(b, tag, now, hdr, nhdr, nstk, rv);
+}
+#define profbuf_reserve(...) profbuf__reserve_inline(__VA_ARGS__)
+
+static inline __attribute__((always_inline)) int
+profbuf__commit_inline(struct profbuf_resv *rv, size_t nstk)
+{
+	if (__builtin_expect(rv && !profbuf__commit_fast(rv, nstk), 1))
+		return 0;
+	return (profbuf_commit)(rv, nstk);
+}
+#define profbuf_commit(...) profbuf__commit_inline(__VA_ARGS__)
 #endif /* PROFBUF__INLINE */
 
 #endif /* PROFRING_PROFBUF_INLINE_H */
