@@ -52,15 +52,21 @@
  * node_of() does.
  *
  * Generations and reclamation: two generations, current one chosen by
- * `cur`.  Every put, get and foreach runs inside a read-side section of
- * ring/grace.h and loads `cur` (acquire, pairing with the store in
- * reset) inside it.  Reset stores the other index in `cur`, waits a grace
- * period, then the old generation is quiescent: it is dumped and cleared
- * (arena rewound, buckets and the used part of the index zeroed, the
- * pages the recent generations did not need given back: see clear_gen()),
- * ready to be the next generation.  A put racing the reset lands in one
- * generation or the other, and the caller's id is valid in the generation
- * it landed in.  A reset called from a foreach or dump callback of the
+ * `cur`, the other holding the previous generation (readable by
+ * reference: stacktab_get_ref()).  Each knows its number (`seq`, the
+ * count of resets before it).  Every put, get and foreach runs inside a
+ * read-side section of ring/grace.h and loads `cur` (acquire, pairing
+ * with the store in reset) inside it.  Reset first recycles the previous
+ * generation: marks it retired (a get by reference no longer picks it),
+ * waits a grace period (no get still reads it), clears it (arena rewound,
+ * buckets and the used part of the index zeroed, the pages the recent
+ * generations did not need given back: see clear_gen()) and gives it the
+ * next number.  Then it stores that index in `cur` and waits a second
+ * grace period: the ending generation is quiescent, and is dumped.  It
+ * stays as it is, the previous generation, until the next reset.  A put
+ * racing the reset lands in one generation or the other, and the
+ * caller's id is valid in the generation it landed in, whose number a
+ * put by reference returns with it.  A reset called from a foreach or dump callback of the
  * same table would wait for itself (the section, or the reset lock): a
  * thread-local list of the tables the thread is walking refuses it.
  */
@@ -93,6 +99,11 @@ struct st_node {
 #define ST_MIN_NODE (sizeof(struct st_node) + sizeof(uintptr_t))
 
 struct st_gen {
+	/*
+	 * The generation number it holds (the count of resets before it),
+	 * or ST_RETIRED while a reset clears it for reuse.
+	 */
+	_Atomic uint64_t seq;
 	struct ring_region arena;
 	_Atomic uint32_t *buckets;
 	_Atomic uint32_t *ids; /* id -> node offset, 0 = none */
@@ -100,6 +111,8 @@ struct st_gen {
 	uint32_t max_ids;
 	uint32_t ids_touched; /* index entries touched since last give-back */
 };
+
+#define ST_RETIRED UINT64_MAX
 
 /* A reset keeps the pages the largest of this many generations used. */
 #define ST_RECENT 4
@@ -280,8 +293,8 @@ put_slow(struct stacktab *t, struct st_gen *g, struct ring_grace_slot *slot,
  * (no call, few registers), then compare its PCs once.  A 64-bit hash
  * match of a different stack is rare enough to leave to put_slow().
  */
-RING_API uint32_t stacktab_put(struct stacktab *t, const uintptr_t *pcs,
-			       size_t n)
+static inline __attribute__((always_inline)) uint32_t
+put_in(struct stacktab *t, const uintptr_t *pcs, size_t n, uint64_t *seq)
 {
 	struct ring_grace_section sec;
 	const struct st_node *nd = NULL;
@@ -333,8 +346,29 @@ RING_API uint32_t stacktab_put(struct stacktab *t, const uintptr_t *pcs,
 				1,
 			memory_order_relaxed);
 	}
+	/*
+	 * Relaxed: stored before the release of cur that made @g current,
+	 * and unchanged until a reset that waits for this section.
+	 */
+	if (seq)
+		*seq = atomic_load_explicit(&g->seq, memory_order_relaxed);
 	ring_grace_exit(&sec);
 	return id;
+}
+
+RING_API uint32_t stacktab_put(struct stacktab *t, const uintptr_t *pcs,
+			       size_t n)
+{
+	return put_in(t, pcs, n, NULL);
+}
+
+RING_API uint64_t stacktab_put_ref(struct stacktab *t, const uintptr_t *pcs,
+				   size_t n)
+{
+	uint64_t seq = 0;
+	uint32_t id = put_in(t, pcs, n, &seq);
+
+	return id ? seq << 32 | id : 0;
 }
 
 /*
@@ -392,6 +426,56 @@ RING_API size_t stacktab_get(struct stacktab *t, uint32_t id, uintptr_t *pcs,
 	if (!t || !ring_grace_enter(&t->grace, &sec))
 		return 0;
 	nd = node_of(t, current(t), id);
+	if (nd) {
+		n = nd->n;
+		if (pcs)
+			memcpy(pcs, nd->pcs,
+			       (n < max ? n : max) * sizeof(*pcs));
+	}
+	ring_grace_exit(&sec);
+	return n;
+}
+
+/*
+ * The generation named @want (the low 32 bits of its number), current or
+ * previous, inside a read-side section; NULL if neither is it.  A
+ * generation being cleared for reuse is ST_RETIRED from before the grace
+ * period that precedes its clearing (see stacktab_reset()), so one found
+ * here is not cleared before the section ends.
+ */
+static struct st_gen *gen_named(struct stacktab *t, uint32_t want)
+{
+	/* Acquire: pairs with the release store of cur in reset(). */
+	uint32_t c = atomic_load_explicit(&t->cur, memory_order_acquire);
+
+	for (uint32_t i = 0; i < 2; i++) {
+		struct st_gen *g = &t->gen[c ^ i];
+		/*
+		 * Acquire: pairs with the release store of the number once
+		 * the generation was cleared: its empty state is visible.
+		 */
+		uint64_t seq =
+			atomic_load_explicit(&g->seq, memory_order_acquire);
+
+		if (seq != ST_RETIRED && (uint32_t)seq == want)
+			return g;
+	}
+	return NULL;
+}
+
+RING_API size_t stacktab_get_ref(struct stacktab *t, uint64_t ref,
+				 uintptr_t *pcs, size_t max)
+{
+	struct ring_grace_section sec;
+	struct st_gen *g;
+	struct st_node *nd = NULL;
+	size_t n = 0;
+
+	if (!t || !ring_grace_enter(&t->grace, &sec))
+		return 0;
+	g = gen_named(t, (uint32_t)(ref >> 32));
+	if (g)
+		nd = node_of(t, g, (uint32_t)ref);
 	if (nd) {
 		n = nd->n;
 		if (pcs)
@@ -485,6 +569,24 @@ static void clear_gen(struct stacktab *t, struct st_gen *g)
 	atomic_store_explicit(&g->next_id, 1, memory_order_relaxed);
 }
 
+/*
+ * Retire generation @g (the one before the current), wait until no get
+ * can still read it, and clear it to hold generation @seq.  Under
+ * reset_lock.
+ */
+static void recycle_gen(struct stacktab *t, struct st_gen *g, uint64_t seq)
+{
+	/*
+	 * Release, then the grace period: a get that enters after the wait
+	 * began sees the generation retired (ring_grace_wait()'s barrier).
+	 */
+	atomic_store_explicit(&g->seq, ST_RETIRED, memory_order_release);
+	ring_grace_wait(&t->grace);
+	clear_gen(t, g);
+	/* Release: pairs with the acquire load in gen_named(). */
+	atomic_store_explicit(&g->seq, seq, memory_order_release);
+}
+
 RING_API int stacktab_reset(struct stacktab *t, stacktab_fn dump, void *arg)
 {
 	struct st_gen *old;
@@ -503,15 +605,18 @@ RING_API int stacktab_reset(struct stacktab *t, stacktab_fn dump, void *arg)
 	pthread_mutex_lock(&t->reset_lock);
 	cur = atomic_load_explicit(&t->cur, memory_order_relaxed);
 	old = &t->gen[cur];
+	/* The generation before the one ending becomes the next one. */
+	recycle_gen(t, &t->gen[cur ^ 1],
+		    atomic_load_explicit(&old->seq, memory_order_relaxed) + 1);
 	/*
 	 * Release: pairs with the acquire load in current(): the new
-	 * generation, cleared by the previous reset, is seen empty.
+	 * generation, cleared just now, is seen empty.
 	 */
 	atomic_store_explicit(&t->cur, cur ^ 1, memory_order_release);
 	ring_grace_wait(&t->grace);
+	/* The ending generation stays readable, by reference, until the next reset. */
 	if (dump)
 		rc = walk(t, old, dump, arg);
-	clear_gen(t, old);
 	atomic_fetch_add_explicit(&t->resets, 1, memory_order_relaxed);
 	pthread_mutex_unlock(&t->reset_lock);
 	return rc;
@@ -560,6 +665,8 @@ static int gen_init(struct stacktab *t, struct st_gen *g, size_t max_bytes)
 		return -ENOMEM;
 	ring_region_alloc(&g->arena, ST_WORD, ST_WORD);
 	atomic_init(&g->next_id, 1);
+	/* Generation 0 is current; the other holds none yet. */
+	atomic_init(&g->seq, g == &t->gen[0] ? 0 : ST_RETIRED);
 	return 0;
 }
 

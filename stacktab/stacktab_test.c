@@ -266,6 +266,118 @@ static void reset_generations(void)
 	stacktab_free(t);
 }
 
+/*
+ * A reference resolves through its own generation and the next one: a
+ * record still in a ring when the table is reset finds its stack.
+ */
+static void refs_survive_reset(void)
+{
+	struct stacktab *t = stacktab_new(1 << 20, 1024);
+	uint64_t refs[POOL], ref;
+	uintptr_t out[MAXN];
+
+	KT_REQUIRE(t);
+	for (int i = 0; i < POOL; i++) {
+		refs[i] = stacktab_put_ref(t, pool[i], pool_n[i]);
+		KT_CHECK(refs[i] != 0);
+		KT_CHECK_EQ(STACKTAB_REF_GEN(refs[i]), 0);
+		KT_CHECK_EQ(STACKTAB_REF_ID(refs[i]),
+			    stacktab_put(t, pool[i], pool_n[i]));
+	}
+	KT_CHECK_EQ(stacktab_reset(t, NULL, NULL), 0);
+	/* New puts in generation 1 reuse ids 1, 2, ... */
+	ref = stacktab_put_ref(t, pool[7], pool_n[7]);
+	KT_CHECK_EQ(STACKTAB_REF_GEN(ref), 1);
+	KT_CHECK_EQ(STACKTAB_REF_ID(ref), 1);
+	for (int i = 0; i < POOL; i++) {
+		memset(out, 0, sizeof(out));
+		KT_CHECK_EQ(stacktab_get_ref(t, refs[i], out, MAXN), pool_n[i]);
+		KT_CHECK(!memcmp(out, pool[i], pool_n[i] * sizeof(*out)));
+	}
+	/* The bare id names the current generation's stack 1. */
+	KT_CHECK_EQ(stacktab_get(t, STACKTAB_REF_ID(ref), out, MAXN),
+		    pool_n[7]);
+	KT_CHECK_EQ(stacktab_get_ref(t, ref, out, MAXN), pool_n[7]);
+	/* A second reset: generation 0's references resolve no more. */
+	KT_CHECK_EQ(stacktab_reset(t, NULL, NULL), 0);
+	for (int i = 0; i < POOL; i++)
+		KT_CHECK_EQ(stacktab_get_ref(t, refs[i], out, MAXN), 0);
+	KT_CHECK_EQ(stacktab_get_ref(t, ref, out, MAXN), pool_n[7]);
+	KT_CHECK_EQ(stacktab_reset(t, NULL, NULL), 0);
+	KT_CHECK_EQ(stacktab_get_ref(t, ref, out, MAXN), 0);
+	/* Not a generation the table holds: 0, never a wrong stack. */
+	KT_CHECK_EQ(stacktab_get_ref(t, (uint64_t)9 << 32 | 1, out, MAXN), 0);
+	KT_CHECK_EQ(stacktab_get_ref(NULL, refs[0], out, MAXN), 0);
+	KT_CHECK_EQ(stacktab_put_ref(t, pool[0], 0), 0);
+	stacktab_free(t);
+}
+
+struct ref_racer {
+	struct stacktab *t;
+	atomic_bool stop;
+	atomic_ulong started, done; /* resets */
+	uint64_t checked, bad;
+};
+
+/*
+ * Put by reference and resolve the reference after a pause: while at most
+ * one reset overlapped the two, it must resolve to its stack.
+ */
+static void *ref_putter_main(void *arg)
+{
+	struct ref_racer *r = arg;
+	uintptr_t out[MAXN];
+	uint64_t rng = 7;
+
+	while (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
+		int i = (int)(stress_rand(&rng) % POOL);
+		uint64_t done, ref;
+		size_t n;
+
+		done = atomic_load_explicit(&r->done, memory_order_acquire);
+		ref = stacktab_put_ref(r->t, pool[i], pool_n[i]);
+		if (!ref)
+			continue;
+		if (i & 1)
+			sched_yield();
+		n = stacktab_get_ref(r->t, ref, out, MAXN);
+		/* Never a wrong stack; its own while it must resolve. */
+		if (n && (n != pool_n[i] ||
+			  memcmp(out, pool[i], pool_n[i] * sizeof(*out))))
+			r->bad++;
+		if (atomic_load_explicit(&r->started, memory_order_acquire) -
+			    done >
+		    1)
+			continue;
+		r->checked++;
+		r->bad += !n;
+	}
+	return NULL;
+}
+
+static void refs_race_resets(void)
+{
+	struct ref_racer r = { .t = stacktab_new(1 << 20, 1024) };
+	pthread_t th;
+
+	KT_REQUIRE(r.t);
+	KT_REQUIRE(pthread_create(&th, NULL, ref_putter_main, &r) == 0);
+	for (int i = 0; i < 2000; i++) {
+		atomic_fetch_add_explicit(&r.started, 1, memory_order_seq_cst);
+		KT_CHECK_EQ(stacktab_reset(r.t, NULL, NULL), 0);
+		atomic_fetch_add_explicit(&r.done, 1, memory_order_seq_cst);
+		/* A pause: puts and gets between resets, not only during. */
+		nanosleep(&(struct timespec){ .tv_nsec = 20000 }, NULL);
+	}
+	atomic_store_explicit(&r.stop, 1, memory_order_relaxed);
+	pthread_join(th, NULL);
+	printf("  %llu references checked across 2000 resets\n",
+	       (unsigned long long)r.checked);
+	KT_CHECK(r.checked > 0);
+	KT_CHECK_EQ(r.bad, 0);
+	stacktab_free(r.t);
+}
+
 /* ---- threads and handlers ---------------------------------------------- */
 
 struct putter {
@@ -925,14 +1037,14 @@ static int put_deep(struct stacktab *t, int count, uintptr_t tag)
 
 /*
  * A burst generation's memory is given back once the burst is no longer
- * among the last four generations: by the fourth reset after the one that
- * ended it, and not before (see the header).
+ * among the last four generations cleared: by the fifth reset after the
+ * one that ended it, and not before (see the header).
  */
 static void reset_gives_back_bursts(void)
 {
 	enum { BURST = (48 << 20) / 1048, MIB = 1 << 20 };
 	struct stacktab *t = stacktab_new(64 << 20, 1024);
-	long page = sysconf(_SC_PAGESIZE), base, burst, after[6];
+	long page = sysconf(_SC_PAGESIZE), base, burst, after[7];
 
 	KT_REQUIRE(t);
 	base = rss_pages();
@@ -942,21 +1054,25 @@ static void reset_gives_back_bursts(void)
 	burst = rss_pages();
 	/* The burst is resident: at least 40 of its 48 MiB. */
 	KT_REQUIRE((burst - base) * page >= 40 * MIB);
-	for (int r = 1; r <= 5; r++) {
+	for (int r = 1; r <= 6; r++) {
 		KT_CHECK_EQ(stacktab_reset(t, NULL, NULL), 0);
 		after[r] = rss_pages();
 		KT_CHECK_EQ(put_deep(t, 10, 2 + (uintptr_t)r), 10);
 	}
-	printf("  rss MiB: before %ld, burst %ld, after resets 1..5: %ld %ld "
-	       "%ld %ld %ld\n",
+	printf("  rss MiB: before %ld, burst %ld, after resets 1..6: %ld %ld "
+	       "%ld %ld %ld %ld\n",
 	       base * page / MIB, burst * page / MIB, after[1] * page / MIB,
 	       after[2] * page / MIB, after[3] * page / MIB,
-	       after[4] * page / MIB, after[5] * page / MIB);
-	/* Kept while the burst is one of the last four generations ... */
-	for (int r = 1; r <= 4; r++)
+	       after[4] * page / MIB, after[5] * page / MIB,
+	       after[6] * page / MIB);
+	/*
+	 * Kept while the burst is the previous generation, then one of the
+	 * last four cleared ...
+	 */
+	for (int r = 1; r <= 5; r++)
 		KT_CHECK((burst - after[r]) * page < 8 * MIB);
-	/* ... and given back by the fourth reset after the one ending it. */
-	KT_CHECK((burst - after[5]) * page >= 40 * MIB);
+	/* ... and given back by the fifth reset after the one ending it. */
+	KT_CHECK((burst - after[6]) * page >= 40 * MIB);
 	stacktab_free(t);
 }
 
@@ -1146,6 +1262,8 @@ int main(void)
 	KT_RUN(arena_exhaustion);
 	KT_RUN(foreach_once_each);
 	KT_RUN(reset_generations);
+	KT_RUN(refs_survive_reset);
+	KT_RUN(refs_race_resets);
 	KT_RUN(concurrent_against_reference);
 	KT_RUN(resets_under_load);
 	KT_RUN(foreach_races_inserts);

@@ -8,12 +8,19 @@
  * from a bounded arena fixed at creation; there is no malloc after
  * stacktab_new().
  *
- * Generations.  Ids are valid until the next stacktab_reset(), which
- * starts a new, empty generation (ids begin again at 1) and hands the old
- * one to a callback - a tracer emits it as the generation's stack table -
- * before recycling its memory.  Puts and gets running during a reset use
- * the new generation or finish in the old one; the old memory is recycled
- * only once none of them can still touch it.
+ * Generations.  A stacktab_reset() starts a new, empty generation (ids
+ * begin again at 1) and hands the one ending to a callback - a tracer
+ * emits it as the generation's stack table.  A bare id names a stack of
+ * the current generation: stacktab_get() resolves it until the next
+ * reset.  A reference (stacktab_put_ref(): the id with its generation's
+ * number) resolves, through stacktab_get_ref(), for one reset longer: the
+ * table keeps the previous generation readable until the reset after the
+ * one that ended it, and recycles its memory then.  So a record that
+ * carries a reference and is read after one reset - a profiler that
+ * resets while records are still in its ring - still finds its stack.
+ * Puts and gets running during a reset use the new generation or finish
+ * in the old one; memory is recycled only once none of them can still
+ * touch it.
  *
  * Guarantees:
  *  - stacktab_put() and stacktab_get() are async-signal-safe and lock-free
@@ -38,6 +45,12 @@
  *    reset's dump reported resolves, through stacktab_get(), to its stack
  *    until the next reset; a walk reports each stack once, and never the
  *    id of an insert that lost its race (a wasted id).
+ *  - How long a reference resolves: every reference stacktab_put_ref()
+ *    returned resolves, through stacktab_get_ref(), to its stack until the
+ *    second reset after the put (through its own generation and the
+ *    next); after that, get_ref returns 0 for it.  Generation numbers are
+ *    32 bits in a reference: one 2^32 resets old (13 years at 10 resets a
+ *    second) would be taken for a current one.
  *  - Stacks deeper than STACKTAB_MAX_DEPTH frames are truncated to their
  *    first (innermost) STACKTAB_MAX_DEPTH frames, consistently: two stacks
  *    that agree on those frames get the same id.
@@ -49,14 +62,15 @@
  * pages, and committed only as it is first used), an id index (one 32-bit
  * word per possible id: max_bytes / 32 + 1 of them, committed as used)
  * and a bucket array (a power of two of at least 2 x expected_stacks
- * 32-bit words, committed in full by the first reset that ends the
- * generation, and kept).  A
- * reset keeps committed the arena and index pages that the largest of the
- * last four generations (the one ending and the three before it) used,
- * and gives the rest of the ending generation's pages back to the kernel
+ * 32-bit words, committed in full by the first reset that clears the
+ * generation for reuse, and kept).  A reset clears the generation before
+ * the one ending (the ending one stays readable); it keeps committed the
+ * arena and index pages that the largest of the last four generations
+ * cleared (this one and the three before it) used, and gives the rest of
+ * the cleared generation's pages back to the kernel
  * (madvise(MADV_DONTNEED)).  So a table whose generations stay about the
  * same size reuses its pages without page faults, and the memory of a
- * burst is given back by the fourth reset after the one that ended the
+ * burst is given back by the fifth reset after the one that ended the
  * burst's generation.  At most STACKTAB_MAX_THREADS threads (alive at
  * once) can use one table.
  */
@@ -119,6 +133,23 @@ void stacktab_free(struct stacktab *t);
 uint32_t stacktab_put(struct stacktab *t, const uintptr_t *pcs, size_t n);
 
 /**
+ * stacktab_put_ref() - intern @n PCs, as stacktab_put(), and return a
+ * reference to the stack: its id in the low 32 bits, the low 32 bits of
+ * its generation's number (0 for the first, then one more for each reset)
+ * in the high 32 bits.  Write the reference, not the id, in a record that
+ * may be read after a reset.
+ *
+ * Async-signal-safe, lock-free.
+ *
+ * Return: the reference (nonzero; STACKTAB_REF_ID() is the id
+ * stacktab_put() would have returned), or 0 as stacktab_put() returns 0.
+ */
+uint64_t stacktab_put_ref(struct stacktab *t, const uintptr_t *pcs, size_t n);
+
+#define STACKTAB_REF_ID(ref) ((uint32_t)(ref))
+#define STACKTAB_REF_GEN(ref) ((uint32_t)((ref) >> 32))
+
+/**
  * stacktab_get() - copy the PCs of stack @id into @pcs (at most @max).
  *
  * Async-signal-safe, lock-free, O(1) to find the stack (an id whose
@@ -130,6 +161,20 @@ uint32_t stacktab_put(struct stacktab *t, const uintptr_t *pcs, size_t n);
  */
 size_t stacktab_get(struct stacktab *t, uint32_t id, uintptr_t *pcs,
 		    size_t max);
+
+/**
+ * stacktab_get_ref() - copy the PCs of the stack @ref names into @pcs (at
+ * most @max), from the current generation or the previous one.
+ *
+ * Async-signal-safe, lock-free, O(1) to find the stack, as stacktab_get().
+ *
+ * Return: the stack's length (which may exceed @max), or 0 if @ref is not
+ * a reference stacktab_put_ref() returned since the reset before the last
+ * one (see "How long a reference resolves" above), @t is NULL, or the
+ * calling thread could get no thread slot.
+ */
+size_t stacktab_get_ref(struct stacktab *t, uint64_t ref, uintptr_t *pcs,
+			size_t max);
 
 /**
  * stacktab_foreach() - call @fn for every stack of the current generation,
@@ -157,8 +202,11 @@ int stacktab_foreach(struct stacktab *t, stacktab_fn fn, void *arg);
  *        it
  * @arg:  passed to @dump
  *
- * Waits for a grace period (see above).  Resets are serialized.  Then
- * gives back memory (see "Memory" above).  Not signal-safe.
+ * Clears the generation before the one ending, giving back memory (see
+ * "Memory" above), after a grace period (no get by reference still reads
+ * it); makes it current; waits for a second grace period (see above);
+ * then dumps the generation ending, which stays readable by reference
+ * until the next reset.  Resets are serialized.  Not signal-safe.
  *
  * Return: 0, or the first nonzero value @dump returned (the generation
  * still ends), or -EINVAL (@t is NULL), or -EDEADLK when called from a
