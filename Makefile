@@ -108,8 +108,8 @@ PROF_TOOLS := $(PROF_SO) $(BUILD)/tools/profring-prof $(DEMOS)
 
 .PHONY: all deps check run-tests tsan asan stress stress-perturb stress-tsan \
 	stress-asan stress-build run-stress bench demo demo-stress bench-prof \
-	install format clean fuzz fuzz-build fuzz-replay bench-plot bench-agree \
-	bench-lttng
+	install tsan-lib format clean fuzz fuzz-build fuzz-replay bench-plot \
+	bench-agree bench-lttng
 
 all: $(LIB_A) $(BUILD)/libprofring.so $(PROF_SO) $(TOOLS) $(DEMOS)
 
@@ -544,6 +544,31 @@ install: all
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
 		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
 		profring.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/profring.pc
+	@if $(TSAN_PROBE); then \
+		$(MAKE) --no-print-directory tsan-lib && \
+		install -m 644 $(TSAN_LIB) $(DESTDIR)$(LIBDIR)/ && \
+		sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+			-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
+			profring-tsan.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/profring-tsan.pc; \
+	else \
+		echo "install: $(TSAN_CC) cannot build with -fsanitize=thread: no libprofring-tsan.a"; \
+	fi
+
+# libprofring-tsan.a (pkg-config profring-tsan): the library built with
+# ThreadSanitizer, for programs built with -fsanitize=thread.  TSan sees
+# the hand-over of their data only through atomics it instrumented: against
+# the plain library it reports races that are not there.  Built by
+# TSAN_CC (clang: gcc refuses the library's fences under TSan), installed
+# when it can build with -fsanitize=thread; programs built by gcc or clang
+# link it.
+TSAN_CC ?= clang
+TSAN_LIB := $(BUILD)/libprofring-tsan.a
+TSAN_PROBE = printf 'int main(void) { return 0; }\n' | \
+	$(TSAN_CC) -fsanitize=thread -x c -o /dev/null - 2>/dev/null
+tsan-lib:
+	$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan-lib CC=$(TSAN_CC) \
+		OPT="-O1 -g" SAN=-fsanitize=thread $(BUILD)/tsan-lib/libprofring.a
+	cp $(BUILD)/tsan-lib/libprofring.a $(TSAN_LIB)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -59,6 +59,8 @@ out=$(sh tools/tools_test.sh "$BUILD" 2>&1)
 count tools_test.sh $? "$out"
 out=$(sh testing/headers_test.sh "$BUILD" 2>&1)
 count headers_test.sh $? "$out"
+out=$(sh testing/tsan_user_test.sh "$BUILD" 2>&1)
+count tsan_user_test.sh $? "$out"
 out=$(sh prof/prof_test.sh "$BUILD" "$LABEL" 2>&1)
 count prof_test.sh $? "$out"
 out=$(sh prof/e2e/e2e_test.sh "$BUILD" "$LABEL" 2>&1)
