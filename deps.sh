@@ -10,7 +10,8 @@ PACKAGES="build-essential make gcc clang libclang-rt-14-dev pkg-config
 	libdw-dev libc6-dbg binutils
 	gawk python3 gnuplot-nox golang-go google-perftools libjemalloc2 heaptrack
 	linux-perf sqlite3 xz-utils nodejs
-	liblttng-ust-dev lttng-tools babeltrace"
+	liblttng-ust-dev lttng-tools babeltrace
+	mandoc"
 
 if [ "$(id -u)" -eq 0 ]; then
 	SUDO=

@@ -5,7 +5,8 @@
 #
 #	sh testing/run-tests.sh BUILD LABEL TEST...
 #
-# Runs each unit-test binary TEST, the README example, the public headers
+# Runs each unit-test binary TEST, the README example, the manual pages
+# (man/man_test.sh), the public headers
 # as users compile them (headers_test.sh), the tools' and the profiler's
 # end-to-end scripts (prof_test.sh and prof/e2e/*_test.sh: e2e, heap,
 # http, http_slow, record_http, threads, wall, wall_outputs, scribble,
@@ -59,6 +60,8 @@ out=$(sh tools/tools_test.sh "$BUILD" 2>&1)
 count tools_test.sh $? "$out"
 out=$(sh testing/headers_test.sh "$BUILD" 2>&1)
 count headers_test.sh $? "$out"
+out=$(sh man/man_test.sh "$BUILD" 2>&1)
+count man_test.sh $? "$out"
 out=$(sh testing/tsan_user_test.sh "$BUILD" 2>&1)
 count tsan_user_test.sh $? "$out"
 out=$(sh prof/prof_test.sh "$BUILD" "$LABEL" 2>&1)
