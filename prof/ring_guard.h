@@ -66,6 +66,37 @@ static inline int prof_ring_write(struct profbuf *b, const void *tag,
 	return profbuf_write(b, tag, now, hdr, nhdr, stk, nstk);
 }
 
+/*
+ * profbuf_reserve(), or -EIO for a ring whose geometry was overwritten
+ * (@rv then holds nothing to commit).  The reservation's slots are
+ * computed from the geometry just checked, so the caller's stores into
+ * them, and prof_ring_commit(), stay inside the ring whatever the
+ * program writes meanwhile.
+ */
+static inline int prof_ring_reserve(struct profbuf *b, const void *tag,
+				    int64_t now, const uint64_t *hdr,
+				    size_t nhdr, size_t nstk,
+				    struct profbuf_resv *rv)
+{
+	if (__builtin_expect(!prof_ring_intact(b), 0)) {
+		rv->stk = NULL;
+		rv->nstk = 0;
+		return -EIO;
+	}
+	return profbuf_reserve(b, tag, now, hdr, nhdr, nstk, rv);
+}
+
+/*
+ * profbuf_commit() of a prof_ring_reserve(): always, even if the geometry
+ * changed since (the reader waits for every reservation).  It writes only
+ * the reservation's own words, its stamp and the write index, all placed
+ * by the geometry checked at the reservation.
+ */
+static inline int prof_ring_commit(struct profbuf_resv *rv, size_t nstk)
+{
+	return profbuf_commit(rv, nstk);
+}
+
 /* profbuf_write_wait(), or -EIO for a ring whose geometry was overwritten. */
 static inline int prof_ring_write_wait(struct profbuf *b, const void *tag,
 				       int64_t now, const uint64_t *hdr,

@@ -204,7 +204,7 @@ void prof_smp_count(_Atomic uint64_t *c)
 	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
 }
 
-static size_t take_stack(void *ucontext, uintptr_t *pcs)
+static size_t take_stack(void *ucontext, uintptr_t *pcs, size_t max)
 {
 	struct prof_unwind_result res;
 	bool fp = prof_smp.unwinder != PROFRING_PROF_UNWIND_LIBUNWIND;
@@ -215,10 +215,9 @@ static size_t take_stack(void *ucontext, uintptr_t *pcs)
 		prof_smp_count(&prof_smp.counters->unwind_fallback);
 	}
 	if (fp)
-		prof_unwind_fp(ucontext, &prof_self.bounds, pcs,
-			       prof_smp.max_frames, &res);
+		prof_unwind_fp(ucontext, &prof_self.bounds, pcs, max, &res);
 	else
-		prof_unwind_libunwind(ucontext, pcs, prof_smp.max_frames, &res);
+		prof_unwind_libunwind(ucontext, pcs, max, &res);
 	if (res.truncated)
 		prof_smp_count(&prof_smp.counters->truncated);
 	if (res.unchecked)
@@ -256,13 +255,17 @@ static uint64_t weigh(const siginfo_t *si)
 /*
  * A wall signal's record (wall.c): PROF_REC_WALL, its ticks, the state
  * word before the PCs; a timer's, PROF_REC_SAMPLE weighed by CPU time.
+ * The stack is walked straight into the ring: the record is reserved
+ * with room for the frame limit, the unwinder writes the PCs into it,
+ * and the commit keeps the frames found (the rest goes back to the
+ * ring).  The wall state is decided before the walk, as it was.
  */
 static void sample(const siginfo_t *si, void *ucontext)
 {
-	uintptr_t pcs[1 + PROFRING_PROF_MAX_FRAMES];
-	uint64_t hdr[PROF_HDR_WORDS], state;
+	uint64_t hdr[PROF_HDR_WORDS], state = 0;
 	bool wall = prof_wall_is_ours(si);
-	size_t n;
+	struct profbuf_resv rv;
+	size_t n, max = prof_smp.max_frames;
 	int rc;
 
 	if (si->si_code == SI_TIMER &&
@@ -273,23 +276,30 @@ static void sample(const siginfo_t *si, void *ucontext)
 	if (!signal_is_ours(si))
 		return;
 	if (wall) {
-		n = 1 + take_stack(ucontext, pcs + 1);
 		hdr[PROF_HDR_KIND_PERIODS] = prof_hdr_kind_word(
 			PROF_REC_WALL, prof_wall_weight(si, &state));
-		pcs[0] = (uintptr_t)prof_wall_state(ucontext, state);
+		state = prof_wall_state(ucontext, state);
 	} else {
-		n = take_stack(ucontext, pcs);
 		hdr[PROF_HDR_KIND_PERIODS] =
 			prof_hdr_kind_word(PROF_REC_SAMPLE, weigh(si));
 	}
 	hdr[PROF_HDR_TID] = (uint64_t)prof_smp_tid();
 	hdr[PROF_HDR_PID] = (uint64_t)prof_smp.pid;
-	rc = prof_ring_write(prof_smp.buf, NULL, (int64_t)ring_clock_ticks(),
-			     hdr, PROF_HDR_WORDS, pcs, n);
+	rc = prof_ring_reserve(prof_smp.buf, NULL, (int64_t)ring_clock_ticks(),
+			       hdr, PROF_HDR_WORDS, wall + max, &rv);
+	if (!rc) {
+		if (wall) {
+			rv.stk[0] = (uintptr_t)state;
+			n = 1 + take_stack(ucontext, rv.stk + 1, max);
+		} else {
+			n = take_stack(ucontext, rv.stk, max);
+		}
+		rc = prof_ring_commit(&rv, n);
+	}
 	prof_smp_count(rc ? &prof_smp.counters->refused
 			  : &prof_smp.counters->written);
 	if (wall)
-		prof_wall_done(si, pcs[0]);
+		prof_wall_done(si, state);
 }
 
 static void on_sample(int sig, siginfo_t *si, void *ucontext)
