@@ -53,6 +53,10 @@
  * profbuf_call is the same buffer written through the library's symbol,
  * as a binary built without the inline path (C++, PROFRING_NO_INLINE, or
  * before it existed) writes: its row says what the inline path saves.
+ * profbuf_resv is the same buffer written in place: profbuf_reserve()
+ * (which stores the length, time, header and tag), the stack copied into
+ * the reserved slots as ck_spsc_resv copies it, profbuf_commit(); its row
+ * is against ck_spsc_resv, goal <= 1.3 (issue 32).
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -273,6 +277,38 @@ static const struct st_ops pb_ops = { pb_batch, pb_drain };
 static const struct st_ops pb_call_ops = { pb_call_batch, pb_drain };
 
 /*
+ * pb_resv_batch() - the record written in place: profbuf_reserve() (the
+ * header, time and tag stored by it), the stack copied into the
+ * reserved slots as ck_spsc_resv copies it, profbuf_commit().
+ */
+static int pb_resv_batch(struct st_case *c, struct bench_sample *s)
+{
+	const struct rec_src *r = c->src;
+	uint64_t now = c->now;
+	struct profbuf_resv rv;
+	struct bench_timer t;
+	int bad = 0;
+
+	bench_timer_start(&t);
+	for (unsigned int i = 0; i < c->batch; i++) {
+		int rc = profbuf_reserve(c->pb, r, (int64_t)now++, r->hdr,
+					 HDRSIZE, r->nstk, &rv);
+
+		if (rc) {
+			bad = rc;
+			break;
+		}
+		memcpy(rv.stk, r->stk, r->nstk * sizeof(r->stk[0]));
+		bad |= profbuf_commit(&rv, r->nstk);
+	}
+	bench_timer_stop(&t, s, c->batch);
+	c->now = now;
+	return bad ? write_failed("profbuf_reserve", bad) : 0;
+}
+
+static const struct st_ops pb_resv_ops = { pb_resv_batch, pb_drain };
+
+/*
  * pb_st_init() - a profbuf for @c: data ring of at least one batch plus
  * one record (a record never wraps; the skipped tail counts as used), tag
  * ring the size of the ck_ring's.
@@ -452,17 +488,22 @@ static const struct st_size st_sizes[] = {
 	{ 66, "write 66w", 1.2, &ck_enq_ops_66, &ck_resv_ops_66 },
 };
 
-enum { ST_PB, ST_FLOOR, ST_CK, ST_CK_RESV, ST_PB_CALL, ST_N };
+enum { ST_PB, ST_FLOOR, ST_CK, ST_CK_RESV, ST_PB_CALL, ST_PB_RESV, ST_N };
 
-static const char *const st_names[ST_N] = { "profbuf", "floor", "ck_spsc",
-					    "ck_spsc_resv", "profbuf_call" };
+static const char *const st_names[ST_N] = { "profbuf",	    "floor",
+					    "ck_spsc",	    "ck_spsc_resv",
+					    "profbuf_call", "profbuf_resv" };
+
+/* profbuf_resv (reserve, fill in place, commit) against ck_spsc_resv. */
+#define RESV_GOAL 1.3
 
 static int st_init_all(struct st_case *c, const struct st_size *sz)
 {
 	return pb_st_init(&c[ST_PB], &pb_ops) || floor_st_init(&c[ST_FLOOR]) ||
 	       ck_st_init(&c[ST_CK], sz->ck_enq) ||
 	       ck_st_init(&c[ST_CK_RESV], sz->ck_resv) ||
-	       pb_st_init(&c[ST_PB_CALL], &pb_call_ops);
+	       pb_st_init(&c[ST_PB_CALL], &pb_call_ops) ||
+	       pb_st_init(&c[ST_PB_RESV], &pb_resv_ops);
 }
 
 static void st_report(const struct st_size *sz, const struct bench_stats *st)
@@ -475,7 +516,7 @@ static void st_report(const struct st_size *sz, const struct bench_stats *st)
 		.goal_le = true,
 	};
 
-	for (int i = ST_FLOOR; i < ST_N; i++) {
+	for (int i = ST_FLOOR; i < ST_PB_RESV; i++) {
 		row.anchor = &st[i];
 		row.anchor_name = st_names[i];
 		row.goal_ratio = i == ST_FLOOR ? sz->floor_goal : 1.0;
@@ -483,6 +524,13 @@ static void st_report(const struct st_size *sz, const struct bench_stats *st)
 			i == ST_PB_CALL ? "inline vs the library call" : NULL;
 		bench_report_row(&row);
 	}
+	row.ours = &st[ST_PB_RESV];
+	row.ours_name = st_names[ST_PB_RESV];
+	row.anchor = &st[ST_CK_RESV];
+	row.anchor_name = st_names[ST_CK_RESV];
+	row.goal_ratio = RESV_GOAL;
+	row.note = "written in place, both";
+	bench_report_row(&row);
 }
 
 /**
