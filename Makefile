@@ -76,15 +76,16 @@ HAVE_LTTNG_UST := $(shell printf '\043include <lttng/tracepoint.h>\n' | \
 	$(CC) -E -x c - >/dev/null 2>&1 && echo yes)
 # record.c, record_report.c, record_http.c and trace_out.c are the launcher's (tools/profring-prof), not
 # the library's;
-# malloc_hook.c (the interposed malloc family) goes into
-# libprofring-prof.so alone, and not under the sanitizers, which own malloc.
-PROF_OBJS := $(call objs,$(filter-out prof/record.c prof/record_report.c prof/record_http.c prof/trace_out.c prof/malloc_hook.c,$(call srcs,prof)))
-MALLOC_HOOK_OBJS := $(if $(SAN),,$(call objs,prof/malloc_hook.c))
+# malloc_hook.c (the interposed malloc family) and mutex_hook.c (the lock
+# calls) go into libprofring-prof.so alone, and not under the sanitizers,
+# which own malloc and intercept the lock calls.
+PROF_OBJS := $(call objs,$(filter-out prof/record.c prof/record_report.c prof/record_http.c prof/trace_out.c prof/malloc_hook.c prof/mutex_hook.c,$(call srcs,prof)))
+MALLOC_HOOK_OBJS := $(if $(SAN),,$(call objs,prof/malloc_hook.c prof/mutex_hook.c))
 PROF_LIBS := $(PPROF_LIBS) -lrt -lm $(if $(HAVE_LIBUNWIND),-lunwind)
 # What the launcher links: it reads, aggregates and writes; it never samples.
 RECORD_OBJS := $(call objs,prof/record.c prof/record_report.c prof/trace_out.c prof/aggregate.c \
 	prof/aggregate_profile.c \
-	prof/heap_agg.c prof/shm.c prof/options.c prof/http_addr.c prof/unwind.c \
+	prof/heap_agg.c prof/mutex_agg.c prof/shm.c prof/options.c prof/http_addr.c prof/unwind.c \
 	prof/record_http.c prof/http.c prof/serve_agg.c)
 PROF_SO := $(BUILD)/libprofring-prof.so
 
@@ -130,6 +131,8 @@ $(BUILD)/obj-fp/%.o: %.c
 # The interposed sleeps sit between the program and libc's frameless
 # system call wrappers, where a sample's frame-pointer walk starts.
 $(BUILD)/obj/prof/sleep_hook.o: CFLAGS += $(FRAMEPTR)
+# The lock hooks' slow paths start the waiter's frame-pointer walk.
+$(BUILD)/obj/prof/mutex_hook.o: CFLAGS += $(FRAMEPTR)
 
 $(BUILD)/obj/prof/unwind.o: CPPFLAGS += $(if $(HAVE_LIBUNWIND),-DPROFRING_HAVE_LIBUNWIND)
 $(BUILD)/obj/pprof/dwarf.o $(BUILD)/obj/pprof/dwfl.o: CPPFLAGS += $(if $(HAVE_LIBDW),-DPROFRING_HAVE_LIBDW)
@@ -229,6 +232,12 @@ $(BUILD)/e2e/shortthreads: prof/e2e/shortthreads.c
 $(BUILD)/e2e/wallwork: prof/e2e/wallwork.c
 	@mkdir -p $(dir $@)
 	$(CC) $(E2E_CFLAGS) -o $@ $< -lpthread
+
+# Lock waits it times itself (prof/e2e/mutex_test.sh).
+E2E_PROGS += $(BUILD)/e2e/mutexwork
+$(BUILD)/e2e/mutexwork: prof/e2e/mutexwork.c
+	@mkdir -p $(dir $@)
+	$(CC) $(E2E_CFLAGS) -o $@ $< -lpthread -ldl
 
 # It closes and dup2()s over every descriptor (prof/e2e/fds_test.sh).
 E2E_PROGS += $(BUILD)/e2e/fds

@@ -42,6 +42,10 @@
  * object size); period_type ("space", "bytes"), period = the rate;
  * default_sample_type "inuse_space".  Its stacks are return addresses
  * from the first frame on (profile.h: return_addrs).
+ * A lock profile (prof_profile.lock_rate nonzero) is written as Go's
+ * mutex and block profiles are: sample_type ("contentions", "count"),
+ * ("delay", "nanoseconds"); period_type ("contentions", "count"), period
+ * = the rate; default_sample_type "delay".
  *	6  string_table	last, string 0 being ""
  * Every string is referenced by a field written before the table, so any
  * strict prefix of the encoding lacks a referenced string: a truncated
@@ -326,9 +330,12 @@ static void put_header(struct enc *e, const struct prof_profile *p)
 		put_heap_header(e);
 		return;
 	}
-	e->samples_s = pb_str_intern(&e->b, "samples");
+	e->samples_s =
+		pb_str_intern(&e->b, p->lock_rate ? "contentions" : "samples");
 	e->count_s = pb_str_intern(&e->b, "count");
-	e->cpu_s = pb_str_intern(&e->b, p->wall ? "wall" : "cpu");
+	e->cpu_s = pb_str_intern(&e->b, p->lock_rate ? "delay"
+					: p->wall    ? "wall"
+						     : "cpu");
 	e->ns_s = pb_str_intern(&e->b, "nanoseconds");
 	put_value_type(e, PF_SAMPLE_TYPE, e->samples_s, e->count_s);
 	put_value_type(e, PF_SAMPLE_TYPE, e->cpu_s, e->ns_s);
@@ -348,6 +355,9 @@ static int encode(struct enc *e, const struct prof_profile *p)
 	if (p->heap_rate) {
 		put_value_type(e, PF_PERIOD_TYPE, e->space_s, e->bytes_s);
 		proto_put_int64(&e->out, PF_PERIOD, sat_i64(p->heap_rate));
+	} else if (p->lock_rate) {
+		put_value_type(e, PF_PERIOD_TYPE, e->samples_s, e->count_s);
+		proto_put_int64(&e->out, PF_PERIOD, sat_i64(p->lock_rate));
 	} else {
 		put_value_type(e, PF_PERIOD_TYPE, e->cpu_s, e->ns_s);
 		proto_put_int64(&e->out, PF_PERIOD, sat_i64(p->period_ns));

@@ -93,6 +93,12 @@ struct prof_symbolizer;
  * @heap_alloc_default:	a heap profile whose default sample type is
  *			alloc_space (Go's /debug/pprof/allocs), not
  *			inuse_space.
+ * @lock_rate:		0: not a lock profile.  Otherwise a mutex or
+ *			block profile (Go's) recorded one wait in
+ *			@lock_rate: sample types contentions/count and
+ *			delay/nanoseconds, the samples' @samples and
+ *			@periods (@period_ns is 1); period type
+ *			contentions/count, period @lock_rate.
  * @wall:		a wall-clock profile: "wall" instead of "cpu" in the
  *			sample and period types (@period_ns is then
  *			nanoseconds of real time per tick).
@@ -110,6 +116,7 @@ struct prof_profile {
 	size_t main_space;
 	uint64_t heap_rate;
 	bool heap_alloc_default;
+	uint64_t lock_rate;
 	bool wall;
 };
 

@@ -40,6 +40,7 @@
 #include "prof/agent.h"
 #include "prof/ring_guard.h"
 #include "prof/heap.h"
+#include "prof/mutex.h"
 #include "prof/sampler.h"
 #include "prof/shm.h"
 #include "prof/stream.h"
@@ -253,6 +254,8 @@ static void agent_after_fork_child(void)
 	if (!agent.children) {
 		if (agent.map.hdr->heap_rate)
 			prof_heap_after_fork_child(false, NULL);
+		if (agent.map.hdr->mutex_rate)
+			prof_lock_after_fork_child(false, NULL);
 		agent.attached = false;
 		if (memfd_still_ours())
 			fcntl(agent.map.fd, F_SETFD, FD_CLOEXEC);
@@ -263,6 +266,8 @@ static void agent_after_fork_child(void)
 	say_hello(PROF_HELLO_FORKED);
 	if (agent.map.hdr->heap_rate)
 		prof_heap_after_fork_child(true, agent.ctr);
+	if (agent.map.hdr->mutex_rate)
+		prof_lock_after_fork_child(true, agent.ctr);
 	if (agent.map.hdr->cpu)
 		prof_sampler_start(&agent.cfg);
 }
@@ -381,6 +386,20 @@ bool prof_agent_init(void)
 			say("cannot start the heap profiler", strerror(-err));
 		else
 			note_malloc_foreign();
+	}
+	if (agent.map.hdr->mutex_rate) {
+		struct prof_lock_config lc = {
+			.buf = agent.map.buf,
+			.rate = agent.map.hdr->mutex_rate,
+			.max_frames = agent.cfg.max_frames,
+			.counters = agent.ctr,
+			/* Waits block anyway: complete stacks. */
+			.libunwind = true,
+		};
+
+		err = prof_lock_start(&lc);
+		if (err)
+			say("cannot start the lock profiler", strerror(-err));
 	}
 	err = agent.map.hdr->cpu ? prof_sampler_start(&agent.cfg) : 0;
 	if (err)

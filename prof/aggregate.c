@@ -482,6 +482,20 @@ static int take_heap(struct prof_agg *a, const struct profbuf_record *rec,
 	return err;
 }
 
+static int take_lock(struct prof_agg *a, const struct profbuf_record *rec,
+		     pid_t pid)
+{
+	uint32_t space;
+	int err = space_of(a, pid, &space);
+
+	if (err)
+		return err;
+	err = prof_lock_agg_take(&a->lock, a->tab, rec, space);
+	if (!err)
+		a->spaces[space].sampled = true; /* it has a site */
+	return err;
+}
+
 static int take_record(struct prof_agg *a, const struct profbuf_record *rec)
 {
 	pid_t pid = (pid_t)rec->hdr[PROF_HDR_PID];
@@ -502,6 +516,8 @@ static int take_record(struct prof_agg *a, const struct profbuf_record *rec)
 	case PROF_REC_ALLOC:
 	case PROF_REC_FREE:
 		return take_heap(a, rec, pid);
+	case PROF_REC_LOCK:
+		return take_lock(a, rec, pid);
 	case PROF_REC_WALL:
 	case PROF_REC_REPEAT:
 		return take_wall(
@@ -623,6 +639,7 @@ struct prof_agg *prof_agg_new(bool in_process, size_t table_bytes, int *err)
 	keyed_table_init(&a->pid_space, sizeof(struct index_entry));
 	keyed_table_init(&a->proc_cpu, sizeof(struct cpu_entry));
 	prof_heap_agg_init(&a->heap);
+	prof_lock_agg_init(&a->lock);
 	a->tab = stacktab_new(table_bytes ? table_bytes : AGG_STACKS_MAX_BYTES,
 			      AGG_EXPECTED_STACKS);
 	if (!a->tab) {
@@ -657,6 +674,7 @@ void prof_agg_free(struct prof_agg *a)
 	keyed_table_free(&a->pid_space);
 	keyed_table_free(&a->proc_cpu);
 	prof_heap_agg_free(&a->heap);
+	prof_lock_agg_free(&a->lock);
 	stacktab_free(a->tab);
 	free(a);
 }

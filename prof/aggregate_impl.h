@@ -11,6 +11,7 @@
 
 #include "prof/aggregate.h"
 #include "prof/heap_agg.h"
+#include "prof/mutex_agg.h"
 
 #include <profring/stacktab.h>
 
@@ -105,6 +106,7 @@ struct prof_agg {
 	struct prof_agg_counts n;
 	struct prof_heap_agg heap;
 	uint64_t heap_refused;
+	struct prof_lock_agg lock; /* lock waits (mutex_agg.c) */
 	struct keyed_table proc_cpu; /* struct cpu_entry */
 	uint64_t period_ns; /* a CPU sample's period, for proc_cpu */
 };

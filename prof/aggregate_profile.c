@@ -205,6 +205,48 @@ int prof_agg_heap_profile(struct prof_agg *a, uint64_t rate,
 }
 
 /**
+ * prof_agg_lock_profile() - the mutex profile (@block false: contention on
+ * mutexes and rwlocks) or the block profile (every lock wait) of the
+ * records taken (mutex_agg.c).
+ * @rate:	one wait in @rate was recorded: the scaling.
+ * @lost:	lock records the writers saw refused.
+ * @p:		as prof_agg_profile(): free with prof_agg_profile_free().
+ *
+ * Return: 0 or -errno.
+ */
+int prof_agg_lock_profile(struct prof_agg *a, bool block, uint64_t rate,
+			  uint64_t lost, struct prof_profile *p)
+{
+	struct prof_sample *v;
+	size_t n;
+	int err;
+
+	err = profile_begin(a, p);
+	if (err)
+		return err;
+	p->lock_rate = rate ? rate : 1;
+	p->period_ns = 1;
+	v = calloc(prof_lock_agg_count(&a->lock), sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	p->samples = v;
+	err = prof_lock_agg_fill(&a->lock, a->tab, block, rate, lost, v, &n);
+	for (size_t i = 0; i < n && !a->in_process; i++)
+		if (!v[i].special)
+			v[i].pid = (uint32_t)a->spaces[v[i].space].pid;
+	p->nsamples = n;
+	if (err)
+		prof_agg_profile_free(p);
+	return err;
+}
+
+/* prof_agg_lock_waits() - the lock records taken so far. */
+uint64_t prof_agg_lock_waits(const struct prof_agg *a)
+{
+	return a->lock.waits;
+}
+
+/**
  * prof_agg_heap_base() - the start of a delta heap profile: every site's
  * allocations so far.  Free with prof_heap_base_free().
  *

@@ -305,13 +305,29 @@ void prof_record_args_free(struct prof_record_args *a)
 	free(a->folded);
 	free(a->heap);
 	free(a->trace);
+	free(a->mutex);
+	free(a->block);
 	a->output = a->folded = a->heap = a->trace = NULL;
+	a->mutex = a->block = NULL;
 }
 
 /* Two outputs that would overwrite each other (devices may be shared). */
 static bool same_file(const char *x, const char *y)
 {
 	return x && y && !strcmp(x, y) && !is_device(x);
+}
+
+/* --mutex or --block names a file another output names too. */
+static bool lock_outputs_clash(const struct prof_record_args *a)
+{
+	const char *others[] = { a->output, a->folded, a->heap, a->trace,
+				 a->block };
+
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
+		if (same_file(a->mutex, others[i]) ||
+		    (i < 4 && same_file(a->block, others[i])))
+			return true;
+	return false;
 }
 
 /* The options that set_opt() parses, and the name errors give them. */
@@ -361,6 +377,9 @@ int prof_record_parse(int argc, char **argv, struct prof_record_args *a,
 		{ "heap", required_argument, NULL, 'H' },
 		{ "heap-rate", required_argument, NULL, 'r' },
 		{ "trace", required_argument, NULL, 'T' },
+		{ "mutex", required_argument, NULL, 'X' },
+		{ "block", required_argument, NULL, 'B' },
+		{ "mutex-rate", required_argument, NULL, 'R' },
 		{ "http", required_argument, NULL, 'W' },
 		{ "children", no_argument, NULL, 'c' },
 		{ "no-children", no_argument, NULL, 'C' },
@@ -369,6 +388,8 @@ int prof_record_parse(int argc, char **argv, struct prof_record_args *a,
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *out = NULL, *folded = NULL, *heap = NULL, *trace = NULL;
+	const char *mutex = NULL, *block = NULL;
+	uint64_t n;
 	int c;
 
 	memset(a, 0, sizeof(*a));
@@ -400,6 +421,21 @@ int prof_record_parse(int argc, char **argv, struct prof_record_args *a,
 			break;
 		case 'T':
 			trace = optarg;
+			break;
+		case 'X':
+			mutex = optarg;
+			break;
+		case 'B':
+			block = optarg;
+			break;
+		case 'R':
+			if (!number(optarg, 1, UINT32_MAX, &n))
+				return fail(err, len,
+					    "--mutex-rate %s: want one lock "
+					    "wait in N recorded, N from 1 to "
+					    "%u",
+					    optarg, UINT32_MAX);
+			a->mutex_rate = n;
 			break;
 		case 'W':
 			if (http_check(optarg, err, len))
@@ -436,8 +472,12 @@ int prof_record_parse(int argc, char **argv, struct prof_record_args *a,
 	a->cmd_index = optind;
 	if (check_together(&a->opts, "--buffer-words", err, len))
 		return -1;
-	if (!out && !heap)
+	if (!out && !heap && !mutex && !block)
 		out = PROFRING_PROF_DEFAULT_OUTPUT;
+	if (a->mutex_rate && !mutex && !block)
+		return fail(err, len,
+			    "record: --mutex-rate samples lock waits for "
+			    "--mutex FILE or --block FILE: add one");
 	if (a->opts.heap_rate && !heap && !a->http)
 		return fail(err, len,
 			    "record: --heap-rate samples the heap for --heap "
@@ -454,6 +494,15 @@ int prof_record_parse(int argc, char **argv, struct prof_record_args *a,
 		goto fail;
 	if (trace && prof_output_check(trace, "--trace", &a->trace, err, len))
 		goto fail;
+	if (mutex && prof_output_check(mutex, "--mutex", &a->mutex, err, len))
+		goto fail;
+	if (block && prof_output_check(block, "--block", &a->block, err, len))
+		goto fail;
+	if (lock_outputs_clash(a)) {
+		fail(err, len,
+		     "--mutex and --block must name files of their own");
+		goto fail;
+	}
 	if (same_file(a->folded, a->output) || same_file(a->heap, a->output) ||
 	    same_file(a->heap, a->folded) || same_file(a->trace, a->output) ||
 	    same_file(a->trace, a->folded) || same_file(a->trace, a->heap)) {

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /*
  * struct prof_record_args - what `profring-prof record` was asked.
@@ -24,6 +25,12 @@
  * @heap:	--heap: the heap profile's path, the same, or NULL.
  * @trace:	--trace: the trace's path (prof/trace_out.h), the same, or
  *		NULL.
+ * @mutex:	--mutex: the mutex profile's path (contention), the same, or
+ *		NULL.
+ * @block:	--block: the block profile's path (every lock wait), the
+ *		same, or NULL.
+ * @mutex_rate:	--mutex-rate: one contended wait in this many recorded;
+ *		0: not given (PROF_LOCK_DEFAULT_RATE, mutex.h).
  * @http:	--http: the address the launcher serves /debug/pprof/ at
  *		(checked), or NULL; a pointer into argv.
  * @children:	forked descendants are profiled too: the default, as perf
@@ -38,6 +45,9 @@ struct prof_record_args {
 	char *folded;
 	char *heap;
 	char *trace;
+	char *mutex;
+	char *block;
+	uint64_t mutex_rate;
 	const char *http;
 	bool children;
 	bool quiet;

@@ -49,6 +49,7 @@
  */
 #include "prof/record_impl.h"
 #include "prof/heap_agg.h"
+#include "prof/mutex.h"
 #include "prof/aggregate.h"
 #include "prof/record_http.h"
 #include "prof/trace_out.h"
@@ -467,6 +468,9 @@ int prof_record_run(const struct prof_record_args *args, char **argv)
 		sp.heap_rate = full.opts.heap_rate
 				       ? full.opts.heap_rate
 				       : PROFRING_PROF_DEFAULT_HEAP_RATE;
+	if (a->mutex || a->block)
+		sp.mutex_rate =
+			a->mutex_rate ? a->mutex_rate : PROF_LOCK_DEFAULT_RATE;
 	err = prof_shm_create(&sp, &m);
 	if (err) {
 		fprintf(stderr, "profring-prof: cannot set up: %s\n",
@@ -474,6 +478,7 @@ int prof_record_run(const struct prof_record_args *args, char **argv)
 		return 125;
 	}
 	rd.heap_rate = sp.heap_rate;
+	rd.mutex_rate = sp.mutex_rate;
 	rd.cpus = (uint64_t)sysconf(_SC_NPROCESSORS_CONF);
 	rd.ovf_since = ring_clock_mono_ns();
 	rd.cpu = sp.cpu;

@@ -31,7 +31,7 @@
  * @closed:  the ring was closed: drain, then stop.
  * @cut:     the drain stopped at DRAIN_LIMIT_NS, @unread records unread.
  * @corrupt: what the reader found corrupted (reading stopped), or NULL.
- * @heap_rate, @cpu: the session, the launcher's own copy.
+ * @heap_rate, @mutex_rate, @cpu: the session, the launcher's own copy.
  * @ovf_since: when the losses of the last overflow record were counted.
  * @cpus:    the machine's CPUs, for what the program could have done.
  */
@@ -46,6 +46,7 @@ struct reader {
 	uint32_t unread;
 	const char *corrupt;
 	uint64_t heap_rate;
+	uint64_t mutex_rate;
 	bool cpu;
 	uint64_t ovf_since;
 	uint64_t cpus;

@@ -11,6 +11,7 @@
  */
 #include "prof/record_impl.h"
 #include "prof/heap_agg.h"
+#include "prof/mutex_agg.h"
 #include "prof/procfs.h"
 
 #include "pprof/demangle.h"
@@ -181,6 +182,59 @@ static int write_heap(const struct prof_record_args *a, struct reader *rd,
 	err = prof_pprof_write(&p, NULL, a->heap);
 	prof_agg_profile_free(&p);
 	return err;
+}
+
+/*
+ * The mutex profile (@block false) or the block profile to @path, and
+ * its summary line.
+ */
+static int write_lock(const struct prof_record_args *a, struct reader *rd,
+		      const struct outcome *o, bool block, const char *path)
+{
+	const struct prof_counts *k = &o->counts;
+	char comments[2][COMMENT_LEN], end[128];
+	const char *lines[2] = { comments[0], comments[1] };
+	uint64_t rate = rd->mutex_rate;
+	struct prof_profile p;
+	uint64_t waits = 0, ns = 0;
+	int err;
+
+	err = prof_agg_lock_profile(rd->agg, block, rate, k->lock_refused, &p);
+	if (err)
+		return err;
+	prof_demangle_allow_load();
+	prof_lock_comment(comments[0], COMMENT_LEN, block, rate,
+			  prof_agg_lock_waits(rd->agg), k->lock_written,
+			  k->lock_refused);
+	describe_end(o->status, end, sizeof(end));
+	snprintf(comments[1], COMMENT_LEN, "program: %s %s", prof_record_prog,
+		 end);
+	p.time_nanos = o->start_realtime_ns;
+	p.duration_nanos = o->duration_ns;
+	p.comments = lines;
+	p.ncomments = 2;
+	for (size_t i = 0; i < p.nsamples; i++) {
+		waits += p.samples[i].samples;
+		ns += p.samples[i].periods;
+	}
+	err = prof_pprof_write(&p, NULL, path);
+	prof_agg_profile_free(&p);
+	if (err)
+		return err;
+	if (k->lock_refused)
+		fprintf(stderr,
+			"profring-prof: %" PRIu64 " lock records were refused "
+			"(the ring was full): counted as waits of unknown "
+			"delay\n",
+			k->lock_refused);
+	if (!a->quiet)
+		fprintf(stderr,
+			"profring-prof: wrote %s: %" PRIu64
+			" %s, %.3f s of delay (one wait in %" PRIu64
+			" recorded, scaled)\n",
+			path, waits, block ? "waits" : "contentions",
+			(double)ns / 1e9, rate);
+	return 0;
 }
 
 static double ru_cpu_s(const struct rusage *ru)
@@ -587,6 +641,16 @@ int prof_record_finish(const struct prof_record_args *a, struct reader *rd,
 		} else {
 			heap_summary(a, rd, o, rd->heap_rate);
 		}
+	}
+	err = a->mutex ? write_lock(a, rd, o, false, a->mutex) : 0;
+	if (err) {
+		cannot_write(a->mutex, err);
+		failed = true;
+	}
+	err = a->block ? write_lock(a, rd, o, true, a->block) : 0;
+	if (err) {
+		cannot_write(a->block, err);
+		failed = true;
 	}
 	if (a->output && write_profile(a, rd, o))
 		return 125;

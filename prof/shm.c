@@ -84,6 +84,7 @@ int prof_shm_create(const struct prof_shm_params *p, struct prof_shm_map *m)
 	h->children = p->children;
 	h->cpu = p->cpu;
 	h->heap_rate = p->heap_rate;
+	h->mutex_rate = p->mutex_rate;
 	m->buf = profbuf_shared_init((char *)m->base + h->ring_offset, ring,
 				     PROF_HDR_WORDS, p->buffer_words, ntags);
 	if (!m->buf)
@@ -248,6 +249,8 @@ void prof_counters_add(struct prof_counters *c, struct prof_counts *sum)
 	sum->heap_frees += rd(&c->heap_frees);
 	sum->heap_refused += rd(&c->heap_refused);
 	sum->heap_untracked += rd(&c->heap_untracked);
+	sum->lock_written += rd(&c->lock_written);
+	sum->lock_refused += rd(&c->lock_refused);
 	/* Relaxed: as above. */
 	sum->taken_over +=
 		atomic_load_explicit(&c->taken_over, memory_order_relaxed);

@@ -37,7 +37,7 @@
 /* The variable that carries "FD:ROOTPID" to the program. */
 #define PROF_SHM_ENV "PROFRING_PROF_SHM"
 #define PROF_SHM_MAGIC UINT64_C(0x316d6873666f7270) /* "profshm1" */
-#define PROF_SHM_VERSION 5u
+#define PROF_SHM_VERSION 6u
 /* Processes with a slot of their own; later ones share the last. */
 #define PROF_SHM_SLOTS 1024u
 
@@ -63,6 +63,8 @@ struct prof_shm_slot {
  * @mode: its enum profring_prof_mode (wall: wall.c's ticker instead of
  *	CPU timers).
  * @heap_rate: the heap profiler's rate in bytes; 0: no heap profiling.
+ * @mutex_rate: one contended lock wait in this many is recorded (mutex.c);
+ *	0: no lock profiling.
  * @root_pid: without @children, the one process that may attach (its
  *	execs keep the pid).
  * @attached: images that attached (a HELLO each); 0 at the end means
@@ -85,6 +87,7 @@ struct prof_shm {
 	uint32_t cpu;
 	uint32_t mode;
 	uint64_t heap_rate;
+	uint64_t mutex_rate;
 	_Atomic uint32_t attached;
 	_Atomic uint32_t next_slot;
 	struct prof_shm_slot slots[PROF_SHM_SLOTS];
@@ -118,6 +121,7 @@ struct prof_shm_params {
 	bool cpu;
 	uint32_t mode;
 	uint64_t heap_rate;
+	uint64_t mutex_rate;
 };
 
 int prof_shm_create(const struct prof_shm_params *p, struct prof_shm_map *m);
@@ -130,6 +134,7 @@ struct prof_counts {
 	uint64_t written, refused, truncated, unchecked, unwind_fallback;
 	uint64_t threads, maps_lost, taken_over;
 	uint64_t heap_allocs, heap_frees, heap_refused, heap_untracked;
+	uint64_t lock_written, lock_refused;
 	uint32_t engines; /* PROF_ENGINE_* bits, of every process */
 	uint32_t heap_foreign; /* processes whose malloc is not ours */
 	uint32_t processes; /* slots claimed */

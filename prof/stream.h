@@ -44,6 +44,11 @@
  *		since its last one (written by wall.c's ticker, not by the
  *		thread): its tid in the header, periods = ticks; payload: the
  *		state word.  It counts again the thread's last wall stack.
+ *   PROF_REC_LOCK    a sampled wait for a lock (mutex.c): a kind word
+ *		(PROF_LOCK_*: mutex and rwlock waits are contention, the
+ *		mutex profile; all of them make the block profile), the
+ *		delay in nanoseconds, then the waiter's PCs, return
+ *		addresses only, the lock call's caller first.
  * Mappings are only ever added: code unloaded by dlclose stays known, so
  * that samples taken in it before are named (a later mapping over the same
  * addresses wins for later lookups).
@@ -73,6 +78,7 @@ enum prof_rec_kind {
 	PROF_REC_FREE = 4,
 	PROF_REC_WALL = 5,
 	PROF_REC_REPEAT = 6,
+	PROF_REC_LOCK = 7,
 };
 
 /* The state word of PROF_REC_WALL and PROF_REC_REPEAT. */
@@ -85,6 +91,18 @@ enum prof_rec_kind {
 #define PROF_ALLOC_FLAGS 2
 #define PROF_ALLOC_WORDS 3
 #define PROF_ALLOC_UNTRACKED 1u
+
+/* PROF_REC_LOCK's payload: what was waited for, the delay, PCs. */
+#define PROF_LOCK_KIND 0
+#define PROF_LOCK_DELAY 1
+#define PROF_LOCK_WORDS 2
+/* PROF_LOCK_KIND: up to PROF_LOCK_RWLOCK_WR, contention (mutex profile). */
+#define PROF_LOCK_MUTEX 0u
+#define PROF_LOCK_RWLOCK_RD 1u
+#define PROF_LOCK_RWLOCK_WR 2u
+#define PROF_LOCK_COND 3u
+#define PROF_LOCK_SEM 4u
+#define PROF_LOCK_KINDS 5u
 
 /* PROF_REC_HELLO's flags word. */
 #define PROF_HELLO_FORKED 1u
@@ -159,6 +177,8 @@ static inline const char *prof_stream_unpack(const uint64_t *w, size_t n)
  * @heap_frees_refused: of those, FREE records.
  * @heap_untracked: sampled allocations the address table had no room
  *		for (written PROF_ALLOC_UNTRACKED).
+ * @lock_written: sampled lock waits written (PROF_REC_LOCK).
+ * @lock_refused: sampled lock waits the ring had no room for.
  * @heap_foreign: 1 when a heap session runs but the program's malloc is
  *		not ours (another allocator comes first in the lookup
  *		order): its allocations cannot be seen.
@@ -183,6 +203,8 @@ struct prof_counters {
 	_Atomic uint64_t heap_frees_refused;
 	_Atomic uint64_t heap_untracked;
 	_Atomic uint64_t cpu_ns;
+	_Atomic uint64_t lock_written;
+	_Atomic uint64_t lock_refused;
 	_Atomic uint32_t taken_over;
 	_Atomic uint32_t signo;
 	_Atomic uint32_t engines; /* PROF_ENGINE_* the session armed */

@@ -314,6 +314,8 @@ static void take_record(struct prof_trace *pt, const struct profbuf_record *rec)
 	case PROF_REC_REPEAT:
 		take_wall(pt, rec, pid, true);
 		break;
+	case PROF_REC_LOCK:
+		break; /* lock waits: the mutex and block profiles' */
 	}
 }
 

@@ -10,8 +10,8 @@
 # as users compile them (headers_test.sh), the tools' and the profiler's
 # end-to-end scripts (prof_test.sh and prof/e2e/*_test.sh: e2e, heap,
 # http, http_slow, record_http, threads, wall, wall_outputs, scribble,
-# fds, sigmask, outfile, heap_edge), the first scenario of each stress
-# program for 2 s and, when LABEL is "check", each fuzzer for
+# fds, sigmask, outfile, heap_edge, mutex), the first scenario of each
+# stress program for 2 s and, when LABEL is "check", each fuzzer for
 # CHECK_FUZZ_SECONDS (make fuzz-replay).  Every part prints PASS, FAIL and
 # SKIP lines; a part that exits nonzero without a FAIL line counts as one
 # failure.  A SKIP is not a pass.  The closing line is
@@ -92,6 +92,8 @@ out=$(sh prof/e2e/outfile_test.sh "$BUILD" "$LABEL" 2>&1)
 count outfile_test.sh $? "$out"
 out=$(sh prof/e2e/heap_edge_test.sh "$BUILD" "$LABEL" 2>&1)
 count heap_edge_test.sh $? "$out"
+out=$(sh prof/e2e/mutex_test.sh "$BUILD" "$LABEL" 2>&1)
+count mutex_test.sh $? "$out"
 out=$(stress/run.sh --quick 2 "$BUILD" 2>&1)
 count stress/run.sh $? "$out"
 if [ "$LABEL" = check ]; then

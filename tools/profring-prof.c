@@ -58,6 +58,8 @@ static int usage(bool asked)
 		"usage: profring-prof record [-F hz] [-o out.pb.gz] [-f out.folded]\n"
 		"                            [--heap heap.pb.gz] [--heap-rate BYTES]\n"
 		"                            [--trace out.trace] [--http ADDR:PORT]\n"
+		"                            [--mutex mutex.pb.gz] [--block block.pb.gz]\n"
+		"                            [--mutex-rate N]\n"
 		"                            [--mode cpu|wall] [--timer thread|kernel|posix|process]\n"
 		"                            [--unwind fp|libunwind] [--frames N]\n"
 		"                            [--buffer-words N] [--no-children] [-q]\n"

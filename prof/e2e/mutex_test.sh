@@ -1,0 +1,151 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# prof/e2e/mutex_test.sh - the lock profiler end to end (record --mutex,
+# --block), read back with the real client (`go tool pprof -raw`):
+#
+#	sh prof/e2e/mutex_test.sh [BUILD [LABEL]]
+#
+# - accuracy: prof/e2e/mutexwork.c times its own pthread_mutex_lock calls
+#   on two locks from two functions; at --mutex-rate 1 the profile's delay
+#   shares are within 5 points of the program's and the total within 10%;
+#   at the default rate, on more work, the total within five standard
+#   errors of the sampled mean (5 / sqrt(records));
+# - the profile's shape: contentions/count and delay/nanoseconds, delay
+#   the default, period type contentions/count, period the rate;
+# - never hangs, never changes the program: threads dlopen at once (our
+#   own lock, taken in our dlopen hook), timed condition waits, fork while
+#   another thread holds a lock, recursive and error-checking mutexes:
+#   output and exit status as without the profiler; the block profile
+#   holds the condition waits the mutex profile leaves out;
+# - bad input: one line, status 2, nothing run.
+# Every run is bounded by timeout(1).  Skipped under tsan/asan: the
+# interposed lock calls are not built there (the sanitizers intercept
+# them).
+BUILD=${1:-build}
+LABEL=${2:-check}
+if [ "$LABEL" = tsan ] || [ "$LABEL" = asan ]; then
+	echo "SKIP mutex e2e under $LABEL (no interposed lock calls there)"
+	exit 0
+fi
+PROF=$(cd "$BUILD/tools" && pwd)/profring-prof
+W=$(cd "$BUILD/e2e" && pwd)/mutexwork
+CHECK_PREFIX=mutex_
+. "$(dirname "$0")/../../testing/testlib.sh"
+
+if [ $HAVE_GO = 0 ]; then
+	echo "SKIP mutex e2e: no go (deps.sh installs golang-go)"
+	exit 0
+fi
+
+# raw FILE: go tool pprof -raw of $TMP/FILE into $TMP/FILE.raw.
+raw() {
+	(cd "$TMP" && HOME="$TMP" timeout 60 go tool pprof -raw "$1") \
+		>"$TMP/$1.raw" 2>&1
+}
+
+# per_function FILE: "function contentions delay" per leaf function.
+per_function() {
+	awk '
+	/^Samples:/ { s = 1; next }
+	/^Locations/ { s = 0; l = 1; next }
+	/^Mappings/ { l = 0 }
+	s && /^ *[0-9]+ +[0-9]+:/ {
+		split($0, a, ":"); split(a[1], v, " "); split(a[2], ids, " ")
+		n++; leaf[n] = ids[1]; c[n] = v[1]; d[n] = v[2]
+		next
+	}
+	l && /^ *[0-9]+: / { id = $1; sub(":", "", id); fn[id] = $4 }
+	END {
+		for (i = 1; i <= n; i++) {
+			f = fn[leaf[i]]; seen[f] = 1
+			tc[f] += c[i]; td[f] += d[i]
+		}
+		for (f in seen)
+			printf "%s %d %d\n", f, tc[f], td[f]
+	}' "$TMP/$1.raw" | sort
+}
+
+# agree FILE TRUTH SHARE_PTS TOTAL_TOL: f_lock_a's and f_lock_b's delay
+# shares within SHARE_PTS points of TRUTH's, the total within TOTAL_TOL
+# (a fraction; "auto": five standard errors of the records read).
+agree() {
+	per_function "$1" | grep '^f_lock_' >"$TMP/$1.got"
+	join "$TMP/$2" "$TMP/$1.got" | awk -v pts="$3" -v tol="$4" \
+		-v recs="$(grep -o 'read [0-9]*' "$TMP/$1.raw" | head -1 |
+			cut -d' ' -f2)" '
+	{ n++; f[n] = $1; w[n] = $2; g[n] = $4; tw += $2; tg += $4 }
+	END {
+		if (n != 2 || tw == 0 || tg == 0) { print "no data"; exit 1 }
+		if (tol == "auto") tol = 5 / sqrt(recs > 0 ? recs : 1)
+		for (i = 1; i <= n; i++) {
+			sw = 100 * w[i] / tw; sg = 100 * g[i] / tg
+			d = sw - sg; if (d < 0) d = -d
+			printf "%s share: program %.1f%%, profile %.1f%%\n",
+				f[i], sw, sg
+			if (d > pts) bad++
+		}
+		r = (tg - tw) / tw
+		printf "total: program %.3f s, profile %.3f s (%+.1f%%, allowed %.1f%%)\n",
+			tw / 1e9, tg / 1e9, 100 * r, 100 * tol
+		if (r < 0) r = -r
+		if (r > tol) bad++
+		exit bad != 0
+	}'
+}
+
+# 1. Rate 1: shares and total against the program's own clock.
+(cd "$TMP" && timeout -k 5 60 "$PROF" record -q --mutex "$TMP/m1.pb.gz" \
+	--block "$TMP/b1.pb.gz" --mutex-rate 1 -- "$W" share 300 \
+	"$TMP/m1.truth" >"$TMP/m1.out" 2>"$TMP/m1.err")
+st=$?
+check rate1_runs test $st = 0 -a "$(cat "$TMP/m1.out")" = "share: 300 rounds"
+check no_cpu_profile test ! -e "$TMP/profring.pb.gz"
+raw m1.pb.gz
+check rate1_agrees agree m1.pb.gz m1.truth 5 0.10
+check types grep -q '^contentions/count delay/nanoseconds\[dflt\]$' \
+	"$TMP/m1.pb.gz.raw"
+check period_type grep -q '^PeriodType: contentions count$' "$TMP/m1.pb.gz.raw"
+check period_is_rate grep -q '^Period: 1$' "$TMP/m1.pb.gz.raw"
+raw b1.pb.gz
+check block_has_mutex_waits agree b1.pb.gz m1.truth 5 0.10
+
+# 2. The default rate, on more work: within sampling error.
+timeout -k 5 120 "$PROF" record -q --mutex "$TMP/m10.pb.gz" -- \
+	"$W" share 1000 "$TMP/m10.truth" >"$TMP/m10.out" 2>"$TMP/m10.err"
+check default_rate_runs test $? = 0
+raw m10.pb.gz
+check default_rate_period grep -q '^Period: 10$' "$TMP/m10.pb.gz.raw"
+check default_rate_within_error agree m10.pb.gz m10.truth 10 auto
+
+# 3. Never hangs, never changes the program.
+"$W" hang >"$TMP/h.plain" 2>&1
+pst=$?
+timeout -k 5 60 "$PROF" record -q --mutex "$TMP/h.pb.gz" --block \
+	"$TMP/hb.pb.gz" --mutex-rate 1 -- "$W" hang >"$TMP/h.out" 2>"$TMP/h.err"
+st=$?
+check hang_same_status test $st = $pst -a $st = 3
+check hang_same_output cmp -s "$TMP/h.out" "$TMP/h.plain"
+check hang_child_ok grep -q '^fork: child exit 7$' "$TMP/h.out"
+raw h.pb.gz
+raw hb.pb.gz
+check block_has_cond_waits grep -q ' pthread_cond_timedwait \| cond_part ' \
+	"$TMP/hb.pb.gz.raw"
+# The condition waits are in the block profile only: more waits there.
+total() { per_function "$1" | awk '{ n += $2 } END { print n + 0 }'; }
+check block_more_than_mutex test "$(total hb.pb.gz)" -gt "$(total h.pb.gz)"
+
+# 4. Bad input: one line, status 2, the command not run.
+"$PROF" record --mutex "$TMP/x.pb.gz" --mutex-rate 0 -- touch "$TMP/ran" \
+	>/dev/null 2>"$TMP/bad1.err"
+check bad_rate test $? = 2 -a ! -e "$TMP/ran" -a \
+	"$(wc -l <"$TMP/bad1.err")" = 1
+"$PROF" record --mutex-rate 5 -- touch "$TMP/ran" >/dev/null \
+	2>"$TMP/bad2.err"
+check rate_without_output test $? = 2 -a ! -e "$TMP/ran" -a \
+	"$(wc -l <"$TMP/bad2.err")" = 1
+"$PROF" record --mutex "$TMP/same.pb.gz" --block "$TMP/same.pb.gz" -- \
+	touch "$TMP/ran" >/dev/null 2>"$TMP/bad3.err"
+check same_file test $? = 2 -a ! -e "$TMP/ran"
+
+checks_done

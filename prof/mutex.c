@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: MIT
+/*
+ * prof/mutex.c - the lock profiler's waiting side: which contended waits
+ * are recorded, the waiter's stack, the records (stream.h's
+ * PROF_REC_LOCK).
+ *
+ * WHAT IS A WAIT
+ *
+ * The interposed calls (mutex_hook.c) try the lock first; only when the
+ * try fails (a mutex, rwlock or semaphore another thread holds) or the
+ * call always waits (a condition variable) do they come here.  An
+ * uncontended acquire therefore costs the profiler a load of
+ * prof_lock_on and the try, nothing else.
+ *
+ * SAMPLING
+ *
+ * As Go's SetMutexProfileFraction (runtime/mprof.go, mutexevent): each
+ * wait is recorded with probability 1 / rate, a draw of the thread's own
+ * generator, independent of the wait's length; the collector multiplies
+ * a recorded wait's count and delay by rate (saveBlockEventStack's
+ * mutexProfile case), which makes both sums unbiased.  rate 1 records
+ * every wait.  Go's block profile samples by duration instead
+ * (blocksampled: probability delay / rate); here both profiles share the
+ * one fraction, so that a single --mutex-rate gives both.
+ *
+ * The default rate (PROF_LOCK_DEFAULT_RATE, 10): a recorded wait walks
+ * the waiter's stack with libunwind before it blocks (a few
+ * microseconds, bench/mutex_bench.sh), a contended wait costs a futex
+ * sleep and a wake-up, itself a few microseconds; one in ten keeps the
+ * profiler's share of a contended wait near a tenth of that, and a lock
+ * contended a thousand times a second still shows 100 records a second.
+ *
+ * THE STACK AND THE DELAY
+ *
+ * The stack is taken before the thread blocks, so the walk does not
+ * lengthen anyone's critical section; the delay runs from then
+ * (CLOCK_MONOTONIC, after the walk) until the call returns: the time the
+ * program's thread spent in the call beyond the failed try.  The record
+ * is written once the call returned, lock held: one profbuf_write, never
+ * waiting for room (a full ring loses the record, counted lock_refused:
+ * waiting would hold the program's lock).
+ *
+ * The delay is charged to the waiter's stack, not to the unlocker's as
+ * Go's mutex profile charges it.  Doing that needs the unlock to know
+ * its waiters' start times: glibc's futex word says only that there are
+ * waiters (2), not since when, so it would take interposing every
+ * unlock and a table from lock address to waiting times, written by the
+ * waiters and read by every contended unlock; left for later.
+ *
+ * RE-ENTRY
+ *
+ * libunwind takes pthread mutexes of its own, and the program's locks may
+ * be taken inside code we call: while a thread is in here (busy), its
+ * lock calls go straight to libc.  Threads and sections the heap profiler
+ * ignores (the profiler's own) are not recorded either.
+ *
+ * SESSIONS
+ *
+ * As heap.c's: prof_lock_end() raises `inflight` (seq_cst) and rereads
+ * prof_lock_on (seq_cst) before it writes; prof_lock_stop() clears
+ * prof_lock_on and waits for `inflight` to drop, so no record is written
+ * to a ring closed under it.  The count is held only around the write,
+ * never across the wait (a thread may wait for ever): a wait that began
+ * in one session and ends after its stop is not recorded.
+ */
+#include "prof/mutex.h"
+#include "prof/heap.h"
+#include "prof/hooks.h"
+#include "prof/ring_guard.h"
+#include "prof/sampler.h"
+#include "prof/unwind.h"
+
+#include "ring/clock.h"
+
+#include <errno.h>
+#include <link.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+atomic_uint prof_lock_on;
+
+/* The thread is inside the lock profiler: its lock calls go to libc. */
+static _Thread_local unsigned int busy
+	__attribute__((tls_model("initial-exec")));
+static _Thread_local uint64_t rng __attribute__((tls_model("initial-exec")));
+
+static struct {
+	/* Written by start before prof_lock_on is set; read after it. */
+	struct profbuf *buf;
+	uint64_t rate;
+	unsigned int max_frames;
+	struct prof_counters *counters;
+	bool libunwind;
+	pid_t pid;
+	atomic_uint inflight;
+} lk;
+
+/* Our own code's addresses: frames there are cut from a stack. */
+static struct {
+	uintptr_t lo, hi;
+} self_text;
+
+static void count(_Atomic uint64_t *c)
+{
+	/* Relaxed: a counter; nothing is published through it. */
+	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
+
+/* xorshift64*: the thread's own generator; never 0 once seeded. */
+static uint64_t next_random(void)
+{
+	uint64_t x = rng;
+
+	if (!x)
+		x = ring_clock_ticks() ^ (uint64_t)(uintptr_t)&rng ^
+		    UINT64_C(0x2545f4914f6cdd1d);
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	rng = x ? x : 1;
+	return x * UINT64_C(0x2545f4914f6cdd1d);
+}
+
+static bool ours(uintptr_t pc)
+{
+	return pc - self_text.lo < self_text.hi - self_text.lo;
+}
+
+/*
+ * The waiter's stack above the hook's @frame, our own frames cut: those
+ * before the program's (the hook's), and any after (our pthread_create
+ * trampoline, outermost).
+ */
+static void take_stack(uintptr_t frame, struct prof_lock_wait *w)
+{
+	struct prof_unwind_result res = { 0 };
+	struct prof_stack_bounds b;
+	size_t skip = 0;
+
+	if (lk.libunwind && !prof_hooks_in_loader())
+		prof_unwind_libunwind_from(((const uintptr_t *)frame)[1],
+					   w->pcs, lk.max_frames, &res);
+	if (!res.n) {
+		prof_sampler_self(&b);
+		prof_unwind_fp_caller(frame, &b, w->pcs, lk.max_frames, &res);
+	}
+	while (skip < res.n && ours(w->pcs[skip]))
+		skip++;
+	w->n = 0;
+	for (size_t i = skip; i < res.n && !ours(w->pcs[i]); i++)
+		w->pcs[w->n++] = w->pcs[i];
+}
+
+/* Enter the ring section; false: no session (left at once). */
+static bool enter(void)
+{
+	/* seq_cst, both: the Dekker pair with prof_lock_stop() (above). */
+	atomic_fetch_add_explicit(&lk.inflight, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(&prof_lock_on, memory_order_seq_cst))
+		return true;
+	atomic_fetch_sub_explicit(&lk.inflight, 1, memory_order_release);
+	return false;
+}
+
+static void leave(void)
+{
+	/* Release: our ring writes happen before stop's acquire load. */
+	atomic_fetch_sub_explicit(&lk.inflight, 1, memory_order_release);
+}
+
+/**
+ * prof_lock_begin() - a wait is about to block: sample it, and if it is
+ * sampled take the waiter's stack and the start time.
+ * @w:		the wait, on the caller's stack; @w->t0 is 0 unless
+ *		sampled (then prof_lock_end() must follow).
+ * @frame:	__builtin_frame_address(0) of the hook's slow path.
+ *
+ * errno preserved.  Never blocks; may allocate (libunwind, ignored by
+ * the heap profiler).
+ */
+void prof_lock_begin(struct prof_lock_wait *w, uintptr_t frame)
+{
+	int saved;
+
+	w->t0 = 0;
+	if (busy || prof_heap_self.ignore)
+		return;
+	if (lk.rate > 1 && next_random() % lk.rate)
+		return;
+	/* Relaxed: see prof_lock_on; the record's write rechecks it. */
+	if (!atomic_load_explicit(&prof_lock_on, memory_order_relaxed))
+		return;
+	saved = errno;
+	busy++;
+	prof_heap_ignore_begin();
+	take_stack(frame, w);
+	prof_heap_ignore_end();
+	busy--;
+	errno = saved;
+	w->t0 = ring_clock_mono_ns();
+	if (!w->t0)
+		w->t0 = 1;
+}
+
+/**
+ * prof_lock_end() - the sampled wait @w ended: write its record.
+ * @kind:	PROF_LOCK_* (stream.h).
+ *
+ * errno preserved.  Never waits for room in the ring.
+ */
+void prof_lock_end(struct prof_lock_wait *w, unsigned int kind)
+{
+	uint64_t hdr[PROF_HDR_WORDS];
+	uintptr_t p[PROF_LOCK_WORDS + PROFRING_PROF_MAX_FRAMES];
+	struct prof_stack_bounds b;
+	uint64_t now = ring_clock_mono_ns();
+	int saved = errno;
+
+	if (!w->t0 || !enter())
+		return;
+	busy++;
+	p[PROF_LOCK_KIND] = kind;
+	p[PROF_LOCK_DELAY] = now > w->t0 ? now - w->t0 : 0;
+	memcpy(p + PROF_LOCK_WORDS, w->pcs, w->n * sizeof(w->pcs[0]));
+	hdr[PROF_HDR_KIND_PERIODS] = prof_hdr_kind_word(PROF_REC_LOCK, 1);
+	hdr[PROF_HDR_TID] = (uint64_t)prof_sampler_self(&b);
+	hdr[PROF_HDR_PID] = (uint64_t)lk.pid;
+	if (!prof_ring_write(lk.buf, NULL, (int64_t)ring_clock_ticks(), hdr,
+			     PROF_HDR_WORDS, p, PROF_LOCK_WORDS + w->n))
+		count(&lk.counters->lock_written);
+	else
+		count(&lk.counters->lock_refused);
+	leave();
+	busy--;
+	errno = saved;
+}
+
+static int find_self_text(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	uintptr_t me = (uintptr_t)arg;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+
+		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && me >= lo &&
+		    me < lo + ph->p_memsz) {
+			self_text.lo = lo;
+			self_text.hi = lo + ph->p_memsz;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/**
+ * prof_lock_start() - start recording contended waits into @cfg's ring.
+ *
+ * Not async-signal-safe.  The caller serializes start and stop.
+ * Return: 0, or -EINVAL for a zero rate or a missing ring or counters.
+ */
+int prof_lock_start(const struct prof_lock_config *cfg)
+{
+	if (!cfg->rate || !cfg->buf || !cfg->counters)
+		return -EINVAL;
+	lk.buf = cfg->buf;
+	lk.rate = cfg->rate;
+	lk.max_frames = cfg->max_frames;
+	lk.counters = cfg->counters;
+	lk.libunwind = cfg->libunwind && prof_unwind_libunwind_available();
+	if (lk.libunwind)
+		prof_unwind_libunwind_prepare();
+	if (!self_text.hi)
+		dl_iterate_phdr(find_self_text, (void *)(uintptr_t)take_stack);
+	lk.pid = getpid();
+	/* seq_cst: pairs with enter()'s load (and publishes the fields). */
+	atomic_store_explicit(&prof_lock_on, 1, memory_order_seq_cst);
+	return 0;
+}
+
+/**
+ * prof_lock_stop() - stop recording; return once no wait is writing.
+ *
+ * Not async-signal-safe.  After it the ring may be closed and freed.
+ */
+void prof_lock_stop(void)
+{
+	struct timespec ts = { 0, 100000 };
+
+	/* seq_cst: the other half of enter()'s pair. */
+	atomic_store_explicit(&prof_lock_on, 0, memory_order_seq_cst);
+	/* Acquire: pairs with leave()'s release. */
+	while (atomic_load_explicit(&lk.inflight, memory_order_acquire))
+		nanosleep(&ts, NULL);
+}
+
+/**
+ * prof_lock_after_fork_child() - in a fork child (one thread).
+ * @keep:	the child is profiled too (its records go where its
+ *		parent's went, counted in @counters); else recording stops.
+ *
+ * A wait the forking thread was in cannot be: fork() is not called from
+ * inside a lock call.  Waits of the parent's other threads do not exist
+ * in the child: their in-flight counts are dropped.
+ */
+void prof_lock_after_fork_child(bool keep, struct prof_counters *counters)
+{
+	/* Relaxed: one thread. */
+	atomic_store_explicit(&lk.inflight, 0, memory_order_relaxed);
+	lk.pid = getpid();
+	rng ^= (uint64_t)lk.pid << 32;
+	if (keep && counters)
+		lk.counters = counters;
+	else
+		atomic_store_explicit(&prof_lock_on, 0, memory_order_relaxed);
+}
