@@ -338,14 +338,15 @@ static int collect_event(void *arg, const struct tracedec_event *ev)
 {
 	struct trace *t = arg;
 	struct gen_info *g = gen_get(t, ev->gen, true);
-	struct thread_info *th = thread_get(t, ev->tid);
+	/* A CPU sample counts for the thread it sampled, at its time. */
+	struct thread_info *th = thread_get(t, ev->thread);
 
 	if (!g || !th)
 		return -ENOMEM;
-	if (ev->ticks < g->min_ticks)
-		g->min_ticks = ev->ticks;
-	if (ev->ticks > g->max_ticks)
-		g->max_ticks = ev->ticks;
+	if (ev->time < g->min_ticks)
+		g->min_ticks = ev->time;
+	if (ev->time > g->max_ticks)
+		g->max_ticks = ev->time;
 	g->events++;
 	th->events[ev->level]++;
 	t->type_events[ev->type]++;
@@ -715,13 +716,14 @@ static int dump_event(void *arg, const struct tracedec_event *ev)
 {
 	struct trace *t = arg;
 	const struct gen_info *g = gen_get(t, ev->gen, false);
-	uint64_t ns = to_ns(t, g, ev->ticks) - t->base_ns;
+	/* The batch line has the writer; the event, the thread it is about. */
+	uint64_t ns = to_ns(t, g, ev->time) - t->base_ns;
 
 	dump_batch_line(t, ev);
 	fprintf(t->out,
 		"  event gen=%" PRIu64 " thread=%" PRIu64 " level=%u t=%" PRIu64
 		"ns ",
-		ev->gen, ev->tid, ev->level, ns);
+		ev->gen, ev->thread, ev->level, ns);
 	put_type(t->out, g, ev->type, false);
 	if (ev->bytes) {
 		fprintf(t->out, " bytes[%zu]=", ev->nbytes);
@@ -950,7 +952,8 @@ static int json_event(void *arg, const struct tracedec_event *ev)
 {
 	struct trace *t = arg;
 	const struct gen_info *g = gen_get(t, ev->gen, false);
-	uint64_t ns = to_ns(t, g, ev->ticks) - t->base_ns;
+	/* A CPU sample on the track of the thread it sampled, at its time. */
+	uint64_t ns = to_ns(t, g, ev->time) - t->base_ns;
 
 	fputs(t->printed++ ? ",\n{\"name\":" : "\n{\"name\":", t->out);
 	put_type(t->out, g, ev->type, true);
@@ -958,7 +961,7 @@ static int json_event(void *arg, const struct tracedec_event *ev)
 		",\"cat\":\"profring\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%" PRIu64
 		".%03u,\"pid\":1,\"tid\":%" PRIu64 ",\"args\":{\"gen\":%" PRIu64
 		",\"level\":%u",
-		ns / 1000, (unsigned int)(ns % 1000), ev->tid, ev->gen,
+		ns / 1000, (unsigned int)(ns % 1000), ev->thread, ev->gen,
 		ev->level);
 	if (ev->bytes) {
 		fputs(",\"bytes\":\"", t->out);

@@ -39,6 +39,11 @@
 #define TB_MAX_FRAMES 128
 /* Bytes in a type name of a T record (its spec: TB_MAX_ARGS letters). */
 #define TB_MAX_TYPE_NAME 255
+/*
+ * A CPU sample ("Library event types"): arguments sample ticks, sampled
+ * thread, stack id, count.
+ */
+#define TB_EV_CPU_SAMPLE 1
 
 enum tb_kind {
 	TB_KIND_BATCH = 'B',

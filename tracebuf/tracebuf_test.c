@@ -1127,6 +1127,78 @@ static void cpu_samples_after_stop_refused(void)
 	decoded_done(t, d, &s);
 }
 
+struct sampler {
+	struct profbuf *pb;
+	uint64_t tid, ticks[4];
+};
+
+static void *sampler_main(void *arg)
+{
+	struct sampler *sp = arg;
+	uintptr_t pc = 0x1234;
+
+	sp->tid = (uint64_t)syscall(SYS_gettid);
+	for (int i = 0; i < 4; i++) {
+		uint64_t hdr[2] = { sp->tid, 1 };
+
+		sp->ticks[i] = tracebuf_ticks();
+		if (profbuf_write(sp->pb, NULL, (int64_t)sp->ticks[i], hdr, 2,
+				  &pc, 1))
+			sp->ticks[i] = 0;
+		nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
+	}
+	return NULL;
+}
+
+/*
+ * A CPU sample belongs to the thread it sampled, at its own time: the
+ * decoder's thread and time are the sample's, not those of the thread
+ * that moved it into the trace (the advance, later), which tid and
+ * ticks keep.
+ */
+static void cpu_samples_own_thread_and_time(void)
+{
+	struct sampler sp = { 0 };
+	struct tracebuf *t = new_tracer(1 << 20, 4096);
+	struct stream s = { 0 };
+	struct decoded *d;
+	uint64_t me = (uint64_t)syscall(SYS_gettid);
+	int samples = 0;
+	pthread_t th;
+
+	KT_REQUIRE(t);
+	sp.pb = tracebuf_cpu_profbuf(t);
+	KT_REQUIRE(sp.pb);
+	tracebuf_start(t);
+	KT_REQUIRE(pthread_create(&th, NULL, sampler_main, &sp) == 0);
+	pthread_join(th, NULL);
+	nanosleep(&(struct timespec){ .tv_nsec = 2000000 }, NULL);
+	KT_CHECK_EQ(tracebuf_advance(t), 0);
+	d = stop_and_decode(t, &s);
+	for (size_t i = 0; i < d->nev; i++) {
+		const struct tracedec_event *ev = &d->ev[i];
+
+		if (ev->type != TRACEBUF_EV_CPU_SAMPLE)
+			continue;
+		KT_CHECK(samples < 4);
+		if (samples >= 4)
+			break;
+		KT_CHECK_EQ(ev->thread, sp.tid);
+		KT_CHECK_EQ(ev->time, sp.ticks[samples]);
+		/* Moved in by this thread's advance, after the sample. */
+		KT_CHECK_EQ(ev->tid, me);
+		KT_CHECK(ev->ticks > ev->time);
+		samples++;
+	}
+	KT_CHECK_EQ(samples, 4);
+	/* Any other event: its own thread and time. */
+	for (size_t i = 0; i < d->nev; i++)
+		if (d->ev[i].type != TRACEBUF_EV_CPU_SAMPLE)
+			KT_CHECK(d->ev[i].thread == d->ev[i].tid &&
+				 d->ev[i].time == d->ev[i].ticks);
+	decoded_done(t, d, &s);
+}
+
 /* ---- the decoder on bad input ------------------------------------------- */
 
 static struct stream sample_stream(void)
@@ -1376,6 +1448,7 @@ int main(void)
 	KT_RUN(way_holds_anothers_slot);
 	KT_RUN(cpu_samples);
 	KT_RUN(cpu_samples_after_stop_refused);
+	KT_RUN(cpu_samples_own_thread_and_time);
 	KT_RUN(decoder_truncated);
 	KT_RUN(decoder_corrupted);
 	KT_RUN(string_limit);

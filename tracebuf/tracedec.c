@@ -143,6 +143,13 @@ static int batch_event(struct dec *d, struct cur *c, struct tracedec_event *ev)
 			rc = get_varint(d, c, &ev->args[i],
 					"bad event argument");
 	}
+	ev->thread = ev->tid;
+	ev->time = ev->ticks;
+	if (ev->type == TB_EV_CPU_SAMPLE && ev->nargs == 4) {
+		/* The sampled thread, at its sample's time (see the header). */
+		ev->thread = ev->args[1];
+		ev->time = ev->args[0];
+	}
 	if (!rc && d->v->event)
 		rc = d->v->event(d->arg, ev);
 	return rc;

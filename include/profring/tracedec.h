@@ -52,6 +52,16 @@ struct tracedec_event {
 	 * decoder has checked their argument counts then.
 	 */
 	unsigned int version;
+	/*
+	 * The thread the event is about and when it happened.  A CPU
+	 * sample (type 1 with 4 arguments) is written into the trace by
+	 * whichever thread moved it there, later: @tid and @ticks are that
+	 * thread's and that moment's, while @thread and @time are the
+	 * sampled thread and the sample's time (its arguments 1 and 0).
+	 * For every other event, @tid and @ticks.  Draw and count events
+	 * by these.
+	 */
+	uint64_t thread, time;
 };
 
 /*
