@@ -23,6 +23,7 @@
 #   make demo       the main job: profile a workload with profring-prof
 #   make demo-stress a short profbuf stress run with signal storms
 #   make install    PREFIX=/usr/local DESTDIR=
+#   make uninstall  the same variables: removes what install put
 #   make format     clang-format every C file
 #
 # Build variants live in their own directories (BUILD=build/tsan, ...), so
@@ -37,8 +38,14 @@ PREFIX ?= /usr/local
 LIBDIR ?= $(PREFIX)/lib
 BINDIR ?= $(PREFIX)/bin
 INCLUDEDIR ?= $(PREFIX)/include
+MANDIR ?= $(PREFIX)/share/man
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 VERSION := 0.2.0
-SONAME := libprofring.so.1
+# libprofring.so's ABI: the soname carries the major number, the file the
+# whole ABI version (libprofring.so.1.0.0 with its .so.1 and .so links).
+SOMAJOR := 1
+SONAME := libprofring.so.$(SOMAJOR)
+SOFILE := $(SONAME).0.0
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 CPPFLAGS += -D_GNU_SOURCE -Iinclude -I. $(DEFS)
@@ -109,7 +116,7 @@ PROF_TOOLS := $(PROF_SO) $(BUILD)/tools/profring-prof $(DEMOS)
 
 .PHONY: all deps check run-tests tsan asan stress stress-perturb stress-tsan \
 	stress-asan stress-build run-stress bench demo demo-stress bench-prof \
-	install tsan-lib format clean fuzz fuzz-build fuzz-replay bench-plot \
+	install uninstall tsan-lib format clean fuzz fuzz-build fuzz-replay bench-plot \
 	bench-agree bench-lttng
 
 all: $(LIB_A) $(BUILD)/libprofring.so $(PROF_SO) $(TOOLS) $(DEMOS)
@@ -147,9 +154,9 @@ $(PPROF_A): $(PPROF_OBJS)
 	ar rcs $@ $^
 
 $(BUILD)/libprofring.so: $(LIB_OBJS)
-	$(CC) -shared $(LDFLAGS) -Wl,-soname,$(SONAME) -o $@.$(VERSION) $^ $(LDLIBS)
-	ln -sf libprofring.so.$(VERSION) $(BUILD)/$(SONAME)
-	ln -sf libprofring.so.$(VERSION) $@
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,$(SONAME) -o $(BUILD)/$(SOFILE) $^ $(LDLIBS)
+	ln -sf $(SOFILE) $(BUILD)/$(SONAME)
+	ln -sf $(SOFILE) $@
 
 # libprofring-prof.so (LD_PRELOAD or -lprofring-prof) holds the library's
 # objects too, so it is the only file a profiled program needs.
@@ -538,27 +545,53 @@ demo-stress: $(BUILD)/stress/profbuf_stress
 bench-plot:
 	sh bench/plot.sh bench/results/latest.csv bench/results
 
-# The public headers, libprofring (static and shared) with its pkg-config
-# file, the profiler's preload library and its launcher.
+# The public headers; libprofring (static, and shared as $(SOFILE) with
+# its $(SONAME) and .so links) and the profiler's libprofring-prof.so, with
+# their pkg-config files (profring.pc, profring-prof.pc); the tools
+# profring-prof and profring-trace; the manual: man/NAME.N into
+# $(MANDIR)/manN, and for each line "TARGET.N LINK.N" of man/links a page
+# LINK.N holding ".so manN/TARGET.N".  uninstall removes the same list.
+INSTALL_HEADERS := $(notdir $(wildcard include/profring/*.h))
+INSTALL_LIBS := libprofring.a $(SOFILE) $(SONAME) libprofring.so \
+	libprofring-prof.so libprofring-tsan.a
+INSTALL_PCS := profring.pc profring-prof.pc profring-tsan.pc
+INSTALL_BINS := profring-prof profring-trace
+MAN_PAGES := $(wildcard man/*.1 man/*.3 man/*.7)
+# man/links: lines "TARGET.N LINK.N"; any other line is ignored.
+man_links = awk 'NF == 2 && $$1 ~ /^[a-z].*\.[1-9]$$/ && $$2 ~ /^[a-z].*\.[1-9]$$/' man/links
+MAN_LINKS := $(shell test -f man/links && $(man_links) | awk '{ print $$2 }')
+# $(call man_path,PAGE): where PAGE (NAME.N) is installed.
+man_path = $(DESTDIR)$(MANDIR)/man$(patsubst .%,%,$(suffix $(1)))/$(1)
+pc_sed = sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
+	-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|'
 install: all
-	install -d $(DESTDIR)$(INCLUDEDIR)/profring $(DESTDIR)$(LIBDIR)/pkgconfig
+	install -d $(DESTDIR)$(INCLUDEDIR)/profring $(DESTDIR)$(PKGCONFIGDIR) \
+		$(DESTDIR)$(BINDIR)
 	install -m 644 include/profring/*.h $(DESTDIR)$(INCLUDEDIR)/profring/
 	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
-	install -m 755 $(BUILD)/libprofring.so.$(VERSION) $(DESTDIR)$(LIBDIR)/
-	ln -sf libprofring.so.$(VERSION) $(DESTDIR)$(LIBDIR)/$(SONAME)
-	ln -sf libprofring.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libprofring.so
+	install -m 755 $(BUILD)/$(SOFILE) $(DESTDIR)$(LIBDIR)/
+	ln -sf $(SOFILE) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SOFILE) $(DESTDIR)$(LIBDIR)/libprofring.so
 	install -m 755 $(PROF_SO) $(DESTDIR)$(LIBDIR)/
-	install -d $(DESTDIR)$(BINDIR)
-	install -m 755 $(BUILD)/tools/profring-prof $(DESTDIR)$(BINDIR)/
-	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
-		-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
-		profring.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/profring.pc
+	install -m 755 $(addprefix $(BUILD)/tools/,$(INSTALL_BINS)) $(DESTDIR)$(BINDIR)/
+	$(pc_sed) profring.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/profring.pc
+	$(pc_sed) profring-prof.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/profring-prof.pc
+	@for p in $(MAN_PAGES); do \
+		d=$(DESTDIR)$(MANDIR)/man$${p##*.}; \
+		echo "install -m 644 $$p $$d/"; \
+		install -d $$d && install -m 644 $$p $$d/ || exit 1; \
+	done
+	@test ! -f man/links || $(man_links) | \
+	while read t l; do \
+		d=$(DESTDIR)$(MANDIR)/man$${l##*.}; \
+		echo "$$d/$$l: .so man$${t##*.}/$$t"; \
+		install -d $$d && \
+		printf '.so man%s/%s\n' "$${t##*.}" "$$t" > $$d/$$l || exit 1; \
+	done
 	@if $(TSAN_PROBE); then \
 		$(MAKE) --no-print-directory tsan-lib && \
 		install -m 644 $(TSAN_LIB) $(DESTDIR)$(LIBDIR)/ && \
-		sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@LIBDIR@|$(LIBDIR)|' \
-			-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|' -e 's|@VERSION@|$(VERSION)|' \
-			profring-tsan.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/profring-tsan.pc; \
+		$(pc_sed) profring-tsan.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/profring-tsan.pc; \
 	else \
 		echo "install: $(TSAN_CC) cannot build with -fsanitize=thread: no libprofring-tsan.a"; \
 	fi
@@ -578,6 +611,15 @@ tsan-lib:
 	$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan-lib CC=$(TSAN_CC) \
 		OPT="-O1 -g" SAN=-fsanitize=thread $(BUILD)/tsan-lib/libprofring.a
 	cp $(BUILD)/tsan-lib/libprofring.a $(TSAN_LIB)
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/profring/,$(INSTALL_HEADERS))
+	rm -f $(addprefix $(DESTDIR)$(LIBDIR)/,$(INSTALL_LIBS))
+	rm -f $(addprefix $(DESTDIR)$(PKGCONFIGDIR)/,$(INSTALL_PCS))
+	rm -f $(addprefix $(DESTDIR)$(BINDIR)/,$(INSTALL_BINS))
+	rm -f $(foreach p,$(notdir $(MAN_PAGES)) $(MAN_LINKS),$(call man_path,$(p)))
+	test ! -d $(DESTDIR)$(INCLUDEDIR)/profring || \
+		rmdir --ignore-fail-on-non-empty $(DESTDIR)$(INCLUDEDIR)/profring
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
