@@ -6,11 +6,12 @@
  *
  * WHAT IS A WAIT
  *
- * The interposed calls (mutex_hook.c) try the lock first; only when the
- * try fails (a mutex, rwlock or semaphore another thread holds) or the
- * call always waits (a condition variable) do they come here.  An
- * uncontended acquire therefore costs the profiler a load of
- * prof_lock_on and the try, nothing else.
+ * The interposed calls (mutex_hook.c) look at a mutex's lock word, or
+ * try the other locks, first; only when the lock is held by another
+ * thread (a mutex, rwlock or semaphore) or the call always waits (a
+ * condition variable) do they come here.  An uncontended mutex acquire
+ * therefore costs the profiler a load of prof_lock_on and one of the
+ * lock word (bench/mutex_cost.sh), nothing else.
  *
  * SAMPLING
  *
