@@ -82,6 +82,17 @@ c = sorted((e["ts"], e["args"]["bytes"]) for e in d["traceEvents"]
 assert len(c) > 10 and c[-1][1] == int(sys.argv[2]), c[-3:]
 ' "$TMP/json.out" "$live_bytes"
 
+# Spans: slices in the JSON (ph X, with a duration), totals in the summary.
+check json_spans python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+s = [e for e in d["traceEvents"] if e.get("ph") == "X"]
+assert len(s) > 10 and all(e["name"] == "batch of 16" and e["dur"] > 0
+                           for e in s), s[:3]
+' "$TMP/json.out"
+check summary_spans grep -q '^span "batch of 16" count [1-9][0-9]* total_ns [1-9]' \
+	"$TMP/summary.out"
+
 # Half the file: cut inside a record (an error of the decoder) or, by
 # chance, at a record boundary (a generation without its end: the tool's).
 size=$(wc -c <"$TMP/demo.trace")

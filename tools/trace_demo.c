@@ -6,8 +6,9 @@
  *
  * Starts a tracer with three named event types and a memory table, runs
  * four threads for about 0.3 s each emitting events (requests with a
- * string and a stack, plain ticks, one byte payload per thread, and the
- * allocations and frees of real malloc() blocks, 64 at most per thread)
+ * string and a stack, plain ticks, one byte payload per thread, a span
+ * "batch of 16" over every 16 events, and the allocations and frees of
+ * real malloc() blocks, 64 at most per thread)
  * while a reader thread writes the stream to OUTFILE and the main thread
  * advances the generation a few times; then stops the tracer.  Prints two
  * lines to stdout:
@@ -159,11 +160,13 @@ static void alloc_or_free(struct worker *w, uint64_t i, unsigned int j)
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
-	uint64_t end = now_ns() + RUN_NS;
+	uint64_t end = now_ns() + RUN_NS, start = 0;
 
 	w->tid = syscall(SYS_gettid);
 	emit_blob(w);
 	for (uint64_t i = 0; now_ns() < end; i++) {
+		if (i % 16 == 0)
+			start = tracebuf_ticks();
 		if (i % 3 == 0) {
 			emit_request(w, i);
 		} else if (i % 3 == 1 && i % 2) {
@@ -173,8 +176,12 @@ static void *worker_main(void *arg)
 
 			count(w, tracebuf_emit(w->t, EV_TICK, &arg0, 1));
 		}
-		if (i % 16 == 15)
+		if (i % 16 == 15) {
+			/* A span: the 16 events just written, then a rest. */
+			count(w,
+			      tracebuf_span(w->t, "batch of 16", start, &i, 1));
 			usleep(200);
+		}
 	}
 	return NULL;
 }

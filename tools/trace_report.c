@@ -43,6 +43,8 @@ static const struct {
 	[TRACEBUF_EV_ALLOC] = { "alloc", "ouk" },
 	[TRACEBUF_EV_FREE] = { "free", "o" },
 	[TRACEBUF_EV_EXISTS] = { "exists", "ouk" },
+	/* Version 3 on: a span, its name and start. */
+	[TRACEBUF_EV_SPAN] = { "span", "st" },
 };
 
 /* The built-in name and spec of @type in @g, if it has them. */
@@ -50,7 +52,15 @@ static bool builtin(const struct gen_info *g, unsigned int type)
 {
 	if (type >= TRACEBUF_EV_USER || !builtin_types[type].name)
 		return false;
+	if (type == TRACEBUF_EV_SPAN)
+		return g && g->version >= 3;
 	return type < TRACEBUF_EV_ALLOC || (g && g->version >= 2);
+}
+
+/* Is @ev a span (type 6 from version 3 on)? */
+static bool is_span(const struct tracedec_event *ev)
+{
+	return ev->type == TRACEBUF_EV_SPAN && ev->version >= 3;
 }
 
 /* ---- memory ------------------------------------------------------------- */
@@ -889,6 +899,99 @@ static void summary_threads(struct trace *t)
 	}
 }
 
+/* Spans by name (the summary's second pass). */
+#define SPAN_NAMES_MAX 1024
+struct span_total {
+	const char *name; /* NULL: the names past SPAN_NAMES_MAX */
+	size_t len;
+	uint64_t count, ns, max_ns;
+};
+
+struct span_sum {
+	struct trace *t;
+	struct span_total *v;
+	size_t n;
+	bool oom;
+};
+
+static struct span_total *span_slot(struct span_sum *s, const char *name,
+				    size_t len)
+{
+	struct span_total *v;
+
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i].name && s->v[i].len == len &&
+		    !memcmp(s->v[i].name, name, len))
+			return &s->v[i];
+	if (s->n == SPAN_NAMES_MAX) {
+		name = NULL; /* the rest, together */
+		len = 0;
+		for (size_t i = 0; i < s->n; i++)
+			if (!s->v[i].name)
+				return &s->v[i];
+	}
+	v = realloc(s->v, (s->n + 1) * sizeof(*v));
+	if (!v)
+		return NULL;
+	s->v = v;
+	v[s->n] = (struct span_total){ .name = name, .len = len };
+	return &v[s->n++];
+}
+
+static int sum_span(void *arg, const struct tracedec_event *ev)
+{
+	struct span_sum *s = arg;
+	const struct gen_info *g;
+	const struct str_ent *str;
+	struct span_total *v;
+	uint64_t ns;
+
+	if (!is_span(ev))
+		return 0;
+	g = gen_get(s->t, ev->gen, false);
+	str = find_string(g, ev->args[0]);
+	v = str ? span_slot(s, str->s, str->len) : span_slot(s, "span", 4);
+	if (!v) {
+		s->oom = true;
+		return -ENOMEM;
+	}
+	ns = to_ns(s->t, g, ev->time + ev->duration) - to_ns(s->t, g, ev->time);
+	v->count++;
+	v->ns += ns;
+	if (ns > v->max_ns)
+		v->max_ns = ns;
+	return 0;
+}
+
+/* "span NAME count N total_ns T max_ns M" for each span name. */
+static int summary_spans(struct trace *t)
+{
+	static const struct tracedec_visitor v = { .event = sum_span };
+	struct span_sum s = { .t = t };
+	struct tracedec_error err;
+	int rc = 0;
+
+	if (!t->type_events[TRACEBUF_EV_SPAN] || t->version < 3)
+		return 0;
+	if (tracedec_decode(t->buf, t->len, &v, &s, &err)) {
+		complain(t, s.oom ? "out of memory" : err.what);
+		rc = -1;
+	}
+	for (size_t i = 0; i < s.n && !rc; i++) {
+		fputs("span ", t->out);
+		if (s.v[i].name)
+			put_quoted(t->out, s.v[i].name, s.v[i].len);
+		else
+			fputs("(other names)", t->out);
+		fprintf(t->out,
+			" count %" PRIu64 " total_ns %" PRIu64
+			" max_ns %" PRIu64 "\n",
+			s.v[i].count, s.v[i].ns, s.v[i].max_ns);
+	}
+	free(s.v);
+	return rc;
+}
+
 static int cmd_summary(struct trace *t)
 {
 	uint64_t first = t->ngens ? t->gens[0].gen : 0;
@@ -913,6 +1016,8 @@ static int cmd_summary(struct trace *t)
 	for (unsigned int i = 1; i <= TRACEDEC_MAX_TYPE; i++)
 		if (t->type_events[i])
 			summary_type(t, i);
+	if (summary_spans(t))
+		return -1;
 	fprintf(t->out, "threads %zu\n", t->nthreads);
 	summary_threads(t);
 	return trace_mem_summary(t);
@@ -948,6 +1053,25 @@ static void json_arg(const struct trace *t, const struct gen_info *g, char kind,
 	}
 }
 
+/* A span's name: its string, or "span" if the string is not there. */
+static void json_span_name(const struct trace *t, const struct gen_info *g,
+			   uint64_t id)
+{
+	const struct str_ent *s = find_string(g, id);
+
+	if (s)
+		put_quoted(t->out, s->s, s->len);
+	else
+		fputs("\"span\"", t->out);
+}
+
+/* Microseconds with nanosecond digits, as the format's ts and dur take. */
+static void json_us(FILE *out, const char *key, uint64_t ns)
+{
+	fprintf(out, ",\"%s\":%" PRIu64 ".%03u", key, ns / 1000,
+		(unsigned int)(ns % 1000));
+}
+
 static int json_event(void *arg, const struct tracedec_event *ev)
 {
 	struct trace *t = arg;
@@ -956,13 +1080,22 @@ static int json_event(void *arg, const struct tracedec_event *ev)
 	uint64_t ns = to_ns(t, g, ev->time) - t->base_ns;
 
 	fputs(t->printed++ ? ",\n{\"name\":" : "\n{\"name\":", t->out);
-	put_type(t->out, g, ev->type, true);
+	if (is_span(ev)) {
+		/* A complete event: a slice from its start, nested by time. */
+		json_span_name(t, g, ev->args[0]);
+		fputs(",\"cat\":\"profring\",\"ph\":\"X\"", t->out);
+		json_us(t->out, "ts", ns);
+		json_us(t->out, "dur",
+			to_ns(t, g, ev->time + ev->duration) - t->base_ns - ns);
+	} else {
+		put_type(t->out, g, ev->type, true);
+		fputs(",\"cat\":\"profring\",\"ph\":\"i\",\"s\":\"t\"", t->out);
+		json_us(t->out, "ts", ns);
+	}
 	fprintf(t->out,
-		",\"cat\":\"profring\",\"ph\":\"i\",\"s\":\"t\",\"ts\":%" PRIu64
-		".%03u,\"pid\":1,\"tid\":%" PRIu64 ",\"args\":{\"gen\":%" PRIu64
+		",\"pid\":1,\"tid\":%" PRIu64 ",\"args\":{\"gen\":%" PRIu64
 		",\"level\":%u",
-		ns / 1000, (unsigned int)(ns % 1000), ev->thread, ev->gen,
-		ev->level);
+		ev->thread, ev->gen, ev->level);
 	if (ev->bytes) {
 		fputs(",\"bytes\":\"", t->out);
 		put_hex_bytes(t->out, ev->bytes, ev->nbytes);

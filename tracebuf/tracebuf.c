@@ -299,6 +299,39 @@ int tb_emit(struct tracebuf_ev *ev, unsigned int type, const uint64_t *args,
 	return 0;
 }
 
+RING_API int tracebuf_ev_span(struct tracebuf_ev *ev, uint32_t name,
+			      uint64_t start, const uint64_t *args,
+			      unsigned int nargs)
+{
+	uint64_t a[TB_MAX_ARGS];
+
+	if (nargs > TB_MAX_ARGS - 2 || (!args && nargs))
+		return -EINVAL;
+	a[0] = name;
+	a[1] = start;
+	for (unsigned int i = 0; i < nargs; i++)
+		a[2 + i] = args[i];
+	/* tb_emit(): type 6 is the library's, refused to tracebuf_emit(). */
+	return tb_emit(ev, TRACEBUF_EV_SPAN, a, nargs + 2);
+}
+
+RING_API int tracebuf_span(struct tracebuf *t, const char *name, uint64_t start,
+			   const uint64_t *args, unsigned int nargs)
+{
+	struct tracebuf_ev ev;
+	int rc;
+
+	if (nargs > TB_MAX_ARGS - 2 || (!args && nargs))
+		return -EINVAL;
+	rc = tracebuf_begin(t, &ev);
+	if (rc)
+		return rc;
+	rc = tracebuf_ev_span(&ev, tracebuf_ev_string(&ev, name), start, args,
+			      nargs);
+	tracebuf_end(&ev);
+	return rc;
+}
+
 RING_API int tracebuf_ev_emit_bytes(struct tracebuf_ev *ev, unsigned int type,
 				    const void *data, size_t len)
 {

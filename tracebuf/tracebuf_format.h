@@ -17,7 +17,7 @@
 #include <string.h>
 
 #define TB_MAGIC "PRTRACE\n"
-#define TB_VERSION 2
+#define TB_VERSION 3
 /* The oldest version the decoder reads: 1 has no memory records. */
 #define TB_VERSION_MIN 1
 #define TB_STREAM_HDR 16
@@ -44,6 +44,11 @@
  * thread, stack id, count.
  */
 #define TB_EV_CPU_SAMPLE 1
+/*
+ * A span (version 3): arguments name (a string id), start ticks, then up
+ * to TB_MAX_ARGS - 2 of the writer's.
+ */
+#define TB_EV_SPAN 6
 
 enum tb_kind {
 	TB_KIND_BATCH = 'B',

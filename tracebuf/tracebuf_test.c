@@ -1199,6 +1199,59 @@ static void cpu_samples_own_thread_and_time(void)
 	decoded_done(t, d, &s);
 }
 
+/*
+ * Spans: one event each, at the end, that decoders see from its start
+ * for its length, nested as their times are, named by a string.
+ */
+static void spans(void)
+{
+	struct tracebuf *t = new_tracer(1 << 20, 4096);
+	struct stream s = { 0 };
+	struct decoded *d;
+	struct tracebuf_ev ev;
+	uint64_t me = (uint64_t)syscall(SYS_gettid), outer, inner, arg = 77;
+	const struct tracedec_event *sp[2];
+	int n = 0;
+
+	KT_REQUIRE(t);
+	tracebuf_start(t);
+	outer = tracebuf_ticks();
+	inner = tracebuf_ticks() + 1;
+	KT_REQUIRE(tracebuf_begin(t, &ev) == 0);
+	KT_CHECK_EQ(tracebuf_ev_span(&ev, tracebuf_ev_string(&ev, "inner"),
+				     inner, &arg, 1),
+		    0);
+	/* At most 4 arguments of ours. */
+	KT_CHECK_EQ(tracebuf_ev_span(&ev, 1, inner, &arg, 5), -EINVAL);
+	KT_CHECK_EQ(tracebuf_ev_span(&ev, 1, inner, NULL, 1), -EINVAL);
+	tracebuf_end(&ev);
+	KT_CHECK_EQ(tracebuf_span(t, "outer", outer, NULL, 0), 0);
+	d = stop_and_decode(t, &s);
+	for (size_t i = 0; i < d->nev; i++)
+		if (d->ev[i].type == TRACEBUF_EV_SPAN && n < 2)
+			sp[n++] = &d->ev[i];
+	KT_REQUIRE(n == 2);
+	KT_CHECK_EQ(sp[0]->time, inner);
+	KT_CHECK_EQ(sp[0]->duration, sp[0]->ticks - inner);
+	KT_CHECK_EQ(sp[0]->nargs, 3);
+	KT_CHECK_EQ(sp[0]->args[2], 77);
+	KT_CHECK_EQ(sp[1]->time, outer);
+	KT_CHECK_EQ(sp[1]->nargs, 2);
+	/* The outer span holds the inner one. */
+	KT_CHECK(sp[1]->time < sp[0]->time &&
+		 sp[1]->time + sp[1]->duration >=
+			 sp[0]->time + sp[0]->duration);
+	KT_CHECK(sp[0]->thread == me && sp[1]->thread == me);
+	KT_CHECK_EQ(sp[0]->version, 3);
+	for (uint64_t i = 0; i < d->strings; i++) {
+		if (d->string_id[i] == sp[0]->args[0])
+			KT_CHECK(!strcmp(d->string_text[i], "inner"));
+		if (d->string_id[i] == sp[1]->args[0])
+			KT_CHECK(!strcmp(d->string_text[i], "outer"));
+	}
+	decoded_done(t, d, &s);
+}
+
 /* ---- the decoder on bad input ------------------------------------------- */
 
 static struct stream sample_stream(void)
@@ -1449,6 +1502,7 @@ int main(void)
 	KT_RUN(cpu_samples);
 	KT_RUN(cpu_samples_after_stop_refused);
 	KT_RUN(cpu_samples_own_thread_and_time);
+	KT_RUN(spans);
 	KT_RUN(decoder_truncated);
 	KT_RUN(decoder_corrupted);
 	KT_RUN(string_limit);

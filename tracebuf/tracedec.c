@@ -143,16 +143,25 @@ static int batch_event(struct dec *d, struct cur *c, struct tracedec_event *ev)
 			rc = get_varint(d, c, &ev->args[i],
 					"bad event argument");
 	}
+	if (rc)
+		return rc;
 	ev->thread = ev->tid;
 	ev->time = ev->ticks;
+	ev->duration = 0;
 	if (ev->type == TB_EV_CPU_SAMPLE && ev->nargs == 4) {
 		/* The sampled thread, at its sample's time (see the header). */
 		ev->thread = ev->args[1];
 		ev->time = ev->args[0];
+	} else if (ev->type == TB_EV_SPAN && d->version >= 3) {
+		if (ev->nargs < 2)
+			return bad(d, at, "span with fewer than 2 arguments");
+		/* From its start to the event; a start after it: length 0. */
+		if (ev->args[1] < ev->ticks) {
+			ev->time = ev->args[1];
+			ev->duration = ev->ticks - ev->args[1];
+		}
 	}
-	if (!rc && d->v->event)
-		rc = d->v->event(d->arg, ev);
-	return rc;
+	return d->v->event ? d->v->event(d->arg, ev) : 0;
 }
 
 static int rec_batch(struct dec *d, struct cur *c, uint64_t gen,

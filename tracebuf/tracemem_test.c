@@ -202,7 +202,7 @@ static void roundtrip(void)
 	KT_CHECK_EQ(m.ev[5].args[2], 0);
 	KT_CHECK(is_mev(&m.ev[6], TRACEBUF_EV_EXISTS, 3, c));
 	KT_CHECK_EQ(m.ev[6].args[1], 300);
-	KT_CHECK_EQ(m.ev[6].version, 2);
+	KT_CHECK_EQ(m.ev[6].version, 3);
 	KT_REQUIRE(m.ninfo == 3);
 	for (size_t i = 0; i < 3; i++) {
 		KT_CHECK_EQ(m.info_gen[i], i + 1);
@@ -711,6 +711,7 @@ static void decoder_versions(void)
 	/* type 3 with 2 arguments: an alloc of version 2 needs 3. */
 	static const uint8_t two_args[] = { 3 << 3 | 2, 0, 7, 8 };
 	static const uint8_t alloc[] = { 3 << 3 | 3, 0, 7, 8, 0 };
+	static const uint8_t one_arg_span[] = { 6 << 3 | 1, 0, 7 };
 	static const struct tracedec_visitor v = { .event = count_events };
 	struct tracedec_error err = { 0 };
 	uint8_t buf[256], info[64];
@@ -746,9 +747,15 @@ static void decoder_versions(void)
 	n = make_stream(buf, 2, alloc, sizeof(alloc), info, ni);
 	KT_CHECK_EQ(tracedec_decode(buf, n, NULL, NULL, &err), -EBADMSG);
 	KT_CHECK(err.what && strstr(err.what, "power of two"));
-	n = make_stream(buf, 3, alloc, sizeof(alloc), NULL, 0);
+	n = make_stream(buf, 4, alloc, sizeof(alloc), NULL, 0);
 	KT_CHECK_EQ(tracedec_decode(buf, n, NULL, NULL, &err), -EBADMSG);
 	KT_CHECK(err.what && strstr(err.what, "version"));
+	/* A span (type 6) needs a name and a start from version 3 on. */
+	n = make_stream(buf, 3, one_arg_span, sizeof(one_arg_span), NULL, 0);
+	KT_CHECK_EQ(tracedec_decode(buf, n, NULL, NULL, &err), -EBADMSG);
+	KT_CHECK(err.what && strstr(err.what, "span"));
+	n = make_stream(buf, 2, one_arg_span, sizeof(one_arg_span), NULL, 0);
+	KT_CHECK_EQ(tracedec_decode(buf, n, NULL, NULL, &err), 0);
 }
 
 /* A free of an id the generation never saw is reported, not a crash. */

@@ -122,6 +122,11 @@ enum tracebuf_event_type {
 	TRACEBUF_EV_FREE = 4,
 	/* args: object id, size, stack id: live when the generation began */
 	TRACEBUF_EV_EXISTS = 5,
+	/*
+	 * args: name (a string id), start ticks, then up to 4 of yours: a
+	 * span from start to the event's time (tracebuf_ev_span())
+	 */
+	TRACEBUF_EV_SPAN = 6,
 	TRACEBUF_EV_USER = 8,
 };
 
@@ -261,6 +266,37 @@ void tracebuf_end(struct tracebuf_ev *ev);
  */
 int tracebuf_ev_emit(struct tracebuf_ev *ev, unsigned int type,
 		     const uint64_t *args, unsigned int nargs);
+
+/**
+ * tracebuf_ev_span() - emit a span: something that began at @start
+ * (tracebuf_ticks() then) and ends now, named by the string @name (an id
+ * from tracebuf_ev_string() of this pair), with @nargs (0 ...
+ * TRACEBUF_MAX_ARGS - 2) arguments of yours.  Decoders see its start,
+ * its length and its thread (struct tracedec_event's time, duration and
+ * thread); `profring-trace json` draws it as a slice on its thread's
+ * track (spans nest as their times do) and `summary` totals its time
+ * per name.  One event, written at the end: a span never comes out
+ * half, and an advance between its start and its end is harmless (it
+ * belongs to the generation it ends in).
+ *
+ * Span names are strings, not event types: a runtime with more event
+ * kinds than the 24 user types names them with strings, for spans here
+ * and for instant events as an 's' argument of one user type.
+ *
+ * Async-signal-safe, never blocks, as tracebuf_ev_emit().
+ * Return: 0; -ENOSPC (lost and counted); -EINVAL for @nargs out of
+ * range or NULL @args with @nargs > 0.
+ */
+int tracebuf_ev_span(struct tracebuf_ev *ev, uint32_t name, uint64_t start,
+		     const uint64_t *args, unsigned int nargs);
+
+/**
+ * tracebuf_span() - tracebuf_begin(), the id of @name, tracebuf_ev_span()
+ * and tracebuf_end() in one call.
+ * Return: as tracebuf_begin() and tracebuf_ev_span().
+ */
+int tracebuf_span(struct tracebuf *t, const char *name, uint64_t start,
+		  const uint64_t *args, unsigned int nargs);
 
 /**
  * tracebuf_ev_emit_bytes() - emit an event of @type whose argument is

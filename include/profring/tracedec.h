@@ -12,7 +12,7 @@
  * allocates nothing and its stack use is bounded, whatever the input.
  * Resolving ids (a stack id of an event to its PCs) is left to the
  * visitor: the tables of a generation come after its events.  It reads
- * format versions 1 and 2 (2 adds memory events and records).  That a
+ * format versions 1, 2 and 3 (2 adds memory events and records, 3 spans).  That a
  * free is of an object the generation knows (allocated in it, or in its
  * snapshot) takes a table per generation: tracedec_mem_check() below
  * checks it, and allocates.
@@ -47,9 +47,10 @@ struct tracedec_event {
 	const uint8_t *bytes; /* payload events: nargs == 0 */
 	size_t nbytes;
 	/*
-	 * The stream's format version (1 or 2).  Types 3-5 are memory
-	 * events (<profring/tracebuf.h>) only from version 2 on; the
-	 * decoder has checked their argument counts then.
+	 * The stream's format version (1, 2 or 3).  Types 3-5 are memory
+	 * events (<profring/tracebuf.h>) only from version 2 on, type 6 a
+	 * span only from version 3 on; the decoder has checked their
+	 * argument counts then.
 	 */
 	unsigned int version;
 	/*
@@ -58,10 +59,12 @@ struct tracedec_event {
 	 * whichever thread moved it there, later: @tid and @ticks are that
 	 * thread's and that moment's, while @thread and @time are the
 	 * sampled thread and the sample's time (its arguments 1 and 0).
-	 * For every other event, @tid and @ticks.  Draw and count events
-	 * by these.
+	 * A span (type 6, version 3) starts at @time (its argument 1) and
+	 * lasts @duration ticks, to @ticks (0 if its start is not before
+	 * @ticks: then @time is @ticks).  For every other event, @tid and
+	 * @ticks, and @duration 0.  Draw and count events by these.
 	 */
-	uint64_t thread, time;
+	uint64_t thread, time, duration;
 };
 
 /*
