@@ -141,15 +141,12 @@ static void *writer_main(void *arg)
 static void take_sample(struct prof_trace *pt, const struct profbuf_record *rec)
 {
 	struct tracebuf_ev ev;
-	uint64_t args[4];
 
 	if (tracebuf_begin(pt->t, &ev))
 		return; /* counted by the tracer */
-	args[0] = (uint64_t)rec->time;
-	args[1] = rec->hdr[PROF_HDR_TID];
-	args[2] = tracebuf_ev_stack(&ev, rec->stk, rec->nstk);
-	args[3] = rec->hdr[PROF_HDR_KIND_PERIODS] & PROF_PERIODS_MASK;
-	tracebuf_ev_emit(&ev, TRACEBUF_EV_CPU_SAMPLE, args, 4);
+	tracebuf_ev_cpu_sample(
+		&ev, (uint64_t)rec->time, rec->hdr[PROF_HDR_TID], rec->stk,
+		rec->nstk, rec->hdr[PROF_HDR_KIND_PERIODS] & PROF_PERIODS_MASK);
 	tracebuf_end(&ev);
 }
 
@@ -288,9 +285,13 @@ static void take_record(struct prof_trace *pt, const struct profbuf_record *rec)
 	pid_t pid = (pid_t)rec->hdr[PROF_HDR_PID];
 
 	if (profbuf_record_is_overflow(rec)) {
-		uint64_t n = profbuf_record_overflow_count(rec);
+		struct tracebuf_ev ev;
 
-		tracebuf_emit(pt->t, TRACEBUF_EV_LOST_SAMPLES, &n, 1);
+		if (tracebuf_begin(pt->t, &ev))
+			return; /* counted by the tracer */
+		tracebuf_ev_lost_samples(&ev,
+					 profbuf_record_overflow_count(rec));
+		tracebuf_end(&ev);
 		return;
 	}
 	switch (prof_hdr_kind(rec->hdr[PROF_HDR_KIND_PERIODS])) {

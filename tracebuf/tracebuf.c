@@ -277,7 +277,7 @@ RING_API int tracebuf_ev_emit(struct tracebuf_ev *ev, unsigned int type,
 	struct tb_chunk *c;
 
 	if (ring_unlikely(!tracebuf__emit_args_ok(type, args, nargs)))
-		return -EINVAL; /* memory types: tracemem.c's alone */
+		return -EINVAL; /* 1-7: the library's functions' alone */
 	c = room_for(ev, TRACEBUF__EVENT_MAX(nargs));
 	if (ring_unlikely(!c))
 		return -ENOSPC;
@@ -297,6 +297,24 @@ int tb_emit(struct tracebuf_ev *ev, unsigned int type, const uint64_t *args,
 		return -ENOSPC;
 	put_event(c, type, args, nargs);
 	return 0;
+}
+
+RING_API int tracebuf_ev_cpu_sample(struct tracebuf_ev *ev, uint64_t ticks,
+				    uint64_t tid, const uintptr_t *pcs,
+				    size_t n, uint64_t count)
+{
+	uint64_t args[4] = { ticks, tid, 0, count };
+
+	if (n && !pcs)
+		return -EINVAL;
+	args[2] = n ? tracebuf_ev_stack(ev, pcs, n) : 0;
+	/* tb_emit(): type 1 is the library's, refused to tracebuf_emit(). */
+	return tb_emit(ev, TRACEBUF_EV_CPU_SAMPLE, args, 4);
+}
+
+RING_API int tracebuf_ev_lost_samples(struct tracebuf_ev *ev, uint64_t count)
+{
+	return tb_emit(ev, TRACEBUF_EV_LOST_SAMPLES, &count, 1);
 }
 
 RING_API int tracebuf_ev_span(struct tracebuf_ev *ev, uint32_t name,
@@ -338,7 +356,7 @@ RING_API int tracebuf_ev_emit_bytes(struct tracebuf_ev *ev, unsigned int type,
 	struct tb_chunk *c;
 	uint8_t *p;
 
-	if (!type || type > TRACEBUF_MAX_TYPE || tracebuf__mem_type(type) ||
+	if (type > TRACEBUF_MAX_TYPE || tracebuf__library_type(type) ||
 	    len > TRACEBUF_MAX_PAYLOAD || (len && !data))
 		return -EINVAL;
 	c = room_for(ev, 1 + 2 * RING_VARINT_MAX + len);
@@ -788,19 +806,15 @@ static void drain_cpu(struct tracebuf *t)
 		/* hdrsize 2, as made in tracebuf_new(): { tid, count } */
 		profbuf_iter_init(&it, &r, 2);
 		while (profbuf_iter_next(&it, &rec)) {
-			uint64_t args[4];
-
 			if (profbuf_record_is_overflow(&rec)) {
-				args[0] = profbuf_record_overflow_count(&rec);
-				tracebuf_ev_emit(&ev, TRACEBUF_EV_LOST_SAMPLES,
-						 args, 1);
+				tracebuf_ev_lost_samples(
+					&ev,
+					profbuf_record_overflow_count(&rec));
 				continue;
 			}
-			args[0] = (uint64_t)rec.time;
-			args[1] = rec.hdr[0];
-			args[2] = tracebuf_ev_stack(&ev, rec.stk, rec.nstk);
-			args[3] = rec.hdr[1];
-			tracebuf_ev_emit(&ev, TRACEBUF_EV_CPU_SAMPLE, args, 4);
+			tracebuf_ev_cpu_sample(&ev, (uint64_t)rec.time,
+					       rec.hdr[0], rec.stk, rec.nstk,
+					       rec.hdr[1]);
 		}
 	}
 	tracebuf_end(&ev);

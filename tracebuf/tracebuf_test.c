@@ -1252,6 +1252,57 @@ static void spans(void)
 	decoded_done(t, d, &s);
 }
 
+/*
+ * Types 1-7 are the library's: every public emit refuses them, inline
+ * or called, so that a forged CPU sample can never reach the stream;
+ * the library's own functions still write them.
+ */
+static void emit_refuses_library_types(void)
+{
+	struct tracebuf *t = new_tracer(1 << 20, 4096);
+	struct stream s = { 0 };
+	struct decoded *d;
+	struct tracebuf_ev ev;
+	uint64_t args[4] = { 1, 2, 3, 4 };
+	uintptr_t pc = 0x1234;
+	int accepted = 0, own = 0;
+
+	KT_REQUIRE(t);
+	tracebuf_start(t);
+	for (unsigned int type = 0; type < TRACEBUF_EV_USER; type++) {
+		accepted += tracebuf_emit(t, type, args, 4) != -EINVAL;
+		accepted += (tracebuf_emit)(t, type, args, 4) != -EINVAL;
+		KT_REQUIRE(tracebuf_begin(t, &ev) == 0);
+		accepted += tracebuf_ev_emit(&ev, type, args, 4) != -EINVAL;
+		accepted +=
+			tracebuf_ev_emit_bytes(&ev, type, "x", 1) != -EINVAL;
+		tracebuf_end(&ev);
+	}
+	KT_CHECK_EQ(accepted, 0);
+	KT_CHECK_EQ(tracebuf_emit(t, TRACEBUF_EV_USER, args, 4), 0);
+	KT_REQUIRE(tracebuf_begin(t, &ev) == 0);
+	KT_CHECK_EQ(
+		tracebuf_ev_cpu_sample(&ev, tracebuf_ticks(), 99, &pc, 1, 2),
+		0);
+	KT_CHECK_EQ(tracebuf_ev_lost_samples(&ev, 5), 0);
+	KT_CHECK_EQ(tracebuf_ev_cpu_sample(&ev, 1, 99, NULL, 1, 1), -EINVAL);
+	tracebuf_end(&ev);
+	d = stop_and_decode(t, &s);
+	for (size_t i = 0; i < d->nev; i++) {
+		const struct tracedec_event *e = &d->ev[i];
+
+		if (e->type == TRACEBUF_EV_CPU_SAMPLE)
+			own += e->args[1] == 99 && e->args[3] == 2 &&
+			       e->args[2] == d->stack_id[0];
+		else if (e->type == TRACEBUF_EV_LOST_SAMPLES)
+			own += e->args[0] == 5;
+		else
+			KT_CHECK_EQ(e->type, TRACEBUF_EV_USER);
+	}
+	KT_CHECK_EQ(own, 2);
+	decoded_done(t, d, &s);
+}
+
 /* ---- the decoder on bad input ------------------------------------------- */
 
 static struct stream sample_stream(void)
@@ -1503,6 +1554,7 @@ int main(void)
 	KT_RUN(cpu_samples_after_stop_refused);
 	KT_RUN(cpu_samples_own_thread_and_time);
 	KT_RUN(spans);
+	KT_RUN(emit_refuses_library_types);
 	KT_RUN(decoder_truncated);
 	KT_RUN(decoder_corrupted);
 	KT_RUN(string_limit);

@@ -105,9 +105,14 @@ extern "C" {
 
 /*
  * Event types 1-7 are the library's; 8 ... TRACEBUF_MAX_TYPE are yours.
- * The memory events (3-5) are written by tracebuf_ev_mem_alloc() and
- * tracebuf_ev_mem_free() alone: tracebuf_ev_emit() refuses them, so that
- * every stream's memory events agree with its snapshots.  An object id
+ * tracebuf_emit(), tracebuf_ev_emit() and tracebuf_ev_emit_bytes() refuse
+ * 1-7 (-EINVAL), so that an event of a library type always means what
+ * the format says: CPU samples and lost samples are written by
+ * tracebuf_ev_cpu_sample() and tracebuf_ev_lost_samples() (and the moves
+ * from tracebuf_cpu_profbuf()), the memory events (3-5) by
+ * tracebuf_ev_mem_alloc() and tracebuf_ev_mem_free() alone (so that
+ * every stream's memory events agree with its snapshots), spans (6) by
+ * tracebuf_ev_span(); 7 is reserved.  An object id
  * is (address - mem_min_addr) / mem_align; each generation's memory info
  * record gives both, and the page size (tracebuf/FORMAT.md).
  */
@@ -261,11 +266,27 @@ void tracebuf_end(struct tracebuf_ev *ev);
  * with @nargs (0 ... TRACEBUF_MAX_ARGS) arguments, time-stamped now.
  *
  * Return: 0; -ENOSPC (no buffer: lost and counted); -EINVAL for a @type
- * or @nargs out of range, a memory event type (3-5), or NULL @args with
- * @nargs > 0.
+ * or @nargs out of range, a library type (1-7, see above), or NULL @args
+ * with @nargs > 0.
  */
 int tracebuf_ev_emit(struct tracebuf_ev *ev, unsigned int type,
 		     const uint64_t *args, unsigned int nargs);
+
+/**
+ * tracebuf_ev_cpu_sample() - emit a CPU sample (type 1) taken at @ticks
+ * (tracebuf_ticks() then) on thread @tid, of the stack of @n PCs
+ * (innermost first; interned in this pair's generation; @n 0: no stack),
+ * standing for @count samples.  For a profiler with a sample buffer of
+ * its own; samples written to tracebuf_cpu_profbuf() are moved in with
+ * this.  Decoders draw it on @tid at @ticks.
+ * Return: as tracebuf_ev_emit(); -EINVAL for NULL @pcs with @n > 0.
+ */
+int tracebuf_ev_cpu_sample(struct tracebuf_ev *ev, uint64_t ticks,
+			   uint64_t tid, const uintptr_t *pcs, size_t n,
+			   uint64_t count);
+
+/* Emit a lost-samples event (type 2): @count CPU samples were dropped. */
+int tracebuf_ev_lost_samples(struct tracebuf_ev *ev, uint64_t count);
 
 /**
  * tracebuf_ev_span() - emit a span: something that began at @start

@@ -220,10 +220,13 @@ tracebuf__put_event(struct tracebuf_buf_v1 *c, unsigned int type,
 #endif
 
 #if defined(__GNUC__) && !defined(__cplusplus)
-/* The memory event types: tracemem.c's alone, refused by tracebuf_emit(). */
-static inline int tracebuf__mem_type(unsigned int type)
+/*
+ * The library's event types (1-7): written by its own functions alone,
+ * refused by tracebuf_emit() and tracebuf_ev_emit().
+ */
+static inline int tracebuf__library_type(unsigned int type)
 {
-	return type >= TRACEBUF_EV_ALLOC && type <= TRACEBUF_EV_EXISTS;
+	return type < TRACEBUF_EV_USER;
 }
 
 /* Whether @type, @nargs and @args are out of range for any event. */
@@ -242,7 +245,7 @@ static inline __attribute__((always_inline)) int
 tracebuf__emit_args_ok(unsigned int type, const uint64_t *args,
 		       unsigned int nargs)
 {
-	return !tracebuf__mem_type(type) &&
+	return !tracebuf__library_type(type) &&
 	       !tracebuf__bad_args(type, args, nargs);
 }
 #endif /* __GNUC__ && !__cplusplus */
