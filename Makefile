@@ -494,13 +494,15 @@ stress-asan:
 	$(MAKE) run-stress $(ASAN_VARS)
 
 # The first benchmark starts bench/results/latest.{md,csv}; the others append.
-# Then the profiler's overhead against gperftools (bench-prof).
+# Then the profiler's overhead against gperftools (bench-prof).  Last,
+# bench/RESULTS.md is written again from bench/results/ (results_md.py).
 bench: $(BENCHES)
 	@unset BENCH_APPEND; for b in $(BENCHES); do \
 		$$b $(BENCH_FLAGS) || exit 1; export BENCH_APPEND=1; \
 	done
 	$(MAKE) bench-lttng
 	$(MAKE) bench-prof
+	python3 bench/results_md.py
 
 # tracebuf_emit() with 2 arguments beside an LTTng-UST tracepoint recorded
 # by a live session (bench/results/lttng.md; LTTNG_BENCH_FLAGS="--reps 5").
@@ -528,6 +530,7 @@ bench-prof: $(PROF_TOOLS) $(BUILD)/bench/malloc_storm $(BUILD)/bench/heap_storm
 # Not part of check or bench-prof: it needs perf, python3.11, xz, sqlite3.
 bench-agree: $(PROF_TOOLS)
 	python3 bench/perf_agree.py --build $(BUILD) $(AGREE_FLAGS)
+	python3 bench/results_md.py --agree
 
 # The main job: profile the bundled workload (two threads, 70% / 30% of
 # the CPU in hot_seventy / hot_thirty) and print its top functions.

@@ -8,7 +8,8 @@
 # Runs each unit-test binary TEST, the README example, the manual pages
 # (man/man_test.sh), the public headers
 # as users compile them (headers_test.sh), make install and uninstall
-# into a temporary prefix (install_test.sh), the tools' and the profiler's
+# into a temporary prefix (install_test.sh), bench/RESULTS.md's generator
+# on made-up results (bench/results_md_test.sh), the tools' and the profiler's
 # end-to-end scripts (prof_test.sh and prof/e2e/*_test.sh: e2e, heap,
 # http, http_slow, record_http, threads, wall, wall_outputs, scribble,
 # fds, sigmask, outfile, heap_edge, mutex), the first scenario of each
@@ -63,6 +64,8 @@ out=$(sh testing/headers_test.sh "$BUILD" 2>&1)
 count headers_test.sh $? "$out"
 out=$(sh testing/install_test.sh "$BUILD" 2>&1)
 count install_test.sh $? "$out"
+out=$(sh bench/results_md_test.sh 2>&1)
+count results_md_test.sh $? "$out"
 out=$(sh man/man_test.sh "$BUILD" 2>&1)
 count man_test.sh $? "$out"
 out=$(sh testing/tsan_user_test.sh "$BUILD" 2>&1)
