@@ -128,8 +128,12 @@ void prof_agg_forget_symbols(struct prof_agg *a);
 int prof_agg_heap_profile(struct prof_agg *a, uint64_t rate,
 			  const struct prof_heap_base *base,
 			  struct prof_profile *p);
+struct prof_lock_base;
 int prof_agg_lock_profile(struct prof_agg *a, bool block, uint64_t rate,
-			  uint64_t lost, struct prof_profile *p);
+			  uint64_t lost, const struct prof_lock_base *base,
+			  struct prof_profile *p);
+int prof_agg_lock_base(const struct prof_agg *a, uint64_t lost,
+		       struct prof_lock_base *b);
 uint64_t prof_agg_lock_waits(const struct prof_agg *a);
 struct prof_heap_counts;
 void prof_agg_heap_counts(const struct prof_agg *a, struct prof_heap_counts *c);

@@ -210,12 +210,14 @@ int prof_agg_heap_profile(struct prof_agg *a, uint64_t rate,
  * records taken (mutex_agg.c).
  * @rate:	one wait in @rate was recorded: the scaling.
  * @lost:	lock records the writers saw refused.
+ * @base:	NULL, or a delta's start (prof_agg_lock_base()).
  * @p:		as prof_agg_profile(): free with prof_agg_profile_free().
  *
  * Return: 0 or -errno.
  */
 int prof_agg_lock_profile(struct prof_agg *a, bool block, uint64_t rate,
-			  uint64_t lost, struct prof_profile *p)
+			  uint64_t lost, const struct prof_lock_base *base,
+			  struct prof_profile *p)
 {
 	struct prof_sample *v;
 	size_t n;
@@ -230,7 +232,8 @@ int prof_agg_lock_profile(struct prof_agg *a, bool block, uint64_t rate,
 	if (!v)
 		return -ENOMEM;
 	p->samples = v;
-	err = prof_lock_agg_fill(&a->lock, a->tab, block, rate, lost, v, &n);
+	err = prof_lock_agg_fill(&a->lock, a->tab, block, rate, lost, base, v,
+				 &n);
 	for (size_t i = 0; i < n && !a->in_process; i++)
 		if (!v[i].special)
 			v[i].pid = (uint32_t)a->spaces[v[i].space].pid;
@@ -238,6 +241,19 @@ int prof_agg_lock_profile(struct prof_agg *a, bool block, uint64_t rate,
 	if (err)
 		prof_agg_profile_free(p);
 	return err;
+}
+
+/**
+ * prof_agg_lock_base() - the start of a delta lock profile: every site's
+ * waits so far, and @lost, the records refused so far.  Free with
+ * prof_lock_base_free().
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int prof_agg_lock_base(const struct prof_agg *a, uint64_t lost,
+		       struct prof_lock_base *b)
+{
+	return prof_lock_agg_base(&a->lock, lost, b);
 }
 
 /* prof_agg_lock_waits() - the lock records taken so far. */

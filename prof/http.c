@@ -508,7 +508,12 @@ static enum MHD_Result index_page(struct MHD_Connection *conn)
 		"<a href=\"allocs\">allocs</a>: sampled allocations "
 		"(?seconds=N: those of the next N seconds)<br>\n"
 		"<a href=\"cmdline\">cmdline</a>: the command line<br>\n"
+		"<a href=\"block\">block</a>: lock waits, condition "
+		"variables included (?seconds=N: those of the next N "
+		"seconds)<br>\n"
 		"<a href=\"heap\">heap</a>: sampled live objects<br>\n"
+		"<a href=\"mutex\">mutex</a>: lock contention "
+		"(?seconds=N: that of the next N seconds)<br>\n"
 		"<a href=\"profile?seconds=30\">profile</a>: CPU profile "
 		"(?seconds=N, default 30)<br>\n"
 		"<a href=\"wall?seconds=30\">wall</a>: wall-clock profile, "
@@ -574,6 +579,28 @@ static enum MHD_Result heap_profile(struct MHD_Connection *conn, bool allocs)
 		atomic_store_explicit(busy, false, memory_order_release);
 	if (err == -ENOENT)
 		return text(conn, MHD_HTTP_NOT_FOUND, http.ops->heap_off);
+	return err ? failed(conn, err) : blob(conn, &b);
+}
+
+/*
+ * /mutex and /block (Go's): since the start, or ?seconds=N a delta.  Not
+ * served in-process (no lock session there yet): 404.
+ */
+static enum MHD_Result lock_profile(struct MHD_Connection *conn, bool block)
+{
+	struct prof_blob b = { 0 };
+	long s = seconds_arg(conn, 0);
+	int err;
+
+	if (s < 0 || debug_asked(conn))
+		return bad_params(conn, s);
+	if (!http.ops->lock)
+		return text(conn, MHD_HTTP_NOT_FOUND,
+			    "lock profiles are served by profring-prof "
+			    "record --http only\n");
+	err = http.ops->lock(block, (unsigned int)s, &http.quit, &b);
+	if (err == -ENOENT)
+		return text(conn, MHD_HTTP_NOT_FOUND, http.ops->lock_off);
 	return err ? failed(conn, err) : blob(conn, &b);
 }
 
@@ -669,6 +696,8 @@ static enum MHD_Result route(struct MHD_Connection *conn, const char *url,
 		return heap_profile(conn, false);
 	if (!strcmp(name, "allocs"))
 		return heap_profile(conn, true);
+	if (!strcmp(name, "mutex") || !strcmp(name, "block"))
+		return lock_profile(conn, name[0] == 'b');
 	if (!strcmp(name, "cmdline"))
 		return cmdline(conn);
 	return text(conn, MHD_HTTP_NOT_FOUND,

@@ -138,6 +138,8 @@ static const char *special_of(uint32_t stack)
  * @rate:	the sampling rate, for the scaling.
  * @lost:	lock records the ring refused: an entry counting them as
  *		contentions, rate each (their delays are not known).
+ * @base:	NULL; or the counts of an earlier prof_lock_agg_base(): the
+ *		waits since then (sites with none are left out).
  * @out:	room for prof_lock_agg_count() entries; pcs are malloc'd.
  * @n:		receives the number written (even on failure: free them).
  *
@@ -147,6 +149,7 @@ static const char *special_of(uint32_t stack)
  */
 int prof_lock_agg_fill(const struct prof_lock_agg *m, struct stacktab *tab,
 		       bool block, uint64_t rate, uint64_t lost,
+		       const struct prof_lock_base *base,
 		       struct prof_sample *out, size_t *n)
 {
 	const struct lock_site *s;
@@ -157,19 +160,32 @@ int prof_lock_agg_fill(const struct prof_lock_agg *m, struct stacktab *tab,
 	*n = 0;
 	while ((s = keyed_table_next(&m->sites, &i))) {
 		struct prof_sample *o = &out[*n];
+		uint64_t waits = s->waits, delay = s->delay_ns;
 
 		if (!block && s->kind > PROF_LOCK_RWLOCK_WR)
 			continue;
+		if (base) {
+			struct site_id id = { s->space, s->stack, s->kind };
+			const struct lock_site *b = keyed_table_find(
+				&base->sites, s->key, site_eq, &id);
+
+			waits -= b ? b->waits : 0;
+			delay -= b ? b->delay_ns : 0;
+			if (!waits)
+				continue; /* nothing new there */
+		}
 		memset(o, 0, sizeof(*o));
 		o->space = s->space;
-		o->samples = scaled(s->waits, rate);
-		o->periods = scaled(s->delay_ns, rate);
+		o->samples = scaled(waits, rate);
+		o->periods = scaled(delay, rate);
 		o->special = special_of(s->stack);
 		o->return_addrs = true;
 		(*n)++;
 		if (!o->special && prof_sample_copy_stack(tab, s->stack, o))
 			return -ENOMEM;
 	}
+	if (base)
+		lost = lost > base->lost ? lost - base->lost : 0;
 	if (lost) {
 		memset(&out[*n], 0, sizeof(out[0]));
 		out[*n].special = PROF_LOCK_LOST_NAME;
@@ -177,6 +193,37 @@ int prof_lock_agg_fill(const struct prof_lock_agg *m, struct stacktab *tab,
 		(*n)++;
 	}
 	return 0;
+}
+
+/**
+ * prof_lock_agg_base() - remember every site's counts now, and @lost, the
+ * records refused so far, for a delta (prof_lock_agg_fill() with @base).
+ *
+ * Return: 0 or -ENOMEM (free @b all the same).
+ */
+int prof_lock_agg_base(const struct prof_lock_agg *m, uint64_t lost,
+		       struct prof_lock_base *b)
+{
+	const struct lock_site *s;
+	size_t i = 0;
+
+	keyed_table_init(&b->sites, sizeof(struct lock_site));
+	b->lost = lost;
+	while ((s = keyed_table_next(&m->sites, &i))) {
+		struct site_id id = { s->space, s->stack, s->kind };
+		struct lock_site *c =
+			keyed_table_insert(&b->sites, s->key, site_eq, &id);
+
+		if (!c)
+			return -ENOMEM;
+		*c = *s;
+	}
+	return 0;
+}
+
+void prof_lock_base_free(struct prof_lock_base *b)
+{
+	keyed_table_free(&b->sites);
 }
 
 /**

@@ -36,9 +36,19 @@ void prof_lock_agg_free(struct prof_lock_agg *m);
 int prof_lock_agg_take(struct prof_lock_agg *m, struct stacktab *tab,
 		       const struct profbuf_record *rec, uint32_t space);
 size_t prof_lock_agg_count(const struct prof_lock_agg *m);
+/* Sites' counts at one moment (prof_lock_agg_base()): a delta's start. */
+struct prof_lock_base {
+	struct keyed_table sites; /* struct lock_site */
+	uint64_t lost; /* records refused by then */
+};
+
 int prof_lock_agg_fill(const struct prof_lock_agg *m, struct stacktab *tab,
 		       bool block, uint64_t rate, uint64_t lost,
+		       const struct prof_lock_base *base,
 		       struct prof_sample *out, size_t *n);
+int prof_lock_agg_base(const struct prof_lock_agg *m, uint64_t lost,
+		       struct prof_lock_base *b);
+void prof_lock_base_free(struct prof_lock_base *b);
 void prof_lock_comment(char *buf, size_t len, bool block, uint64_t rate,
 		       uint64_t read, uint64_t written, uint64_t refused);
 

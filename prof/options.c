@@ -474,10 +474,11 @@ int prof_record_parse(int argc, char **argv, struct prof_record_args *a,
 		return -1;
 	if (!out && !heap && !mutex && !block)
 		out = PROFRING_PROF_DEFAULT_OUTPUT;
-	if (a->mutex_rate && !mutex && !block)
+	if (a->mutex_rate && !mutex && !block && !a->http)
 		return fail(err, len,
 			    "record: --mutex-rate samples lock waits for "
-			    "--mutex FILE or --block FILE: add one");
+			    "--mutex FILE, --block FILE or --http ADDR: add "
+			    "one");
 	if (a->opts.heap_rate && !heap && !a->http)
 		return fail(err, len,
 			    "record: --heap-rate samples the heap for --heap "

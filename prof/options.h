@@ -30,7 +30,9 @@
  * @block:	--block: the block profile's path (every lock wait), the
  *		same, or NULL.
  * @mutex_rate:	--mutex-rate: one contended wait in this many recorded;
- *		0: not given (PROF_LOCK_DEFAULT_RATE, mutex.h).
+ *		0: not given (PROF_LOCK_DEFAULT_RATE, mutex.h).  With --http
+ *		alone it turns lock profiling on for /debug/pprof/mutex and
+ *		/block.
  * @http:	--http: the address the launcher serves /debug/pprof/ at
  *		(checked), or NULL; a pointer into argv.
  * @children:	forked descendants are profiled too: the default, as perf

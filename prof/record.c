@@ -409,6 +409,7 @@ static void serve(const struct prof_record_args *a, struct reader *rd,
 		.cpu = a->output && a->opts.mode != PROFRING_PROF_MODE_WALL,
 		.wall = a->opts.mode == PROFRING_PROF_MODE_WALL,
 		.heap_rate = rd->heap_rate,
+		.mutex_rate = rd->mutex_rate,
 		.start_realtime_ns = o->start_realtime_ns,
 		.start_mono_ns = t0,
 	};
@@ -468,7 +469,7 @@ int prof_record_run(const struct prof_record_args *args, char **argv)
 		sp.heap_rate = full.opts.heap_rate
 				       ? full.opts.heap_rate
 				       : PROFRING_PROF_DEFAULT_HEAP_RATE;
-	if (a->mutex || a->block)
+	if (a->mutex || a->block || a->mutex_rate) /* the latter: --http's */
 		sp.mutex_rate =
 			a->mutex_rate ? a->mutex_rate : PROF_LOCK_DEFAULT_RATE;
 	err = prof_shm_create(&sp, &m);

@@ -11,7 +11,9 @@
  * profile at its end has only what came since.  The window is the
  * reader's: it lags the program by at most the reader's period (0.1 s) at
  * both ends.  One CPU window at a time (409 for a second), as in-process.
- * Heap profiles are serve_agg.c's, lent from the same aggregation.
+ * Heap profiles are serve_agg.c's, lent from the same aggregation; the
+ * mutex and block profiles (?seconds=N a difference, as CPU windows) are
+ * made from it too.
  * /symbol and /cmdline are the program's (its pid and its reported
  * mappings), not the launcher's.
  *
@@ -22,6 +24,7 @@
  */
 #include "prof/record_http.h"
 #include "prof/aggregate.h"
+#include "prof/mutex_agg.h"
 #include "prof/http.h"
 #include "prof/serve.h"
 #include "prof/shm.h"
@@ -166,6 +169,77 @@ static int record_heap(bool allocs, unsigned int seconds,
 	return prof_serve_heap(lend_heap, allocs, seconds, quit, out);
 }
 
+/* ---- locks: Go's mutex and block profiles -------------------------------- */
+
+/* The lock profile of @base's window (NULL: the whole run) into @out. */
+static int lock_profile(bool block, const struct prof_lock_base *base,
+			int64_t t0, int64_t m0, struct prof_blob *out)
+{
+	char comment[COMMENT_LEN];
+	const char *line = comment;
+	struct prof_profile p;
+	struct prof_counts k;
+	int err;
+
+	counts_now(&k);
+	prof_agg_forget_symbols(view->agg); /* code loaded since: read again */
+	err = prof_agg_lock_profile(view->agg, block, view->mutex_rate,
+				    k.lock_refused, base, &p);
+	if (err)
+		goto out;
+	prof_lock_comment(comment, sizeof(comment), block, view->mutex_rate,
+			  prof_agg_lock_waits(view->agg), k.lock_written,
+			  k.lock_refused);
+	p.time_nanos = t0;
+	p.duration_nanos = (int64_t)ring_clock_mono_ns() - m0;
+	p.comments = &line;
+	p.ncomments = 1;
+	err = prof_pprof_encode(&p, NULL, &out->data, &out->len);
+	prof_agg_profile_free(&p);
+out:
+	prof_agg_forget_symbols(view->agg); /* records may come again */
+	return err;
+}
+
+/*
+ * /mutex and /block: the whole run's, or (@seconds) the waits recorded in
+ * the next @seconds, a difference of the run's aggregation as the CPU
+ * window's.
+ */
+static int record_lock(bool block, unsigned int seconds,
+		       const _Atomic bool *quit, struct prof_blob *out)
+{
+	struct prof_lock_base base;
+	struct prof_counts k;
+	int64_t t0, m0;
+	int err;
+
+	if (!view->mutex_rate)
+		return -ENOENT;
+	if (!seconds) {
+		pthread_mutex_lock(view->lock);
+		err = lock_profile(block, NULL, view->start_realtime_ns,
+				   view->start_mono_ns, out);
+		pthread_mutex_unlock(view->lock);
+		return err;
+	}
+	t0 = (int64_t)ring_clock_ns(CLOCK_REALTIME);
+	m0 = (int64_t)ring_clock_mono_ns();
+	pthread_mutex_lock(view->lock);
+	counts_now(&k);
+	err = prof_agg_lock_base(view->agg, k.lock_refused, &base);
+	pthread_mutex_unlock(view->lock);
+	if (!err)
+		err = prof_serve_wait(seconds, quit);
+	if (!err) {
+		pthread_mutex_lock(view->lock);
+		err = lock_profile(block, &base, t0, m0, out);
+		pthread_mutex_unlock(view->lock);
+	}
+	prof_lock_base_free(&base);
+	return err;
+}
+
 /* ---- the program's pid and names ----------------------------------------- */
 
 static pid_t record_pid(void)
@@ -194,6 +268,7 @@ static const struct prof_http_ops record_ops = {
 	.cpu = record_cpu,
 	.wall = record_wall,
 	.heap = record_heap,
+	.lock = record_lock,
 	.pid = record_pid,
 	.symbols = record_symbols,
 	.cpu_off = "CPU profiling is off: record with -o FILE too (--heap "
@@ -201,6 +276,8 @@ static const struct prof_http_ops record_ops = {
 	.wall_off = "wall-clock profiling is off: record with --mode wall\n",
 	.heap_off = "heap profiling is off: record with --heap-rate BYTES "
 		    "(or --heap FILE)\n",
+	.lock_off = "lock profiling is off: record with --mutex-rate N (or "
+		    "--mutex FILE, --block FILE)\n",
 };
 
 int prof_record_http_start(const char *addr, const struct prof_record_view *v)

@@ -25,6 +25,8 @@ struct prof_shm;
  * @hz:		the sampling rate; @cpu: CPU samples are taken; @wall:
  *		wall-clock samples are (--mode wall) instead.
  * @heap_rate:	the heap sampling rate, 0 when heap sampling is off.
+ * @mutex_rate:	one lock wait in this many recorded, 0 when lock
+ *		profiling is off.
  * @start_realtime_ns, @start_mono_ns: when the program started.
  */
 struct prof_record_view {
@@ -35,6 +37,7 @@ struct prof_record_view {
 	unsigned int hz;
 	bool cpu, wall;
 	uint64_t heap_rate;
+	uint64_t mutex_rate;
 	int64_t start_realtime_ns, start_mono_ns;
 };
 

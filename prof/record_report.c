@@ -199,7 +199,8 @@ static int write_lock(const struct prof_record_args *a, struct reader *rd,
 	uint64_t waits = 0, ns = 0;
 	int err;
 
-	err = prof_agg_lock_profile(rd->agg, block, rate, k->lock_refused, &p);
+	err = prof_agg_lock_profile(rd->agg, block, rate, k->lock_refused, NULL,
+				    &p);
 	if (err)
 		return err;
 	prof_demangle_allow_load();

@@ -39,11 +39,16 @@ struct prof_blob {
  *		next @seconds; default sample type alloc_space if @allocs,
  *		else inuse_space: 0; -ENOENT (heap sampling off: @heap_off
  *		says how to turn it on); -errno.
+ * @lock:	the mutex profile (@block false: contention on mutexes and
+ *		rwlocks) or the block profile (every lock wait), since the
+ *		start (@seconds 0) or of the next @seconds: 0; -ENOENT (lock
+ *		profiling off: @lock_off says how to turn it on); -errno.
+ *		NULL: not served here (404).
  * @pid:	the profiled program's pid now (/cmdline's).
  * @symbols:	write "0x%llx name\n" to @out for each of the @n addresses
  *		the program's code has a name for (gperftools' /symbol).
- * @cpu_off, @wall_off, @heap_off: the 404 texts (@wall's -ENOENT:
- *		@wall_off).
+ * @cpu_off, @wall_off, @heap_off, @lock_off: the 404 texts (@wall's
+ *		-ENOENT: @wall_off; @lock_off NULL when @lock is).
  */
 struct prof_http_ops {
 	int (*cpu)(unsigned int seconds, const _Atomic bool *quit,
@@ -52,9 +57,11 @@ struct prof_http_ops {
 		    struct prof_blob *out);
 	int (*heap)(bool allocs, unsigned int seconds, const _Atomic bool *quit,
 		    struct prof_blob *out);
+	int (*lock)(bool block, unsigned int seconds, const _Atomic bool *quit,
+		    struct prof_blob *out);
 	pid_t (*pid)(void);
 	int (*symbols)(const uint64_t *pcs, size_t n, FILE *out);
-	const char *cpu_off, *wall_off, *heap_off;
+	const char *cpu_off, *wall_off, *heap_off, *lock_off;
 };
 
 /* serve.c: an in-process session's. */

@@ -19,6 +19,9 @@
 #   another thread holds a lock, recursive and error-checking mutexes:
 #   output and exit status as without the profiler; the block profile
 #   holds the condition waits the mutex profile leaves out;
+# - over HTTP (record --http with --mutex-rate): /debug/pprof/mutex and
+#   /block read by go tool pprof, ?seconds=1 a window smaller than the
+#   whole run;
 # - bad input: one line, status 2, nothing run.
 # Every run is bounded by timeout(1).  Skipped under tsan/asan: the
 # interposed lock calls are not built there (the sanitizers intercept
@@ -139,7 +142,39 @@ check block_has_cond_waits grep -q ' pthread_cond_timedwait \| cond_part ' \
 total() { per_function "$1" | awk '{ n += $2 } END { print n + 0 }'; }
 check block_more_than_mutex test "$(total hb.pb.gz)" -gt "$(total h.pb.gz)"
 
-# 4. Bad input: one line, status 2, the command not run.
+# 4. Over HTTP (record --http, --mutex-rate alone turns it on): Go's
+# /debug/pprof/mutex and /block, ?seconds=N a window of the run.
+timeout -k 5 120 "$PROF" record -q --http 127.0.0.1:0 --mutex-rate 1 -- \
+	"$W" share 4000 "$TMP/http.truth" >"$TMP/http.out" 2>"$TMP/http.err" &
+JOB=$!
+PORT=
+for i in $(seq 200); do
+	PORT=$(sed -n 's|^profring-prof: serving http://127.0.0.1:\([0-9]*\)/.*|\1|p' \
+		"$TMP/http.err")
+	[ -n "$PORT" ] && break
+	sleep 0.1
+done
+check http_serving test -n "$PORT"
+U=http://127.0.0.1:$PORT/debug/pprof
+sleep 1
+get() {
+	(cd "$TMP" && HOME="$TMP" timeout 60 go tool pprof -raw "$2") \
+		>"$TMP/$1.raw" 2>&1
+}
+get hwin "$U/mutex?seconds=1"
+get hall "$U/mutex"
+get hblock "$U/block"
+wait $JOB
+check http_program_unchanged test $? = 0 -a \
+	"$(cat "$TMP/http.out")" = "share: 4000 rounds"
+check http_mutex_types grep -q '^contentions/count delay/nanoseconds\[dflt\]$' \
+	"$TMP/hwin.raw"
+check http_mutex_names grep -q ' f_lock_a ' "$TMP/hall.raw"
+check http_block_names grep -q ' f_lock_b ' "$TMP/hblock.raw"
+check http_window_smaller test "$(total hwin)" -gt 0 -a \
+	"$(total hwin)" -lt "$(total hall)"
+
+# 5. Bad input: one line, status 2, the command not run.
 "$PROF" record --mutex "$TMP/x.pb.gz" --mutex-rate 0 -- touch "$TMP/ran" \
 	>/dev/null 2>"$TMP/bad1.err"
 check bad_rate test $? = 2 -a ! -e "$TMP/ran" -a \
