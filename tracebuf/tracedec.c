@@ -4,14 +4,20 @@
  * tracedec.h and FORMAT.md).
  *
  * A cursor walks the buffer; every read checks the bytes left first, so
- * no input can make it read out of bounds.  Nothing is allocated: the
- * state is a fixed table of the generations still open (whose end record
- * has not come yet) with their batch counts, and a TB_MAX_FRAMES-entry
- * PC array for the stack being reported.  Work is linear in the input.
+ * no input can make it read out of bounds.  The state is a fixed table of
+ * the generations still open (whose end record has not come yet) with
+ * their batch counts, and a TB_MAX_FRAMES-entry PC array for the stack
+ * being reported: tracedec_decode() keeps it on its stack, the
+ * incremental form (tracedec_stream_*) in one allocation, between the
+ * pieces it is fed.  Both decode whole records where they lie (a record
+ * cut by the end of a piece is left for the caller to feed again, with
+ * what follows), so offsets and errors are the same.  Work is linear in
+ * the input.
  */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <profring/tracedec.h>
@@ -31,7 +37,8 @@ _Static_assert(TRACEDEC_MAX_FRAMES == TB_MAX_FRAMES, "TRACEDEC_MAX_FRAMES");
 _Static_assert(TRACEDEC_MAX_TYPE_NAME == TB_MAX_TYPE_NAME, "type name");
 
 struct dec {
-	const uint8_t *buf;
+	const uint8_t *buf; /* at stream offset base_off */
+	size_t base_off;
 	const struct tracedec_visitor *v;
 	void *arg;
 	struct tracedec_error *err;
@@ -51,7 +58,7 @@ struct cur {
 static int bad(struct dec *d, const uint8_t *at, const char *what)
 {
 	if (d->err) {
-		d->err->offset = (size_t)(at - d->buf);
+		d->err->offset = d->base_off + (size_t)(at - d->buf);
 		d->err->what = what;
 	}
 	return -EBADMSG;
@@ -400,6 +407,59 @@ static int record(struct dec *d, const uint8_t *at, uint8_t kind, uint8_t level,
 	return bad(d, at, "unknown record kind");
 }
 
+/* Check the 16-byte stream header at d->buf and take its version. */
+static int stream_header(struct dec *d)
+{
+	if (memcmp(d->buf, TB_MAGIC, 8))
+		return bad(d, d->buf, "not a profring trace");
+	d->version = tb_get_u32(d->buf + 8);
+	if (d->version < TB_VERSION_MIN || d->version > TB_VERSION ||
+	    tb_get_u32(d->buf + 12))
+		return bad(d, d->buf + 8, "unsupported trace version");
+	return 0;
+}
+
+/*
+ * records() - decode the whole records among the @len bytes at @p (a
+ * record header is checked as soon as it is whole); *@used: the bytes of
+ * those records.  Stops at a record that is not all there.
+ */
+static int records(struct dec *d, const uint8_t *p, size_t len, size_t *used)
+{
+	size_t off = 0;
+	int rc = 0;
+
+	while (len - off >= TB_REC_HDR && !rc) {
+		const uint8_t *at = p + off;
+		struct cur c;
+		uint32_t plen = tb_get_u32(at + 4);
+
+		if (at[2] || at[3])
+			return bad(d, at + 2, "reserved bytes not zero");
+		if (plen > TB_MAX_REC_PAYLOAD)
+			return bad(d, at + 4, "record length over the limit");
+		if (plen > len - off - TB_REC_HDR)
+			break;
+		c.p = at + TB_REC_HDR;
+		c.left = plen;
+		rc = record(d, at, at[0], at[1], &c);
+		off += TB_REC_HDR + plen;
+	}
+	*used = off;
+	return rc;
+}
+
+/* The stream ends @left bytes after the whole records at @at. */
+static int truncated(struct dec *d, const uint8_t *at, size_t left)
+{
+	if (!left)
+		return 0;
+	/* Truncated: the offset is the record's (see tracedec.h). */
+	return bad(d, at,
+		   left < TB_REC_HDR ? "record header truncated"
+				     : "record truncated");
+}
+
 RING_API int tracedec_decode(const uint8_t *buf, size_t len,
 			     const struct tracedec_visitor *v, void *arg,
 			     struct tracedec_error *err)
@@ -408,34 +468,112 @@ RING_API int tracedec_decode(const uint8_t *buf, size_t len,
 	struct dec d = {
 		.buf = buf, .v = v ? v : &none, .arg = arg, .err = err
 	};
-	size_t off = TB_STREAM_HDR;
+	size_t used;
+	int rc;
+
+	if (!buf || len < TB_STREAM_HDR)
+		return bad(&d, buf, "not a profring trace");
+	rc = stream_header(&d);
+	if (!rc)
+		rc = records(&d, buf + TB_STREAM_HDR, len - TB_STREAM_HDR,
+			     &used);
+	if (!rc)
+		rc = truncated(&d, buf + TB_STREAM_HDR + used,
+			       len - TB_STREAM_HDR - used);
+	return rc;
+}
+
+/* ---- the incremental form ------------------------------------------------ */
+
+struct tracedec_stream {
+	struct dec d;
+	struct tracedec_visitor v;
+	size_t off; /* stream bytes consumed: the next record's offset */
+	bool header; /* the stream header is consumed */
+	int rc; /* the first failure, returned again */
+	struct tracedec_error err;
+};
+
+RING_API struct tracedec_stream *
+tracedec_stream_new(const struct tracedec_visitor *v, void *arg)
+{
+	struct tracedec_stream *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	if (v)
+		s->v = *v;
+	s->d.v = &s->v;
+	s->d.arg = arg;
+	s->d.err = &s->err;
+	return s;
+}
+
+RING_API void tracedec_stream_free(struct tracedec_stream *s)
+{
+	free(s);
+}
+
+/* Remember the first failure, and say it (again) in @err. */
+static int stream_rc(struct tracedec_stream *s, int rc,
+		     struct tracedec_error *err)
+{
+	if (rc && !s->rc)
+		s->rc = rc;
+	if (s->rc == -EBADMSG && err)
+		*err = s->err;
+	return s->rc;
+}
+
+RING_API int tracedec_stream_feed(struct tracedec_stream *s, const uint8_t *buf,
+				  size_t len, size_t *used,
+				  struct tracedec_error *err)
+{
+	size_t n = 0, hdr = 0;
 	int rc = 0;
 
-	if (!buf || len < TB_STREAM_HDR || memcmp(buf, TB_MAGIC, 8))
-		return bad(&d, buf, "not a profring trace");
-	d.version = tb_get_u32(buf + 8);
-	if (d.version < TB_VERSION_MIN || d.version > TB_VERSION ||
-	    tb_get_u32(buf + 12))
-		return bad(&d, buf + 8, "unsupported trace version");
-	while (off < len && !rc) {
-		const uint8_t *at = buf + off;
-		struct cur c;
-		uint32_t plen;
-
-		if (len - off < TB_REC_HDR)
-			return bad(&d, at, "record header truncated");
-		plen = tb_get_u32(at + 4);
-		if (at[2] || at[3])
-			return bad(&d, at + 2, "reserved bytes not zero");
-		if (plen > TB_MAX_REC_PAYLOAD)
-			return bad(&d, at + 4, "record length over the limit");
-		/* Truncated: the offset is the record's (see tracedec.h). */
-		if (plen > len - off - TB_REC_HDR)
-			return bad(&d, at, "record truncated");
-		c.p = at + TB_REC_HDR;
-		c.left = plen;
-		rc = record(&d, at, at[0], at[1], &c);
-		off += TB_REC_HDR + plen;
+	if (used)
+		*used = 0;
+	if (!s || (!buf && len) || !used)
+		return -EINVAL;
+	if (s->rc)
+		return stream_rc(s, 0, err);
+	s->d.buf = buf;
+	s->d.base_off = s->off;
+	if (!s->header) {
+		/* A wrong magic is said as soon as its bytes are there. */
+		if (memcmp(buf, TB_MAGIC, len < 8 ? len : 8))
+			return stream_rc(
+				s, bad(&s->d, buf, "not a profring trace"),
+				err);
+		if (len < TB_STREAM_HDR)
+			return 0;
+		rc = stream_header(&s->d);
+		if (rc)
+			return stream_rc(s, rc, err);
+		s->header = true;
+		hdr = TB_STREAM_HDR;
 	}
-	return rc;
+	rc = records(&s->d, buf + hdr, len - hdr, &n);
+	*used = hdr + n;
+	s->off += hdr + n;
+	return stream_rc(s, rc, err);
+}
+
+RING_API int tracedec_stream_end(struct tracedec_stream *s, size_t left,
+				 struct tracedec_error *err)
+{
+	if (!s)
+		return -EINVAL;
+	static const uint8_t here;
+
+	if (s->rc)
+		return stream_rc(s, 0, err);
+	/* Offsets from here on are s->off's. */
+	s->d.buf = &here;
+	s->d.base_off = s->off;
+	if (!s->header)
+		return stream_rc(s, bad(&s->d, &here, "not a profring trace"),
+				 err);
+	return stream_rc(s, truncated(&s->d, &here, left), err);
 }

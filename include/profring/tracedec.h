@@ -3,7 +3,8 @@
  * <profring/tracedec.h> - decode and validate a profring trace stream
  * (tracebuf/FORMAT.md).
  *
- * tracedec_decode() walks a whole stream held in memory and calls a
+ * tracedec_decode() walks a whole stream held in memory (and
+ * tracedec_stream_feed() one fed in pieces, see below) and calls a
  * visitor for every event, string, stack, type name, frequency, lost count
  * and generation end, in stream order.  It checks everything the format
  * fixes - magic and version, record kinds and lengths, every varint,
@@ -118,6 +119,62 @@ struct tracedec_error {
 int tracedec_decode(const uint8_t *buf, size_t len,
 		    const struct tracedec_visitor *v, void *arg,
 		    struct tracedec_error *err);
+
+/*
+ * The incremental form: a stream of any length decoded as it is read, in
+ * memory bounded by its longest record (at most 8 + 2^26 bytes), with the
+ * same validation, the same errors and the same offsets (from the
+ * stream's start) as tracedec_decode().  Not signal-safe.
+ *
+ *	struct tracedec_stream *s = tracedec_stream_new(&visitor, arg);
+ *	size_t have = 0, used;
+ *	while ((n = read(fd, buf + have, cap - have)) > 0) {
+ *		have += n;
+ *		if (tracedec_stream_feed(s, buf, have, &used, &err))
+ *			break;			// err.offset: in the stream
+ *		memmove(buf, buf + used, have - used);
+ *		have -= used;			// a record cut short: kept
+ *		// grow buf if have == cap: a record is that long
+ *	}
+ *	rc = tracedec_stream_end(s, have, &err);	// truncated?
+ *	tracedec_stream_free(s);
+ *
+ * Pointers handed to callbacks point into the piece being fed: valid
+ * during the call (and as long as the caller keeps that memory).
+ */
+struct tracedec_stream;
+
+/* A decoder for one stream, or NULL (out of memory).  @v may be NULL. */
+struct tracedec_stream *tracedec_stream_new(const struct tracedec_visitor *v,
+					    void *arg);
+
+/**
+ * tracedec_stream_feed() - decode the whole records at the start of the
+ * @len bytes at @buf, which continue the stream where the bytes consumed
+ * so far end (the first piece starts with the stream header).
+ * @used: set to the bytes consumed: the header and the whole records.
+ *        The rest (a record cut short: at most 8 + 2^26 bytes) must be
+ *        fed again at the start of the next piece, followed by more.
+ * Return: 0; -EBADMSG with @err filled in (the offset in the stream); the
+ * first nonzero value a callback returned; -EINVAL for a NULL @s or
+ * @used, or NULL @buf with @len > 0.  After a failure every call returns
+ * it again.
+ */
+int tracedec_stream_feed(struct tracedec_stream *s, const uint8_t *buf,
+			 size_t len, size_t *used, struct tracedec_error *err);
+
+/**
+ * tracedec_stream_end() - the stream ended, @left bytes after those
+ * consumed (what the last feed left).
+ * Return: 0 when the stream was whole (tracedec_decode() would have
+ * returned 0); -EBADMSG with @err (a stream shorter than its header, or
+ * a truncated record, at its offset); an earlier failure again.
+ */
+int tracedec_stream_end(struct tracedec_stream *s, size_t left,
+			struct tracedec_error *err);
+
+/* Free; NULL is a no-op. */
+void tracedec_stream_free(struct tracedec_stream *s);
 
 /* What tracedec_mem_check() found in one generation. */
 struct tracedec_mem_gen {
