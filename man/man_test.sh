@@ -33,8 +33,9 @@
 cd "$(dirname "$0")/.." || exit 1
 
 MAN=man
-PAGES="profring-prof.1 profring-trace.1 profbuf.3 profring_prof.3 stacktab.3
-	tracebuf.3 tracedec.3 profring.7"
+# The pages that must be there; every page of man/ is linted.
+PAGES="profring-prof.1 profring-trace.1 profbuf.3 profbuf_group.3
+	profring_prof.3 stacktab.3 tracebuf.3 tracedec.3 profring.7"
 
 # The link lines the section 3 pages call for: each .Nm of the NAME
 # section that is not the page's own name.
@@ -60,7 +61,8 @@ CHECK_PREFIX=man_
 # ---- lint ----
 
 if command -v mandoc >/dev/null 2>&1; then
-	for p in $PAGES; do
+	for p in $(printf '%s\n' $PAGES "$MAN"/*.[137] | sed 's,.*/,,' |
+		sort -u); do
 		if [ ! -f "$MAN/$p" ]; then
 			echo "FAIL man_lint_$p (no such page)"
 			fails=$((fails + 1))
