@@ -57,6 +57,13 @@
  *    out and gives the node back to its writer through a per-writer
  *    ck_ring SPSC of node pointers (the reader is its only producer, the
  *    writer its only consumer).  Info.
+ *  - profbuf_group: the same records written with profbuf_group_write()
+ *    to a group (<profring/profbuf_group.h>) of one ring per CPU, each
+ *    of the single profbuf's size, read with profbuf_group_read()
+ *    (blocking): every writer thread has a ring of its own while W <=
+ *    CPUs.  Rows "group Ww 34w": against profbuf at the same W (info),
+ *    and against profbuf with one writer (issue 32's goal for W >= 2:
+ *    the group delivers at least one writer's rate).
  *  - drain: memcpy of the same number of words from a prefilled array of
  *    the ring's size to a destination of the same size.  profbuf's reader
  *    does this copy and the read protocol on top; info.
@@ -94,6 +101,7 @@
 #include <urcu/wfcqueue.h>
 
 #include <profring/profbuf.h>
+#include <profring/profbuf_group.h>
 
 #include "harness.h"
 
@@ -210,6 +218,7 @@ struct wq_node {
  * @ovf:            sum of the overflow records' counts (profbuf)
  * @err:            the reader's error
  * @pb:             profbuf
+ * @pg:             profbuf_group
  * @ck, @ck_buf:    the ck_ring and its slots
  * @mx:             the mutex ring
  * @pipefd:         the pipe
@@ -229,6 +238,7 @@ struct sc_run {
 	uint64_t ovf;
 	int err;
 	struct profbuf *pb;
+	struct profbuf_group *pg;
 	struct ck_ring ck;
 	struct rec34 *ck_buf;
 	struct mx_ring *mx;
@@ -449,6 +459,72 @@ static int pb_sc_close(struct sc_run *m)
 /* Every refused write must reach the reader in an overflow record. */
 static const struct sc_ops pb_sc_ops = {
 	pb_sc_open, pb_writer, pb_reader, pb_sc_finish, pb_sc_close, true,
+};
+
+/* ---- writer scaling: profbuf_group ----------------------------------- */
+
+static int pg_sc_open(struct sc_run *m)
+{
+	m->pg = profbuf_group_new((size_t)bench_ncpus(), HDRSIZE, SC_RING_WORDS,
+				  SC_SLOTS);
+	return m->pg ? 0 : bench_fail("profbuf_group_new", errno);
+}
+
+static void *pg_writer(void *arg)
+{
+	struct sc_writer *w = arg;
+	struct sc_run *m = w->m;
+	uint64_t now = 0, ok = 0, lost = 0;
+	int rc;
+
+	sc_thread_start(m, (int)w->id);
+	while (!sc_stopped(m)) {
+		rc = profbuf_group_write(m->pg, w, (int64_t)now++,
+					 bench_rec.hdr, HDRSIZE, bench_rec.stk,
+					 NSTK);
+		if (rc == 0) {
+			ok++;
+		} else if (rc == -ENOSPC) {
+			lost++;
+		} else {
+			w->err = rc;
+			break;
+		}
+	}
+	w->ok = ok;
+	w->lost = lost;
+	return NULL;
+}
+
+static void *pg_reader(void *arg)
+{
+	struct sc_run *m = arg;
+	struct profbuf_read rd;
+
+	sc_thread_start(m, -1);
+	do {
+		m->err = profbuf_group_read(m->pg, PROFBUF_BLOCKING, &rd);
+		if (!m->err)
+			m->err = bench_rec_account(&rd, &m->delivered, &m->ovf);
+	} while (!m->err && !rd.eof);
+	return NULL;
+}
+
+static void pg_sc_finish(struct sc_run *m)
+{
+	profbuf_group_close(m->pg);
+}
+
+static int pg_sc_close(struct sc_run *m)
+{
+	profbuf_group_free(m->pg);
+	m->pg = NULL;
+	return 0;
+}
+
+/* Every refused write must reach the reader in an overflow record. */
+static const struct sc_ops pg_sc_ops = {
+	pg_sc_open, pg_writer, pg_reader, pg_sc_finish, pg_sc_close, true,
 };
 
 /* ---- writer scaling: ck_ring MPMC ------------------------------------ */
@@ -789,13 +865,19 @@ static const struct sc_ops wq_sc_ops = {
 
 /* ---- writer scaling: the comparison ---------------------------------- */
 
-enum { SC_PB, SC_CK, SC_MX, SC_PP, SC_WQ, SC_N };
+/* The anchors of the "scaling" rows are SC_CK ... SC_WQ. */
+enum { SC_PB, SC_CK, SC_MX, SC_PP, SC_WQ, SC_PG, SC_N };
 
-static const char *const sc_names[SC_N] = { "profbuf", "ck_mpmc", "mutex",
-					    "pipe", "wfcq" };
+static const char *const sc_names[SC_N] = { "profbuf", "ck_mpmc",
+					    "mutex",   "pipe",
+					    "wfcq",    "profbuf_group" };
 static const struct sc_ops *const sc_impls[SC_N] = {
-	&pb_sc_ops, &ck_sc_ops, &mx_sc_ops, &pp_sc_ops, &wq_sc_ops,
+	&pb_sc_ops, &ck_sc_ops, &mx_sc_ops, &pp_sc_ops, &wq_sc_ops, &pg_sc_ops,
 };
+
+/* profbuf with one writer: the group rows' goal (issue 32). */
+static struct bench_stats sc_one_writer;
+static bool sc_have_one_writer;
 
 static double lost_frac(const struct bench_stats *st)
 {
@@ -820,7 +902,7 @@ static void sc_report(unsigned int nw, const struct bench_stats *st)
 	};
 
 	snprintf(name, sizeof(name), "scaling %uw 34w", nw);
-	for (int i = SC_CK; i < SC_N; i++) {
+	for (int i = SC_CK; i <= SC_WQ; i++) {
 		bool goal = i == SC_CK && nw >= 2;
 
 		snprintf(note, sizeof(note), "%slost %.1f%% vs %.1f%%",
@@ -832,6 +914,41 @@ static void sc_report(unsigned int nw, const struct bench_stats *st)
 		row.goal_le = false;
 		bench_report_row(&row);
 	}
+}
+
+/*
+ * sc_report_group() - the group's rows: against profbuf at this W, and
+ * (for W >= 2) against profbuf's one-writer rate, the goal.
+ */
+static void sc_report_group(unsigned int nw, const struct bench_stats *st)
+{
+	char name[32], note[96];
+	struct bench_row row = {
+		.name = name,
+		.unit = BENCH_MOPS,
+		.ours = &st[SC_PG],
+		.ours_name = sc_names[SC_PG],
+		.anchor = &st[SC_PB],
+		.anchor_name = sc_names[SC_PB],
+		.note = note,
+	};
+
+	if (nw == 1) {
+		sc_one_writer = st[SC_PB];
+		sc_have_one_writer = true;
+	}
+	snprintf(name, sizeof(name), "group %uw 34w", nw);
+	snprintf(note, sizeof(note), "info; lost %.1f%% vs %.1f%%",
+		 100 * lost_frac(&st[SC_PG]), 100 * lost_frac(&st[SC_PB]));
+	bench_report_row(&row);
+	if (nw < 2 || !sc_have_one_writer)
+		return;
+	snprintf(note, sizeof(note), "lost %.1f%%; anchor: 1 writer",
+		 100 * lost_frac(&st[SC_PG]));
+	row.anchor = &sc_one_writer;
+	row.anchor_name = "profbuf 1w";
+	row.goal_ratio = 1.0;
+	bench_report_row(&row);
 }
 
 /*
@@ -886,6 +1003,7 @@ static int scaling_one(const struct bench_opts *o, unsigned int nw, FILE *f)
 	rc = bench_run_cases(bc, SC_N, &so, st);
 	if (!rc) {
 		sc_report(nw, st);
+		sc_report_group(nw, st);
 		sc_csv(f, nw, st);
 	}
 out:
