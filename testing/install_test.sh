@@ -73,7 +73,7 @@ case $file in
 		[ "$(readlink "$lib/$soname")" = "$file" ]; then
 		pass "libprofring.so -> $file, $soname -> $file"
 	else
-		fail "libprofring.so's links: $(ls -l "$lib" | grep libprofring.so)"
+		fail "libprofring.so's links: $(ls -l "$lib"/libprofring.so*)"
 	fi
 	;;
 *) fail "libprofring.so's file $file is not named after its soname $soname" ;;
@@ -234,6 +234,15 @@ run() {
 	fi
 }
 
+# wrote NAME FILE: the program NAME wrote the profile FILE.
+wrote() {
+	if [ -s "$2" ]; then
+		pass "$1 wrote its profile"
+	else
+		fail "$1 wrote its profile"
+	fi
+}
+
 # needs_prefix NAME SONAME: a shared program loads SONAME from the prefix.
 needs_prefix() {
 	if LD_LIBRARY_PATH=$lib ldd "$tmp/$1" | grep -q "$2 => $lib/"; then
@@ -254,16 +263,13 @@ build cxx17-static profring static $cxx -std=c++17 "$tmp/lib.cc" &&
 	run cxx17-static
 build prof-c11 profring-prof shared cc -std=c11 "$tmp/prof.c" &&
 	needs_prefix prof-c11 libprofring-prof.so &&
-	run prof-c11 "$tmp/c11.pb.gz" &&
-	{ [ -s "$tmp/c11.pb.gz" ] && pass "prof-c11 wrote its profile" ||
-		fail "prof-c11 wrote its profile"; }
+	run prof-c11 "$tmp/c11.pb.gz" && wrote prof-c11 "$tmp/c11.pb.gz"
 build prof-cxx17 profring-prof shared $cxx -std=c++17 "$tmp/prof.cc" &&
-	run prof-cxx17 "$tmp/cxx17.pb.gz" &&
-	{ [ -s "$tmp/cxx17.pb.gz" ] && pass "prof-cxx17 wrote its profile" ||
-		fail "prof-cxx17 wrote its profile"; }
+	run prof-cxx17 "$tmp/cxx17.pb.gz" && wrote prof-cxx17 "$tmp/cxx17.pb.gz"
 
 # The tools, from the prefix: the launcher finds its library in ../lib.
 bin=$prefix/bin
+# shellcheck disable=SC2016
 if out=$(env -u LD_LIBRARY_PATH -u PROFRING_PROF_LIB timeout -k 5 60 \
 	"$bin/profring-prof" record -q -F 999 -o "$tmp/rec.pb.gz" -- \
 	sh -c 'i=0; while [ $i -lt 30000 ]; do i=$((i + 1)); done' 2>&1) &&
@@ -300,6 +306,7 @@ else
 		done
 	fi
 	if [ -z "$missing" ]; then
+		# shellcheck disable=SC2086
 		pass "manual pages in share/man ($(echo $pages $links | wc -w))"
 	else
 		fail "manual pages missing from share/man:$missing"
@@ -312,7 +319,7 @@ else
 	else
 		fail "man profring-prof reads the installed page"
 	fi
-	link=$(echo $links | awk '{ print $1 }')
+	link=$(printf '%s\n' "$links" | awk 'NR == 1 { print $1 }')
 	link=${link%.*}
 	if [ -n "$link" ] && command -v man >/dev/null 2>&1; then
 		if MANPATH=$prefix/share/man MANPAGER=cat man 3 "$link" \
@@ -331,7 +338,7 @@ if $MAKE --no-print-directory BUILD="$BUILD" PREFIX="$prefix" uninstall \
 	if [ -z "$left" ]; then
 		pass "make uninstall leaves no file in the prefix"
 	else
-		fail "make uninstall left: $(echo $left)"
+		fail "make uninstall left: $(printf '%s ' "$left")"
 	fi
 else
 	tail -10 "$tmp/uninstall.log"
@@ -355,7 +362,7 @@ if install_into "$tmp/destdir.log" DESTDIR="$dest" PREFIX=/opt/profring; then
 	if [ -z "$left" ]; then
 		pass "make uninstall DESTDIR=tmp leaves no file"
 	else
-		fail "make uninstall DESTDIR=tmp left: $(echo $left)"
+		fail "make uninstall DESTDIR=tmp left: $(printf '%s ' "$left")"
 	fi
 else
 	fail "make install DESTDIR=tmp PREFIX=/opt/profring"
