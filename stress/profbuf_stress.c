@@ -18,6 +18,13 @@
  * 2^32 / 2^30 wrap.  It also checks that every reader sleep was ended by
  * exactly one wakeup, and walks every read with the record iterator too
  * (<profring/profbuf.h>), which must agree with the checker.
+ * --group N writes to a group of N rings read as one
+ * (<profring/profbuf_group.h>) instead of one profbuf: each thread, and
+ * its handler, writes to its own ring (shared once threads outnumber
+ * rings), odd ids through profbuf_group_write(), even ones inline to
+ * profbuf_group_mine()'s ring; the same checks hold over the merged read
+ * (per-writer order, exact accounting), and every ring's sleeps end in
+ * one wakeup each.
  *
  * Exit status 0 only if nothing was violated.
  */
@@ -34,6 +41,7 @@
 #include "ring/perturb.h"
 #define PROFBUF__PERTURB() ring_perturb()
 #include <profring/profbuf.h>
+#include <profring/profbuf_group.h>
 
 #include "profbuf/profbuf_testing.h"
 #include "testing/checkrec.h"
@@ -44,6 +52,7 @@
 
 static struct {
 	long seconds, writers, seed, bufwords, tags, max_stack, hz, watermark;
+	long group;
 	const char *mode;
 	bool signals, cpu_clock, stall, close_early, wrap;
 } opt = {
@@ -81,6 +90,8 @@ static const struct stress_flag flags[] = {
 	  &opt.close_early },
 	{ "wrap", "start counters just below 2^32 / 2^30", STRESS_BOOL,
 	  &opt.wrap },
+	{ "group", "N rings read as one (profbuf_group), 0: one profbuf",
+	  STRESS_INT, &opt.group },
 	{ NULL, NULL, 0, NULL },
 };
 
@@ -95,6 +106,7 @@ struct writer {
 };
 
 static struct profbuf *buf;
+static struct profbuf_group *grp; /* --group: buf is unused */
 static struct writer *writers;
 static atomic_bool stop;
 static _Thread_local struct writer *tls_handler;
@@ -113,7 +125,14 @@ static int write_one(struct writer *w)
 	 * the library's profbuf_write(), as a binary built without the inline
 	 * path does: both race each other.
 	 */
-	if (w->id & 1)
+	if (grp && (w->id & 1))
+		rc = profbuf_group_write(grp, (void *)(uintptr_t)(w->id + 1),
+					 (int64_t)w->seq, hdr, 2, stk, n);
+	else if (grp)
+		rc = profbuf_write(profbuf_group_mine(grp),
+				   (void *)(uintptr_t)(w->id + 1),
+				   (int64_t)w->seq, hdr, 2, stk, n);
+	else if (w->id & 1)
 		rc = (profbuf_write)(buf, (void *)(uintptr_t)(w->id + 1),
 				     (int64_t)w->seq, hdr, 2, stk, n);
 	else
@@ -168,6 +187,24 @@ static void *writer_main(void *arg)
 	return NULL;
 }
 
+/* The reader's calls, on the buffer or on the group. */
+static int do_read(enum profbuf_mode mode, struct profbuf_read *r)
+{
+	return grp ? profbuf_group_read(grp, mode, r)
+		   : profbuf_read(buf, mode, r);
+}
+
+static int do_read_timeout(uint64_t ns, struct profbuf_read *r)
+{
+	return grp ? profbuf_group_read_timeout(grp, ns, r)
+		   : profbuf_read_timeout(buf, ns, r);
+}
+
+static int do_close(void)
+{
+	return grp ? profbuf_group_close(grp) : profbuf_close(buf);
+}
+
 static void read_all(struct checkrec_state *st, uint64_t deadline,
 		     uint64_t *rng, uint64_t *reads)
 {
@@ -180,13 +217,12 @@ static void read_all(struct checkrec_state *st, uint64_t deadline,
 		if (deadline && stress_now_ns() >= deadline)
 			return;
 		if (timed)
-			rc = profbuf_read_timeout(buf, 2000000, &r);
+			rc = do_read_timeout(2000000, &r);
 		else
-			rc = profbuf_read(buf,
-					  blocking && !deadline
-						  ? PROFBUF_BLOCKING
-						  : PROFBUF_NONBLOCKING,
-					  &r);
+			rc = do_read(blocking && !deadline
+					     ? PROFBUF_BLOCKING
+					     : PROFBUF_NONBLOCKING,
+				     &r);
 		if (rc && rc != -ETIMEDOUT) {
 			checkrec_violation(st, "read error", (uint64_t)-rc, 0);
 			return;
@@ -211,7 +247,7 @@ static void read_phase(struct checkrec_state *st, uint64_t deadline,
 	while (stress_now_ns() < deadline) {
 		struct profbuf_read r;
 
-		if (profbuf_read_timeout(buf, 1000000, &r) == 0 && !r.eof) {
+		if (do_read_timeout(1000000, &r) == 0 && !r.eof) {
 			(*reads)++;
 			checkrec_read(st, &r);
 		}
@@ -258,17 +294,29 @@ static uint64_t check_accounting(struct checkrec_state *st, long nids,
 	return bad;
 }
 
-static uint64_t check_wakeups(void)
+/* Every sleep on a ring (each ring of a group) ended in one wakeup. */
+static uint64_t check_ring_wakeups(struct profbuf *b)
 {
 	struct profbuf_test_counters c;
 
-	profbuf_test_counters(buf, &c);
+	profbuf_test_counters(b, &c);
 	if (c.sleeps == c.wakeups + c.withdrawn)
 		return 0;
 	fprintf(stderr, PROG ": %llu sleeps, %llu wakeups, %llu withdrawn\n",
 		(unsigned long long)c.sleeps, (unsigned long long)c.wakeups,
 		(unsigned long long)c.withdrawn);
 	return 1;
+}
+
+static uint64_t check_wakeups(void)
+{
+	uint64_t bad = 0;
+
+	if (!grp)
+		return check_ring_wakeups(buf);
+	for (size_t i = 0; i < profbuf_group_nrings(grp); i++)
+		bad += check_ring_wakeups(profbuf_group_ring(grp, i));
+	return bad;
 }
 
 static int setup(void)
@@ -289,12 +337,28 @@ static int setup(void)
 		d0 = 0u - 3u * (uint32_t)opt.bufwords - 5;
 		t0 = (1u << 30) - 3u * (uint32_t)opt.tags - 3;
 	}
-	buf = profbuf_new_at(2, (size_t)opt.bufwords, (size_t)opt.tags, d0, t0);
+	if (opt.group && opt.wrap) {
+		fprintf(stderr, PROG ": --group does not take --wrap\n");
+		return -1;
+	}
 	writers = calloc((size_t)nids, sizeof(*writers));
-	if (!buf || !writers ||
-	    profbuf_set_wake_watermark(buf, (size_t)opt.watermark)) {
+	if (opt.group)
+		grp = profbuf_group_new((size_t)opt.group, 2,
+					(size_t)opt.bufwords, (size_t)opt.tags);
+	else
+		buf = profbuf_new_at(2, (size_t)opt.bufwords, (size_t)opt.tags,
+				     d0, t0);
+	if ((!buf && !grp) || !writers) {
 		perror(PROG);
 		return -1;
+	}
+	for (long i = 0; i < (grp ? opt.group : 1); i++) {
+		if (profbuf_set_wake_watermark(
+			    grp ? profbuf_group_ring(grp, (size_t)i) : buf,
+			    (size_t)opt.watermark)) {
+			fprintf(stderr, PROG ": bad --watermark\n");
+			return -1;
+		}
 	}
 	for (long i = 0; i < nids; i++) {
 		writers[i].id = (uint32_t)i;
@@ -330,7 +394,7 @@ int main(int argc, char **argv)
 	read_phase(st, start + (uint64_t)opt.seconds * 1000000000u, &rng,
 		   &reads);
 	if (opt.close_early) {
-		profbuf_close(buf); /* writers still running */
+		do_close(); /* writers still running */
 		read_all(st, 0, &rng, &reads);
 		atomic_store(&stop, true);
 		for (long i = 0; i < opt.writers; i++)
@@ -339,7 +403,7 @@ int main(int argc, char **argv)
 		atomic_store(&stop, true);
 		for (long i = 0; i < opt.writers; i++)
 			pthread_join(writers[i].thread, NULL);
-		profbuf_close(buf);
+		do_close();
 		read_all(st, 0, &rng, &reads);
 	}
 	elapsed = stress_now_ns() - start;
@@ -348,26 +412,28 @@ int main(int argc, char **argv)
 	      check_wakeups();
 	for (long i = 0; i < nids; i++)
 		nested += writers[i].nested;
-	snprintf(
-		fields, sizeof(fields),
-		"writers=%ld signals=%d mode=%s ring=%ld/%ld watermark=%ld wrap=%d "
-		"close_early=%d seconds=%.1f ops=%llu verified=%llu "
-		"accepted=%llu lost=%llu "
-		"(%.1f%%) refused=%llu read=%llu overflow_records=%llu "
-		"reads=%llu nested=%llu rate=%.2fM/s",
-		opt.writers, opt.signals, opt.mode, opt.bufwords, opt.tags,
-		opt.watermark, opt.wrap, opt.close_early, (double)elapsed / 1e9,
-		(unsigned long long)(ok + lost + refused),
-		(unsigned long long)st->records, (unsigned long long)ok,
-		(unsigned long long)lost,
-		ok + lost ? 100.0 * (double)lost / (double)(ok + lost) : 0.0,
-		(unsigned long long)refused, (unsigned long long)st->records,
-		(unsigned long long)st->overflow_records,
-		(unsigned long long)reads, (unsigned long long)nested,
-		(double)st->records * 1e3 / (double)elapsed);
+	snprintf(fields, sizeof(fields),
+		 "writers=%ld group=%ld signals=%d mode=%s ring=%ld/%ld "
+		 "watermark=%ld wrap=%d "
+		 "close_early=%d seconds=%.1f ops=%llu verified=%llu "
+		 "accepted=%llu lost=%llu "
+		 "(%.1f%%) refused=%llu read=%llu overflow_records=%llu "
+		 "reads=%llu nested=%llu rate=%.2fM/s",
+		 opt.writers, opt.group, opt.signals, opt.mode, opt.bufwords,
+		 opt.tags, opt.watermark, opt.wrap, opt.close_early,
+		 (double)elapsed / 1e9,
+		 (unsigned long long)(ok + lost + refused),
+		 (unsigned long long)st->records, (unsigned long long)ok,
+		 (unsigned long long)lost,
+		 ok + lost ? 100.0 * (double)lost / (double)(ok + lost) : 0.0,
+		 (unsigned long long)refused, (unsigned long long)st->records,
+		 (unsigned long long)st->overflow_records,
+		 (unsigned long long)reads, (unsigned long long)nested,
+		 (double)st->records * 1e3 / (double)elapsed);
 	bad += st->violations;
 	free(st);
 	free(writers);
 	profbuf_free(buf);
+	profbuf_group_free(grp);
 	return stress_summary(PROG, fields, bad);
 }

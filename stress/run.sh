@@ -5,6 +5,8 @@
 #
 #   stress/run.sh SECONDS BUILD...        every scenario, SECONDS per program
 #   stress/run.sh --quick SECONDS BUILD...  the first scenario of each
+#                                 (of profbuf_stress, the first two: one
+#                                 ring, and a group of rings)
 #
 # Exit status: nonzero if any run failed.
 quick=0
@@ -15,9 +17,12 @@ scenarios() {
 	case $1 in
 	profbuf_stress)
 		echo "--writers 4 --signals"
+		echo "--writers 4 --signals --group 4"
 		echo "--writers 4 --bufwords 64 --tags 4 --mode nonblocking --stall --wrap"
 		echo "--writers 4 --signals --close-early --mode timed --wrap --watermark 256"
 		echo "--writers 4 --bufwords 4194304 --tags 65536 --signals --cpu-clock"
+		echo "--writers 6 --signals --group 2 --mode timed --bufwords 512"
+		echo "--writers 3 --group 3 --mode nonblocking --stall --close-early --watermark 256"
 		;;
 	profbuf_shared_stress)
 		echo "--procs 3 --threads 2 --signals"
@@ -64,7 +69,10 @@ for build in "$@"; do
 	for prog in "$build"/stress/*_stress; do
 		name=$(basename "$prog")
 		n=$(scenarios "$name" | wc -l)
-		[ "$quick" = 1 ] && n=1
+		if [ "$quick" = 1 ]; then
+			n=1
+			[ "$name" = profbuf_stress ] && n=2
+		fi
 		per=$((seconds / n)); [ "$per" -lt 1 ] && per=1
 		scenarios "$name" | head -n "$n" | while read -r args; do
 			out=$("$prog" --seconds "$per" $args 2>&1)
