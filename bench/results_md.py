@@ -205,15 +205,76 @@ def demote(text, levels):
                   text, flags=re.M)
 
 
-def script_block(name, rel, how, kind, text):
+def script_facts(body):
+    """(date, machine, compiler) from a script's report, "?" where it
+    does not say: the date from its heading, the machine and compiler
+    from a line "- kernel: K; CPU: C; nproc: N; compiler...: X"."""
+    m = re.search(r"\d{4}-\d\d-\d\d", body.split("\n", 1)[0])
+    date = m.group(0) if m else "?"
+    m = re.search(r"CPU: ([^;\n]+); nproc: (\d+)", body)
+    machine = "%s, %s CPUs" % (m.group(1).strip(), m.group(2)) if m else "?"
+    m = re.search(r"compiler[^:\n]*: ([^;\n]+)", body)
+    compiler = m.group(1).strip() if m else "?"
+    return date, machine, compiler
+
+
+HARNESS_HEAD = ["case", "unit", "ours", "median [min-max]", "anchor",
+                "median [min-max]", "ratio", "goal", "met", "note"]
+
+
+def uniform(rest, date, machine, compiler):
+    """A table in the harness's columns, rewritten in this file's: the
+    machine, compiler and date on every row."""
+    out = []
+    head = None
+    for line in rest.split("\n"):
+        if not line.startswith("|"):
+            head = None
+            out.append(line)
+            continue
+        cells = split_cells(line)
+        if cells == HARNESS_HEAD:
+            head = cells
+            out.append("| case | ours | anchor | ours, median [min-max] | "
+                       "anchor, median [min-max] | ratio | goal | met | "
+                       "machine | compiler | date | note |")
+            out.append("|---|---|---|--:|--:|--:|---|---|---|---|---|---|")
+            continue
+        if head is None:
+            out.append(line)
+            continue
+        if set("".join(cells)) <= set("-:"):
+            continue
+        case, unit, ours, ov, anchor, av, ratio, goal, met, note = (
+            cells + [""] * 10)[:10]
+        out.append("| %s | %s | %s | %s %s | %s %s | %s | %s | %s | %s | %s "
+                   "| %s | %s |" % (case, ours, anchor, ov, unit, av, unit,
+                                    ratio, goal,
+                                    "yes" if met == "yes" else "**no**",
+                                    machine, compiler, date, note))
+    return "\n".join(out)
+
+
+def script_block(name, rel, how, kind, text, old_body):
     body = last_section(text) if kind == "last" else text
     lines = body.strip("\n").split("\n")
     title = re.sub(r"^#+ ", "", lines[0]) if lines and lines[0].startswith("#") else ""
     rest = "\n".join(lines[1:] if title else lines).strip("\n")
+    date, machine, compiler = script_facts(body.strip("\n"))
+    rest = uniform(rest, date, machine, compiler)
     out = ["## %s\n" % name,
-           "From `bench/results/%s`, written by `%s`%s.\n" % (
-               rel, how, ": " + title if title else ""),
+           "From `bench/results/%s`, written by `%s`%s. Machine: %s; "
+           "compiler: %s; date: %s.\n" % (rel, how,
+                                         ": " + title if title else "",
+                                         machine, compiler, date),
            demote(rest, 1 if kind == "last" else 2) + "\n"]
+    m = ABOUT_RE.search(old_body or "")
+    if m:
+        out.append("<!-- about -->\n%s<!-- /about -->\n" % m.group(1))
+    if re.search(r"not met|mixed|\*\*no\*\*", rest):
+        m = WHY_RE.search(old_body or "")
+        why = m.group(1) if m else "Why: not explained yet.\n"
+        out.append("<!-- why -->\n%s<!-- /why -->\n" % why)
     return "\n".join(out)
 
 
@@ -239,7 +300,9 @@ def main():
             continue
         text = read(os.path.join(args.results, rel))
         if text and text.strip():
-            new[name] = script_block(name, rel, how, kind, text)
+            new[name] = script_block(name, rel, how, kind, text,
+                                     old_by.get(name) or
+                                     old_by.get("kept:" + name))
 
     # Generated blocks in their order, then every other block there was,
     # in its old order; kept:NAME goes once NAME is there.

@@ -9,8 +9,10 @@
 # machine, compiler and date of its run line; the paragraph of why kept
 # from the old file while a goal is not met, dropped once all are met;
 # a block with no result kept; a kept:NAME block dropped once NAME is
-# generated, another kept:... block copied; a second run of the script
-# changes nothing.
+# generated, another kept:... block copied; a script's report (lttng.md,
+# two runs appended) taken from its last run, its harness-style table in
+# the same columns with the machine, compiler and date of its lines; a
+# second run of the script changes nothing.
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 fails=0
@@ -71,6 +73,24 @@ program,case,unit,ours,ours_median,ours_min,ours_max,ours_tsc,anchor,anchor_medi
 EOF
 }
 
+cat >"$tmp/results/lttng.md" <<'EOF'
+## lttng_bench: 2026-01-01 10:00 UTC
+
+- kernel: 5.0; CPU: Old CPU; nproc: 2; compiler: gcc 1.0
+
+| case | unit | ours | median [min-max] | anchor | median [min-max] | ratio | goal | met | note |
+|---|---|---|---|---|---|---|---|---|---|
+| emit2 | ns/op | tracebuf | 9.00 [9.00-9.00] | lttng-ust | 1.00 [1.00-1.00] | 9.000 | <=1.00 | no | OLD-LTTNG |
+
+## lttng_bench: 2026-03-03 10:00 UTC
+
+- kernel: 6.1; CPU: Some CPU; nproc: 4; compiler: gcc 12.2.0
+
+| case | unit | ours | median [min-max] | anchor | median [min-max] | ratio | goal | met | note |
+|---|---|---|---|---|---|---|---|---|---|
+| emit2 | ns/op | tracebuf | 36.19 [30.98-39.58] | lttng-ust | 220.92 [194.20-224.85] | 0.164 | <=1.00 | yes | NEW-LTTNG |
+EOF
+
 cat >"$tmp/RESULTS.md" <<'EOF'
 # Benchmark results
 
@@ -91,6 +111,11 @@ OLD-KEPT-X
 ## z_bench
 Z-UNTOUCHED
 <!-- end z_bench -->
+
+<!-- begin kept:lttng -->
+## lttng (kept by hand)
+OLD-KEPT-LTTNG
+<!-- end kept:lttng -->
 
 <!-- begin kept:elsewhere -->
 ## on another machine
@@ -116,6 +141,9 @@ check "why kept while unmet" 'WHY-TEXT stays.'
 check_not "kept:x_bench dropped" 'OLD-KEPT-X'
 check "a block without results kept" 'Z-UNTOUCHED'
 check "kept:elsewhere copied" 'KEPT-ELSEWHERE'
+check "lttng's last run, in the same columns" '| emit2 | tracebuf | lttng-ust | 36.19 \[30.98-39.58\] ns/op | 220.92 \[194.20-224.85\] ns/op | 0.164 | <=1.00 | yes | Some CPU, 4 CPUs | gcc 12.2.0 | 2026-03-03 | NEW-LTTNG |'
+check_not "lttng's earlier run dropped" 'OLD-LTTNG'
+check_not "kept:lttng dropped" 'OLD-KEPT-LTTNG'
 cp "$tmp/RESULTS.md" "$tmp/first.md"
 run
 if cmp -s "$tmp/first.md" "$tmp/RESULTS.md"; then
