@@ -52,17 +52,25 @@
  *
  * libunwind takes pthread mutexes of its own, and the program's locks may
  * be taken inside code we call: while a thread is in here (busy), its
- * lock calls go straight to libc.  Threads and sections the heap profiler
+ * lock calls go straight to libc.  The walk runs before the thread
+ * blocks, holding none of the locks it waits for; the loader lock
+ * libunwind may take (dl_iterate_phdr's) is held by others only briefly,
+ * never across the program's code (constructors run under dlopen's other
+ * lock), and a thread inside the loader walks with frame pointers
+ * (prof_hooks_in_loader()), as the heap profiler's do.  Threads and sections the heap profiler
  * ignores (the profiler's own) are not recorded either.
  *
  * SESSIONS
  *
- * As heap.c's: prof_lock_end() raises `inflight` (seq_cst) and rereads
- * prof_lock_on (seq_cst) before it writes; prof_lock_stop() clears
- * prof_lock_on and waits for `inflight` to drop, so no record is written
- * to a ring closed under it.  The count is held only around the write,
- * never across the wait (a thread may wait for ever): a wait that began
- * in one session and ends after its stop is not recorded.
+ * As heap.c's: prof_lock_begin() (its sampling draw and stack walk) and
+ * prof_lock_end() (the write) each raise `inflight` (seq_cst) and reread
+ * prof_lock_on (seq_cst) before they read the session's fields;
+ * prof_lock_stop() clears prof_lock_on and waits for `inflight` to drop,
+ * so no record is written to a ring closed under it, and a new session's
+ * start never writes the fields under a reader.  The count is never held
+ * across the wait itself (a thread may wait for ever): a wait that began
+ * in one session and ends after its stop is not recorded, in a later
+ * session (`gen`) either.
  */
 #include "prof/mutex.h"
 #include "prof/heap.h"
@@ -94,6 +102,7 @@ static struct {
 	struct prof_counters *counters;
 	bool libunwind;
 	pid_t pid;
+	atomic_uint gen; /* sessions started: a wait's record is its own's */
 	atomic_uint inflight;
 } lk;
 
@@ -185,13 +194,14 @@ void prof_lock_begin(struct prof_lock_wait *w, uintptr_t frame)
 	int saved;
 
 	w->t0 = 0;
-	if (busy || prof_heap_self.ignore)
+	if (busy || prof_heap_self.ignore || !enter())
 		return;
-	if (lk.rate > 1 && next_random() % lk.rate)
+	if (lk.rate > 1 && next_random() % lk.rate) {
+		leave();
 		return;
-	/* Relaxed: see prof_lock_on; the record's write rechecks it. */
-	if (!atomic_load_explicit(&prof_lock_on, memory_order_relaxed))
-		return;
+	}
+	/* Relaxed: read under the in-flight count, as the fields are. */
+	w->gen = atomic_load_explicit(&lk.gen, memory_order_relaxed);
 	saved = errno;
 	busy++;
 	prof_heap_ignore_begin();
@@ -199,6 +209,7 @@ void prof_lock_begin(struct prof_lock_wait *w, uintptr_t frame)
 	prof_heap_ignore_end();
 	busy--;
 	errno = saved;
+	leave();
 	w->t0 = ring_clock_mono_ns();
 	if (!w->t0)
 		w->t0 = 1;
@@ -220,6 +231,11 @@ void prof_lock_end(struct prof_lock_wait *w, unsigned int kind)
 
 	if (!w->t0 || !enter())
 		return;
+	/* Relaxed: under the in-flight count; another session's: not ours. */
+	if (atomic_load_explicit(&lk.gen, memory_order_relaxed) != w->gen) {
+		leave();
+		return;
+	}
 	busy++;
 	p[PROF_LOCK_KIND] = kind;
 	p[PROF_LOCK_DELAY] = now > w->t0 ? now - w->t0 : 0;
@@ -276,6 +292,8 @@ int prof_lock_start(const struct prof_lock_config *cfg)
 	if (!self_text.hi)
 		dl_iterate_phdr(find_self_text, (void *)(uintptr_t)take_stack);
 	lk.pid = getpid();
+	/* Relaxed: published by the seq_cst store below. */
+	atomic_fetch_add_explicit(&lk.gen, 1, memory_order_relaxed);
 	/* seq_cst: pairs with enter()'s load (and publishes the fields). */
 	atomic_store_explicit(&prof_lock_on, 1, memory_order_seq_cst);
 	return 0;

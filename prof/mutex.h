@@ -53,11 +53,13 @@ extern atomic_uint prof_lock_on __attribute__((visibility("hidden")));
  * struct prof_lock_wait - one wait between prof_lock_begin() and
  * prof_lock_end(), on the waiter's stack.
  * @t0:		CLOCK_MONOTONIC ns when the wait began (0: not sampled).
+ * @gen:	the session it began in.
  * @n:		frames in @pcs.
  * @pcs:	the waiter's stack, return addresses, its caller first.
  */
 struct prof_lock_wait {
 	uint64_t t0;
+	unsigned int gen;
 	size_t n;
 	uintptr_t pcs[PROFRING_PROF_MAX_FRAMES];
 };
