@@ -104,9 +104,13 @@ BENCHES := $(call bins,$(filter-out bench/harness.c,$(wildcard bench/*.c)),bench
 ifneq ($(HAVE_LIBUNWIND),yes)
 BENCHES := $(filter-out $(BUILD)/bench/unwind_bench,$(BENCHES))
 endif
-TOOLS := $(call bins,$(filter-out tools/prof_demo.c tools/trace_report.c tools/trace_mem.c,$(wildcard tools/*.c)),tools)
+# profring-trace's reports, one job a file (tools/trace_report.c says which).
+TRACE_REPORT_SRCS := tools/trace_report.c tools/trace_collect.c tools/trace_index.c \
+	tools/trace_text.c tools/trace_dump.c tools/trace_summary.c tools/trace_json.c \
+	tools/trace_mem.c
+TOOLS := $(call bins,$(filter-out tools/prof_demo.c $(TRACE_REPORT_SRCS),$(wildcard tools/*.c)),tools)
 # profring-trace's reports, shared with their fuzzer.
-TRACE_REPORT_OBJS := $(call objs,tools/trace_report.c tools/trace_mem.c)
+TRACE_REPORT_OBJS := $(call objs,$(TRACE_REPORT_SRCS))
 DEMOS := $(BUILD)/tools/prof_demo $(BUILD)/tools/prof_demo_nofp
 FUZZ_SRCS := $(wildcard fuzz/*_fuzz.c)
 FUZZERS := $(call bins,$(FUZZ_SRCS),fuzz)
@@ -177,8 +181,7 @@ $(BUILD)/tools/profring-prof: tools/profring-prof.c $(RECORD_OBJS) $(PPROF_A) $(
 	@mkdir -p $(dir $@)
 	$(call link,$(PROF_LIBS))
 
-# profring-trace: main and file reading; its reports in trace_report.c and
-# trace_mem.c
+# profring-trace: main and file reading; its reports in TRACE_REPORT_SRCS
 # (shared with their fuzzer).
 $(BUILD)/tools/profring-trace: tools/profring-trace.c $(TRACE_REPORT_OBJS) $(LIB_A)
 	@mkdir -p $(dir $@)
