@@ -65,9 +65,10 @@ is a bound on it. Medians are given with the run's [min-max].
 
 This file is written by `bench/results_md.py` from `make bench`'s output
 (`bench/results/`, not committed): a re-run replaces the figures it
-measured. Blocks marked "kept by hand" hold figures measured elsewhere
-or printed by scripts that write no result file, with their machine and
-date. Earlier figures are in `git log -p bench/RESULTS.md`. The curves
+measured. Blocks marked "kept by hand" hold figures that no result file
+here holds (printed by scripts that write none, or not measured again
+since this file was first generated), with their machine and date; a
+run of the benchmark replaces its block. Earlier figures are in `git log -p bench/RESULTS.md`. The curves
 (`make bench-plot`) go to `bench/results/*.png`.
 """
 
