@@ -326,6 +326,14 @@ $(BUILD)/stress/%: stress/%.c $(TESTKIT_OBJS) $(LIB_A)
 
 BENCH_LIBS := -lck -lurcu-cds -lurcu -lrt -lm
 
+# scaling_bench: its description and main() in bench/scaling_bench.c, its
+# parts in bench/scaling/ (one job a file; scaling.h says which).
+SCALING_OBJS := $(call objs,$(wildcard bench/scaling/*.c))
+$(BUILD)/bench/scaling_bench: bench/scaling_bench.c $(SCALING_OBJS) \
+		$(BUILD)/obj/bench/harness.o $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(call link,$(BENCH_LIBS))
+
 # The profiler's per-sample work (unwind + write) against glibc's
 # backtrace() and libunwind's unw_backtrace(); needs libunwind.  Its
 # harness is compiled with frame pointers: the reference walk goes up

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: MIT
+/*
+ * bench/scaling/profbuf.c - ours under the scaling workload: one profbuf
+ * that every writer writes to, and a profbuf_group with one ring per CPU
+ * (see bench/scaling_bench.c).
+ */
+#include "bench/scaling/scaling.h"
+
+#include <errno.h>
+
+/* ---- writer scaling: profbuf ----------------------------------------- */
+
+static int pb_sc_open(struct sc_run *m)
+{
+	m->pb = profbuf_new(HDRSIZE, SC_RING_WORDS, SC_SLOTS);
+	return m->pb ? 0 : bench_fail("profbuf_new", errno);
+}
+
+static void *pb_writer(void *arg)
+{
+	struct sc_writer *w = arg;
+	struct sc_run *m = w->m;
+	uint64_t now = 0, ok = 0, lost = 0;
+	int rc;
+
+	sc_thread_start(m, (int)w->id);
+	while (!sc_stopped(m)) {
+		rc = profbuf_write(m->pb, w, (int64_t)now++, bench_rec.hdr,
+				   HDRSIZE, bench_rec.stk, NSTK);
+		if (rc == 0) {
+			ok++;
+		} else if (rc == -ENOSPC) {
+			lost++;
+		} else {
+			w->err = rc;
+			break;
+		}
+	}
+	w->ok = ok;
+	w->lost = lost;
+	return NULL;
+}
+
+static void *pb_reader(void *arg)
+{
+	struct sc_run *m = arg;
+	struct profbuf_read rd;
+
+	sc_thread_start(m, -1);
+	do {
+		m->err = profbuf_read(m->pb, PROFBUF_BLOCKING, &rd);
+		if (!m->err)
+			m->err = bench_rec_account(&rd, &m->delivered, &m->ovf);
+	} while (!m->err && !rd.eof);
+	return NULL;
+}
+
+static void pb_sc_finish(struct sc_run *m)
+{
+	profbuf_close(m->pb);
+}
+
+static int pb_sc_close(struct sc_run *m)
+{
+	profbuf_free(m->pb);
+	m->pb = NULL;
+	return 0;
+}
+
+/* Every refused write must reach the reader in an overflow record. */
+const struct sc_ops pb_sc_ops = {
+	pb_sc_open, pb_writer, pb_reader, pb_sc_finish, pb_sc_close, true,
+};
+
+/* ---- writer scaling: profbuf_group ----------------------------------- */
+
+static int pg_sc_open(struct sc_run *m)
+{
+	m->pg = profbuf_group_new((size_t)bench_ncpus(), HDRSIZE, SC_RING_WORDS,
+				  SC_SLOTS);
+	return m->pg ? 0 : bench_fail("profbuf_group_new", errno);
+}
+
+static void *pg_writer(void *arg)
+{
+	struct sc_writer *w = arg;
+	struct sc_run *m = w->m;
+	uint64_t now = 0, ok = 0, lost = 0;
+	int rc;
+
+	sc_thread_start(m, (int)w->id);
+	while (!sc_stopped(m)) {
+		rc = profbuf_group_write(m->pg, w, (int64_t)now++,
+					 bench_rec.hdr, HDRSIZE, bench_rec.stk,
+					 NSTK);
+		if (rc == 0) {
+			ok++;
+		} else if (rc == -ENOSPC) {
+			lost++;
+		} else {
+			w->err = rc;
+			break;
+		}
+	}
+	w->ok = ok;
+	w->lost = lost;
+	return NULL;
+}
+
+static void *pg_reader(void *arg)
+{
+	struct sc_run *m = arg;
+	struct profbuf_read rd;
+
+	sc_thread_start(m, -1);
+	do {
+		m->err = profbuf_group_read(m->pg, PROFBUF_BLOCKING, &rd);
+		if (!m->err)
+			m->err = bench_rec_account(&rd, &m->delivered, &m->ovf);
+	} while (!m->err && !rd.eof);
+	return NULL;
+}
+
+static void pg_sc_finish(struct sc_run *m)
+{
+	profbuf_group_close(m->pg);
+}
+
+static int pg_sc_close(struct sc_run *m)
+{
+	profbuf_group_free(m->pg);
+	m->pg = NULL;
+	return 0;
+}
+
+/* Every refused write must reach the reader in an overflow record. */
+const struct sc_ops pg_sc_ops = {
+	pg_sc_open, pg_writer, pg_reader, pg_sc_finish, pg_sc_close, true,
+};
