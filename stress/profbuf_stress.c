@@ -12,7 +12,10 @@
  * at the end the exact accounting: for every writer, records read == writes
  * that returned 0, and the overflow counts read == writes that returned
  * -ENOSPC.  Even writers write inline, odd ones call the library
- * (<profring/profbuf_inline.h>).  --close-early closes the buffer while
+ * (<profring/profbuf_inline.h>); every fourth (ids 2, 6, ...) writes in
+ * place instead: profbuf_reserve() of a few more stack words than it
+ * stores, then profbuf_commit() of those it stored (a shorter commit:
+ * given back, or padding).  --close-early closes the buffer while
  * the writers still run: writes after that must be refused, nothing
  * accepted may be lost.  --wrap starts the counters just below their
  * 2^32 / 2^30 wrap.  It also checks that every reader sleep was ended by
@@ -112,6 +115,24 @@ static atomic_bool stop;
 static _Thread_local struct writer *tls_handler;
 static _Thread_local volatile sig_atomic_t tls_in_write;
 
+/*
+ * A record written in place: reserve up to 7 stack words more than the
+ * @n it has, store them in the reservation, commit @n.
+ */
+static int write_in_place(struct writer *w, struct profbuf *b,
+			  const uint64_t *hdr, const uintptr_t *stk, size_t n)
+{
+	struct profbuf_resv rv;
+	int rc = profbuf_reserve(b, (void *)(uintptr_t)(w->id + 1),
+				 (int64_t)w->seq, hdr, 2,
+				 n + stress_rand(&w->rng) % 8, &rv);
+
+	if (rc)
+		return rc;
+	memcpy(rv.stk, stk, n * sizeof(*stk));
+	return profbuf_commit(&rv, n);
+}
+
 static int write_one(struct writer *w)
 {
 	uint64_t hdr[2];
@@ -120,6 +141,11 @@ static int write_one(struct writer *w)
 	int rc;
 
 	checkrec_fill(hdr, stk, w->id, w->seq, n);
+	if ((w->id & 3) == 2) {
+		rc = write_in_place(w, grp ? profbuf_group_mine(grp) : buf, hdr,
+				    stk, n);
+		goto count;
+	}
 	/*
 	 * Even ids write inline (<profring/profbuf_inline.h>), odd ones call
 	 * the library's profbuf_write(), as a binary built without the inline
@@ -138,6 +164,7 @@ static int write_one(struct writer *w)
 	else
 		rc = profbuf_write(buf, (void *)(uintptr_t)(w->id + 1),
 				   (int64_t)w->seq, hdr, 2, stk, n);
+count:
 	w->seq++;
 	if (rc == 0)
 		w->ok++;
