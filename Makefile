@@ -64,6 +64,8 @@ bins = $(patsubst %.c,$(BUILD)/$(2)/%,$(notdir $(1)))
 LIB_OBJS := $(call objs,$(call srcs,ring) $(call srcs,profbuf) \
 	$(call srcs,stacktab) $(call srcs,tracebuf))
 LIB_A := $(BUILD)/libprofring.a
+# What is installed as libprofring.a: the API alone (see its rule).
+LIB_PUB_A := $(BUILD)/libprofring-pub.a
 # The test kit every unit test and stress program links.
 TESTKIT_OBJS := $(call objs,$(call srcs,testing))
 # pprof/: profile.proto encoding and decoding, folded stacks, symbols,
@@ -123,7 +125,7 @@ PROF_TOOLS := $(PROF_SO) $(BUILD)/tools/profring-prof $(DEMOS)
 	install uninstall tsan-lib format clean fuzz fuzz-build fuzz-replay bench-plot \
 	bench-agree bench-lttng
 
-all: $(LIB_A) $(BUILD)/libprofring.so $(PROF_SO) $(TOOLS) $(DEMOS)
+all: $(LIB_A) $(LIB_PUB_A) $(BUILD)/libprofring.so $(PROF_SO) $(TOOLS) $(DEMOS)
 
 deps:
 	sh deps.sh
@@ -153,12 +155,27 @@ $(LIB_A): $(LIB_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
+# The installed libprofring.a: the library's objects linked into one
+# (ld -r) whose hidden symbols are then made local, so that a program
+# linking it statically sees the API alone (profbuf_*, stacktab_*,
+# tracebuf_*, tracedec_*, profring__*): no internal name can collide with
+# one of its own (testing/symbols_test.sh).  The tree's tests and tools
+# link $(LIB_A), internals and all.
+$(LIB_PUB_A): $(LIB_OBJS)
+	$(LD) -r -o $(BUILD)/obj/libprofring-pub.o $^
+	objcopy --localize-hidden $(BUILD)/obj/libprofring-pub.o
+	rm -f $@
+	ar rcs $@ $(BUILD)/obj/libprofring-pub.o
+
 $(PPROF_A): $(PPROF_OBJS)
 	rm -f $@
 	ar rcs $@ $^
 
-$(BUILD)/libprofring.so: $(LIB_OBJS)
-	$(CC) -shared $(LDFLAGS) -Wl,-soname,$(SONAME) -o $(BUILD)/$(SOFILE) $^ $(LDLIBS)
+# Its symbols in one version node (libprofring.map).
+$(BUILD)/libprofring.so: $(LIB_OBJS) libprofring.map
+	$(CC) -shared $(LDFLAGS) -Wl,-soname,$(SONAME) \
+		-Wl,--version-script,libprofring.map -o $(BUILD)/$(SOFILE) \
+		$(LIB_OBJS) $(LDLIBS)
 	ln -sf $(SOFILE) $(BUILD)/$(SONAME)
 	ln -sf $(SOFILE) $@
 
@@ -582,7 +599,7 @@ install: all
 	install -d $(DESTDIR)$(INCLUDEDIR)/profring $(DESTDIR)$(PKGCONFIGDIR) \
 		$(DESTDIR)$(BINDIR)
 	install -m 644 include/profring/*.h $(DESTDIR)$(INCLUDEDIR)/profring/
-	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
+	install -m 644 $(LIB_PUB_A) $(DESTDIR)$(LIBDIR)/libprofring.a
 	install -m 755 $(BUILD)/$(SOFILE) $(DESTDIR)$(LIBDIR)/
 	ln -sf $(SOFILE) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SOFILE) $(DESTDIR)$(LIBDIR)/libprofring.so
@@ -623,8 +640,9 @@ TSAN_PROBE = printf 'int main(void) { return 0; }\n' | \
 	$(TSAN_CC) -fsanitize=thread -x c -o /dev/null - 2>/dev/null
 tsan-lib:
 	$(MAKE) --no-print-directory BUILD=$(BUILD)/tsan-lib CC=$(TSAN_CC) \
-		OPT="-O1 -g" SAN=-fsanitize=thread $(BUILD)/tsan-lib/libprofring.a
-	cp $(BUILD)/tsan-lib/libprofring.a $(TSAN_LIB)
+		OPT="-O1 -g" SAN=-fsanitize=thread \
+		$(BUILD)/tsan-lib/libprofring-pub.a
+	cp $(BUILD)/tsan-lib/libprofring-pub.a $(TSAN_LIB)
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/profring/,$(INSTALL_HEADERS))

@@ -70,6 +70,8 @@ out=$(sh man/man_test.sh "$BUILD" 2>&1)
 count man_test.sh $? "$out"
 out=$(sh testing/tsan_user_test.sh "$BUILD" 2>&1)
 count tsan_user_test.sh $? "$out"
+out=$(sh testing/symbols_test.sh "$BUILD" 2>&1)
+count symbols_test.sh $? "$out"
 out=$(sh prof/prof_test.sh "$BUILD" "$LABEL" 2>&1)
 count prof_test.sh $? "$out"
 out=$(sh prof/e2e/e2e_test.sh "$BUILD" "$LABEL" 2>&1)
