@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * tools/trace_report_impl.h - what trace_report.c learns of a stream in
- * its first pass, shared with the memory reports (trace_mem.c).  Internal
- * to the tools.
+ * tools/trace_report_impl.h - what the files of profring-trace's reports
+ * share (trace_report.c says which does what): what the first pass
+ * learns of a stream, the indexes it is found through, the lookups, the
+ * output helpers and the reports.  Internal to the tools.
  */
 #ifndef PROFRING_TOOLS_TRACE_REPORT_IMPL_H
 #define PROFRING_TOOLS_TRACE_REPORT_IMPL_H
@@ -120,5 +121,80 @@ void complain(const struct trace *t, const char *what);
  */
 int trace_mem_summary(struct trace *t);
 int trace_mem_json(struct trace *t);
+
+/* ---- trace_index.c ---- */
+
+/* The kernel's 16 random bytes for this process (else a constant). */
+uint64_t trace_seed(void);
+
+/* The position of @key's entry in @base, found through @x; or SIZE_MAX. */
+size_t index_find(const struct index *x, uint64_t seed, const void *base,
+		  size_t esize, uint64_t key);
+
+/*
+ * Put the entry at @pos of @base (the last, its key set, not yet in @x)
+ * into @x.  Return: 0, or -1 when out of memory.
+ */
+int index_add(struct index *x, uint64_t seed, const void *base, size_t esize,
+	      size_t pos);
+
+/*
+ * Room for @need elements of @size bytes in @arr (of *@cap), half again
+ * as many each time.  Return: the array, or NULL (@arr and *@cap as they
+ * were).
+ */
+void *trace_grow(void *arr, size_t *cap, size_t need, size_t size);
+
+/* ---- trace_collect.c ---- */
+
+/* The first pass's visitor (its arg: the struct trace). */
+extern const struct tracedec_visitor trace_collect_visitor;
+
+/* After the first pass: sort the id tables, find the first and last times. */
+void trace_finish_collect(struct trace *t);
+
+/* Free what the first pass allocated. */
+void trace_free(struct trace *t);
+
+/* Is @ev a span (type 6 from version 3 on)? */
+bool is_span(const struct tracedec_event *ev);
+
+/* String @id of @g, or NULL. */
+const struct str_ent *find_string(const struct gen_info *g, uint64_t id);
+
+/* The type table entry of @type in @g, if @g names it. */
+struct type_ent *named_type(const struct gen_info *g, unsigned int type);
+
+/* The name of @type in @g (or a built-in one); NULL if it has none. */
+const char *type_name(const struct gen_info *g, unsigned int type, size_t *len);
+
+/* The spec letter of argument @i of @type in @g: 'u' when unknown. */
+char type_arg(const struct gen_info *g, unsigned int type, unsigned int i);
+
+/* ---- trace_text.c ---- */
+
+/* @len bytes for the text reports, every other byte escaped. */
+void put_text(FILE *out, const char *s, size_t len);
+
+/* @len bytes as a JSON string literal. */
+void put_quoted(FILE *out, const char *s, size_t len);
+
+/* @n bytes in hex. */
+void put_hex_bytes(FILE *out, const uint8_t *p, size_t n);
+
+/* A type's name, or "type N", quoted for JSON or escaped for text. */
+void put_type(FILE *out, const struct gen_info *g, unsigned int type,
+	      bool json);
+
+/* ---- trace_report.c ---- */
+
+/* tracedec_decode() over the stream with @v: 0, or -1 said on t->err. */
+int trace_decode(struct trace *t, const struct tracedec_visitor *v);
+
+/* ---- the reports: 0, or -1 (trace_summary(): 1 as trace_mem_summary) ---- */
+
+int trace_dump(struct trace *t);
+int trace_summary(struct trace *t);
+int trace_json(struct trace *t);
 
 #endif /* PROFRING_TOOLS_TRACE_REPORT_IMPL_H */
