@@ -12,6 +12,8 @@
  * returned 0 or -ENOSPC (accepted).  The parent reads (timed, blocking)
  * and checks every record: payload, and per writer strictly increasing
  * seq.  With --kill it SIGKILLs each writer process at a random moment.
+ * Odd threads write in place (profbuf_reserve(), profbuf_commit() of
+ * fewer words than reserved), so kills also land inside reservations.
  *
  * Accounting at the end, after close and drain: records read + overflow
  * counts = accepted + in flight, where in flight is 0 without --kill and
@@ -104,6 +106,25 @@ static uint64_t writer_id(int proc, int thread, int handler)
 	return 1 + (uint64_t)(proc * MAX_THREADS + thread) * 2 + handler;
 }
 
+/*
+ * Odd threads (and their handlers) write in place: reserve @extra stack
+ * words more than the @n of @pay, fill the reservation, commit @n (a
+ * shorter commit: given back, or padding), so that kills land inside
+ * reservations and shorter commits too.
+ */
+static int write_in_place(const uint64_t *hdr, const uintptr_t *pay, size_t n,
+			  size_t extra)
+{
+	struct profbuf_resv rv;
+	int rc = profbuf_reserve(buf, (void *)(uintptr_t)hdr[0], 0, hdr, HDR,
+				 n + extra, &rv);
+
+	if (rc)
+		return rc;
+	memcpy(rv.stk, pay, n * sizeof(*pay));
+	return profbuf_commit(&rv, n);
+}
+
 static void write_one(struct writer *w, int handler)
 {
 	uint64_t hdr[HDR];
@@ -116,7 +137,11 @@ static void write_one(struct writer *w, int handler)
 	n = (size_t)(hdr[1] % MAX_PAYLOAD);
 	for (size_t i = 0; i < n; i++)
 		pay[i] = hdr[0] * 31 + hdr[1] + i;
-	rc = profbuf_write(buf, (void *)(uintptr_t)hdr[0], 0, hdr, HDR, pay, n);
+	if (w->thread & 1)
+		rc = write_in_place(hdr, pay, n, w->rng++ % 8);
+	else
+		rc = profbuf_write(buf, (void *)(uintptr_t)hdr[0], 0, hdr, HDR,
+				   pay, n);
 	atomic_fetch_add_explicit(
 		rc == 0 || rc == -ENOSPC
 			? &area->w[w->proc][w->thread][handler].accepted
