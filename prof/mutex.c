@@ -33,13 +33,20 @@
  *
  * THE STACK AND THE DELAY
  *
- * The stack is taken before the thread blocks, so the walk does not
- * lengthen anyone's critical section; the delay runs from then
- * (CLOCK_MONOTONIC, after the walk) until the call returns: the time the
- * program's thread spent in the call beyond the failed try.  The record
- * is written once the call returned, lock held: one profbuf_write, never
- * waiting for room (a full ring loses the record, counted lock_refused:
- * waiting would hold the program's lock).
+ * The delay runs from the failed try (CLOCK_MONOTONIC) until the call
+ * returns: the time the program's own clock sees the thread spend in the
+ * call.  The stack is walked after that, the lock held, as Go walks it
+ * after its semacquire.  Walked before blocking (a few microseconds warm,
+ * milliseconds for a thread's first walk), it made a recorded waiter miss
+ * its turn at the lock, so that recorded waits were longer than the
+ * others and the total, scaled by the rate, 20 to 90% too long at rate
+ * 10 (prof/e2e/mutex_test.sh's workload, 2 busy CPUs).  Walked after, the
+ * recorded wait is the one the program would have had; the walk lengthens
+ * the critical section instead, for one wait in rate, which the other
+ * waiters' delays show as they would any longer section.  The record is
+ * written then: one profbuf_write, never waiting for room (a full ring
+ * loses the record, counted lock_refused: waiting would hold the
+ * program's lock).
  *
  * The delay is charged to the waiter's stack, not to the unlocker's as
  * Go's mutex profile charges it.  Doing that needs the unlock to know
@@ -52,18 +59,20 @@
  *
  * libunwind takes pthread mutexes of its own, and the program's locks may
  * be taken inside code we call: while a thread is in here (busy), its
- * lock calls go straight to libc.  The walk runs before the thread
- * blocks, holding none of the locks it waits for; the loader lock
- * libunwind may take (dl_iterate_phdr's) is held by others only briefly,
- * never across the program's code (constructors run under dlopen's other
- * lock), and a thread inside the loader walks with frame pointers
- * (prof_hooks_in_loader()), as the heap profiler's do.  Threads and sections the heap profiler
- * ignores (the profiler's own) are not recorded either.
+ * lock calls go straight to libc.  Threads and sections the heap profiler
+ * ignores (the profiler's own) are not recorded either.  The walk runs
+ * holding the program's lock, as the heap profiler's runs under whatever
+ * locks the allocating code holds; the loader lock libunwind may take
+ * (dl_iterate_phdr's) is held by others only briefly and never across
+ * the program's code (constructors run under dlopen's other lock), unless
+ * the program takes locks in a dl_iterate_phdr callback of its own; a
+ * thread inside the loader walks with frame pointers
+ * (prof_hooks_in_loader()).
  *
  * SESSIONS
  *
- * As heap.c's: prof_lock_begin() (its sampling draw and stack walk) and
- * prof_lock_end() (the write) each raise `inflight` (seq_cst) and reread
+ * As heap.c's: prof_lock_begin() (its sampling draw) and
+ * prof_lock_end() (the walk and the write) each raise `inflight` (seq_cst) and reread
  * prof_lock_on (seq_cst) before they read the session's fields;
  * prof_lock_stop() clears prof_lock_on and waits for `inflight` to drop,
  * so no record is written to a ring closed under it, and a new session's
@@ -138,28 +147,29 @@ static bool ours(uintptr_t pc)
 }
 
 /*
- * The waiter's stack above the hook's @frame, our own frames cut: those
- * before the program's (the hook's), and any after (our pthread_create
- * trampoline, outermost).
+ * The waiter's stack above the hook's @frame into @pcs (room for
+ * PROFRING_PROF_MAX_FRAMES), our own frames cut: those before the
+ * program's (the hook's), and any after (our pthread_create trampoline,
+ * outermost).  Return: the frames kept.
  */
-static void take_stack(uintptr_t frame, struct prof_lock_wait *w)
+static size_t take_stack(uintptr_t frame, uintptr_t *pcs)
 {
 	struct prof_unwind_result res = { 0 };
 	struct prof_stack_bounds b;
-	size_t skip = 0;
+	size_t skip = 0, n = 0;
 
 	if (lk.libunwind && !prof_hooks_in_loader())
-		prof_unwind_libunwind_from(((const uintptr_t *)frame)[1],
-					   w->pcs, lk.max_frames, &res);
+		prof_unwind_libunwind_from(((const uintptr_t *)frame)[1], pcs,
+					   lk.max_frames, &res);
 	if (!res.n) {
 		prof_sampler_self(&b);
-		prof_unwind_fp_caller(frame, &b, w->pcs, lk.max_frames, &res);
+		prof_unwind_fp_caller(frame, &b, pcs, lk.max_frames, &res);
 	}
-	while (skip < res.n && ours(w->pcs[skip]))
+	while (skip < res.n && ours(pcs[skip]))
 		skip++;
-	w->n = 0;
-	for (size_t i = skip; i < res.n && !ours(w->pcs[i]); i++)
-		w->pcs[w->n++] = w->pcs[i];
+	for (size_t i = skip; i < res.n && !ours(pcs[i]); i++)
+		pcs[n++] = pcs[i];
+	return n;
 }
 
 /* Enter the ring section; false: no session (left at once). */
@@ -181,53 +191,44 @@ static void leave(void)
 
 /**
  * prof_lock_begin() - a wait is about to block: sample it, and if it is
- * sampled take the waiter's stack and the start time.
+ * sampled note its start.
  * @w:		the wait, on the caller's stack; @w->t0 is 0 unless
  *		sampled (then prof_lock_end() must follow).
- * @frame:	__builtin_frame_address(0) of the hook's slow path.
  *
- * errno preserved.  Never blocks; may allocate (libunwind, ignored by
- * the heap profiler).
+ * errno preserved.  Never blocks, never allocates: a draw and a clock.
  */
-void prof_lock_begin(struct prof_lock_wait *w, uintptr_t frame)
+void prof_lock_begin(struct prof_lock_wait *w)
 {
-	int saved;
-
 	w->t0 = 0;
 	if (busy || prof_heap_self.ignore || !enter())
 		return;
-	if (lk.rate > 1 && next_random() % lk.rate) {
-		leave();
-		return;
+	if (lk.rate <= 1 || !(next_random() % lk.rate)) {
+		/* Relaxed: read under the in-flight count, as the fields. */
+		w->gen = atomic_load_explicit(&lk.gen, memory_order_relaxed);
+		w->t0 = ring_clock_mono_ns();
+		if (!w->t0)
+			w->t0 = 1;
 	}
-	/* Relaxed: read under the in-flight count, as the fields are. */
-	w->gen = atomic_load_explicit(&lk.gen, memory_order_relaxed);
-	saved = errno;
-	busy++;
-	prof_heap_ignore_begin();
-	take_stack(frame, w);
-	prof_heap_ignore_end();
-	busy--;
-	errno = saved;
 	leave();
-	w->t0 = ring_clock_mono_ns();
-	if (!w->t0)
-		w->t0 = 1;
 }
 
 /**
- * prof_lock_end() - the sampled wait @w ended: write its record.
+ * prof_lock_end() - the sampled wait @w ended (the lock taken, or the
+ * wait given up): its delay, the waiter's stack, its record.
  * @kind:	PROF_LOCK_* (stream.h).
+ * @frame:	__builtin_frame_address(0) of the hook's slow path.
  *
- * errno preserved.  Never waits for room in the ring.
+ * errno preserved.  Never waits for room in the ring; may allocate
+ * (libunwind, ignored by the heap profiler).
  */
-void prof_lock_end(struct prof_lock_wait *w, unsigned int kind)
+void prof_lock_end(struct prof_lock_wait *w, unsigned int kind, uintptr_t frame)
 {
 	uint64_t hdr[PROF_HDR_WORDS];
 	uintptr_t p[PROF_LOCK_WORDS + PROFRING_PROF_MAX_FRAMES];
 	struct prof_stack_bounds b;
 	uint64_t now = ring_clock_mono_ns();
 	int saved = errno;
+	size_t n;
 
 	if (!w->t0 || !enter())
 		return;
@@ -237,14 +238,16 @@ void prof_lock_end(struct prof_lock_wait *w, unsigned int kind)
 		return;
 	}
 	busy++;
+	prof_heap_ignore_begin();
+	n = take_stack(frame, p + PROF_LOCK_WORDS);
+	prof_heap_ignore_end();
 	p[PROF_LOCK_KIND] = kind;
 	p[PROF_LOCK_DELAY] = now > w->t0 ? now - w->t0 : 0;
-	memcpy(p + PROF_LOCK_WORDS, w->pcs, w->n * sizeof(w->pcs[0]));
 	hdr[PROF_HDR_KIND_PERIODS] = prof_hdr_kind_word(PROF_REC_LOCK, 1);
 	hdr[PROF_HDR_TID] = (uint64_t)prof_sampler_self(&b);
 	hdr[PROF_HDR_PID] = (uint64_t)lk.pid;
 	if (!prof_ring_write(lk.buf, NULL, (int64_t)ring_clock_ticks(), hdr,
-			     PROF_HDR_WORDS, p, PROF_LOCK_WORDS + w->n))
+			     PROF_HDR_WORDS, p, PROF_LOCK_WORDS + n))
 		count(&lk.counters->lock_written);
 	else
 		count(&lk.counters->lock_refused);

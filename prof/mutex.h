@@ -54,18 +54,15 @@ extern atomic_uint prof_lock_on __attribute__((visibility("hidden")));
  * prof_lock_end(), on the waiter's stack.
  * @t0:		CLOCK_MONOTONIC ns when the wait began (0: not sampled).
  * @gen:	the session it began in.
- * @n:		frames in @pcs.
- * @pcs:	the waiter's stack, return addresses, its caller first.
  */
 struct prof_lock_wait {
 	uint64_t t0;
 	unsigned int gen;
-	size_t n;
-	uintptr_t pcs[PROFRING_PROF_MAX_FRAMES];
 };
 
-void prof_lock_begin(struct prof_lock_wait *w, uintptr_t frame);
-void prof_lock_end(struct prof_lock_wait *w, unsigned int kind);
+void prof_lock_begin(struct prof_lock_wait *w);
+void prof_lock_end(struct prof_lock_wait *w, unsigned int kind,
+		   uintptr_t frame);
 
 int prof_lock_start(const struct prof_lock_config *cfg);
 void prof_lock_stop(void);

@@ -17,8 +17,8 @@
  * count).  Only a try that found the lock held reaches the slow path
  * (an error-checking mutex's EDEADLK comes from the blocking call
  * there), noinline so that its frame starts the walk: prof_lock_begin()
- * samples the wait (its stack, its start), the real call waits,
- * prof_lock_end() writes the record.  A condition variable wait always
+ * samples the wait (its start), the real call waits, prof_lock_end()
+ * takes the waiter's stack and writes the record.  A condition variable wait always
  * waits: every call is an event (the block profile's only).
  *
  * The try-then-wait order changes nothing a program may rely on: a
@@ -129,14 +129,14 @@ static inline bool on(void)
 }
 
 /* A slow path: @call waits, between begin and end, with @kind. */
-#define WAIT(kind, call)                      \
-	({                                    \
-		struct prof_lock_wait w;      \
-		int rc_;                      \
-		prof_lock_begin(&w, FRAME()); \
-		rc_ = (call);                 \
-		prof_lock_end(&w, (kind));    \
-		rc_;                          \
+#define WAIT(kind, call)                            \
+	({                                          \
+		struct prof_lock_wait w;            \
+		int rc_;                            \
+		prof_lock_begin(&w);                \
+		rc_ = (call);                       \
+		prof_lock_end(&w, (kind), FRAME()); \
+		rc_;                                \
 	})
 
 static __attribute__((noinline)) int mutex_wait(pthread_mutex_t *m,

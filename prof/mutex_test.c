@@ -54,10 +54,10 @@ static __attribute__((noinline)) void one_wait(unsigned int kind)
 	struct prof_lock_wait w;
 	struct timespec ts = { 0, sleep_ns };
 
-	prof_lock_begin(&w, (uintptr_t)__builtin_frame_address(0));
+	prof_lock_begin(&w);
 	if (sleep_ns)
 		nanosleep(&ts, NULL);
-	prof_lock_end(&w, kind);
+	prof_lock_end(&w, kind, (uintptr_t)__builtin_frame_address(0));
 }
 
 static void *waiter(void *arg)

@@ -24,6 +24,8 @@
 #include "prof/heap.h"
 #include "prof/heap_agg.h"
 #include "prof/http.h"
+#include "prof/mutex.h"
+#include "prof/mutex_session.h"
 #include "prof/options.h"
 #include "prof/periodic.h"
 #include "prof/serve.h"
@@ -55,6 +57,7 @@ static struct {
 	char *folded;
 	char *heap_output; /* NULL: no heap profile written */
 	bool heap_on; /* heap sampling: heap_output, or served over HTTP */
+	bool lock_on; /* lock waits recorded (lock_req, mutex_session.c) */
 	bool http; /* this session started the HTTP server */
 	bool http_failed; /* the last start failed there (http.c said why) */
 	bool cpu_window; /* serve.c holds the sampler (an HTTP request) */
@@ -74,6 +77,9 @@ static struct {
 	/* The sampler's counters for this process's session. */
 	struct prof_counters counters;
 } session = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* The lock profiles the variables asked for (the constructor's alone). */
+static struct prof_lock_req lock_req;
 
 static int check_opts(const struct profring_prof_opts *o)
 {
@@ -157,8 +163,9 @@ static int session_setup(const struct profring_prof_opts *o)
 	session.unwinder = o->unwinder;
 	if (o->period) /* periodic.c writes the files: none at stop */
 		return periodic_setup(o);
-	/* CPU to a file by default, unless memory or HTTP is all it asks. */
-	if (o->output || (!o->heap_output && !o->http)) {
+	/* CPU to a file by default, unless memory, locks or HTTP is all. */
+	if (o->output ||
+	    (!o->heap_output && !o->http && !prof_lock_req_on(&lock_req))) {
 		session.output = strdup(
 			o->output ? o->output : PROFRING_PROF_DEFAULT_OUTPUT);
 		if (!session.output)
@@ -220,6 +227,26 @@ static int start_heap(unsigned int max_frames)
 	return session.heap_on ? prof_heap_start(&h) : 0;
 }
 
+static int start_locks(unsigned int max_frames)
+{
+	struct prof_lock_config c = {
+		.buf = session.buf,
+		.rate = lock_req.rate,
+		.max_frames = max_frames,
+		.counters = &session.counters,
+		/* Waits block anyway: complete stacks. */
+		.libunwind = true,
+	};
+	int err;
+
+	session.lock_on = false;
+	if (!prof_lock_req_on(&lock_req))
+		return 0;
+	err = prof_lock_start(&c);
+	session.lock_on = !err;
+	return err;
+}
+
 /**
  * profring_prof_start() - start profiling the whole process.
  * @opts: options, or NULL for the defaults.
@@ -267,6 +294,11 @@ RING_API int profring_prof_start(const struct profring_prof_opts *opts)
 	if (err)
 		goto fail;
 	err = start_heap(cfg.max_frames);
+	if (!err) {
+		err = start_locks(cfg.max_frames);
+		if (err && session.heap_on)
+			prof_heap_stop();
+	}
 	if (err) {
 		if (session.output)
 			prof_sampler_stop();
@@ -281,6 +313,8 @@ RING_API int profring_prof_start(const struct profring_prof_opts *opts)
 		if (err) {
 			if (session.heap_on)
 				prof_heap_stop();
+			if (session.lock_on)
+				prof_lock_stop();
 			if (session.output)
 				prof_sampler_stop();
 			goto fail;
@@ -405,6 +439,15 @@ static int write_outputs(const struct profring_prof_stats *st)
 	if (herr && session.verbose)
 		fprintf(stderr, "profring-prof: cannot write %s: %s\n",
 			session.heap_output, strerror(-herr));
+	err = session.lock_on
+		      ? prof_lock_write(prof_collector_agg(session.collector),
+					&lock_req, &session.counters,
+					session.start_realtime_ns,
+					(int64_t)ring_clock_mono_ns() -
+						session.start_mono_ns,
+					session.verbose)
+		      : 0;
+	herr = herr ? herr : err;
 	if (!session.output)
 		return herr;
 	/* Relaxed: stop stored it (prof_sampler_stop()); 0 in wall mode. */
@@ -526,6 +569,8 @@ RING_API int profring_prof_stop(void)
 		if (prof_malloc_foreign)
 			session.malloc_foreign = prof_malloc_foreign();
 	}
+	if (session.lock_on)
+		prof_lock_stop(); /* no lock wait touches the ring after this */
 	/* no handler touches the ring after this */
 	err = session.output ? prof_sampler_stop() : 0;
 	if (err) {
@@ -722,6 +767,8 @@ static void session_after_fork_in_child(void)
 	pthread_mutex_init(&session.lock, NULL);
 	if (session.running && session.heap_on)
 		prof_heap_after_fork_child(false, NULL);
+	if (session.running && session.lock_on)
+		prof_lock_after_fork_child(false, NULL);
 	session.http = false; /* its threads stayed in the parent */
 	session.periodic = false;
 	session.cpu_window = false;
@@ -751,9 +798,11 @@ __attribute__((constructor)) static void prof_library_init(void)
 		return;
 	if (!env_set(PROFRING_PROF_ENV_OUTPUT) &&
 	    !env_set(PROFRING_PROF_ENV_HEAP) &&
-	    !env_set(PROFRING_PROF_ENV_HTTP))
+	    !env_set(PROFRING_PROF_ENV_HTTP) && !env_set(PROF_LOCK_ENV_MUTEX) &&
+	    !env_set(PROF_LOCK_ENV_BLOCK))
 		return;
-	if (prof_opts_from_env(&o, msg, sizeof(msg))) {
+	if (prof_opts_from_env(&o, msg, sizeof(msg)) ||
+	    prof_lock_req_from_env(&lock_req, msg, sizeof(msg))) {
 		fprintf(stderr, "profring-prof: %s; not profiling\n", msg);
 		preload_unset_env(false);
 		return;
@@ -763,7 +812,8 @@ __attribute__((constructor)) static void prof_library_init(void)
 	 * wrapper's that forked us: "SPEC@PID" names it): nothing to do here,
 	 * no file to write.
 	 */
-	if (!o.output && !o.heap_output && !o.http) {
+	if (!o.output && !o.heap_output && !o.http &&
+	    !prof_lock_req_on(&lock_req)) {
 		preload_unset_env(false);
 		return;
 	}

@@ -12,6 +12,9 @@
 #   at the default rate, on more work, the total within five standard
 #   errors of the sampled mean (5 / sqrt(records)), the shares within five
 #   of a share's (100 * 5 * sqrt(1/4 / records) points);
+# - in-process (LD_PRELOAD with PROFRING_PROF_MUTEX, _BLOCK and
+#   _MUTEX_RATE): the same agreement, no CPU profile unless asked, a bad
+#   variable one line and the program unprofiled;
 # - the profile's shape: contentions/count and delay/nanoseconds, delay
 #   the default, period type contentions/count, period the rate;
 # - never hangs, never changes the program: threads dlopen at once (our
@@ -33,6 +36,7 @@ if [ "$LABEL" = tsan ] || [ "$LABEL" = asan ]; then
 	exit 0
 fi
 PROF=$(cd "$BUILD/tools" && pwd)/profring-prof
+LIB=$(cd "$BUILD" && pwd)/libprofring-prof.so
 W=$(cd "$BUILD/e2e" && pwd)/mutexwork
 CHECK_PREFIX=mutex_
 . "$(dirname "$0")/../../testing/testlib.sh"
@@ -116,6 +120,25 @@ check period_type grep -q '^PeriodType: contentions count$' "$TMP/m1.pb.gz.raw"
 check period_is_rate grep -q '^Period: 1$' "$TMP/m1.pb.gz.raw"
 raw b1.pb.gz
 check block_has_mutex_waits agree b1.pb.gz m1.truth 5 0.10
+
+# 1b. In-process (LD_PRELOAD, the variables): the same, and no CPU
+# profile when only lock profiles are asked for.
+mkdir "$TMP/ip"
+(cd "$TMP/ip" && timeout -k 5 60 env PROFRING_PROF_MUTEX="$TMP/ip1.pb.gz" \
+	PROFRING_PROF_BLOCK="$TMP/ipb1.pb.gz" PROFRING_PROF_MUTEX_RATE=1 \
+	LD_PRELOAD="$LIB" "$W" share 300 "$TMP/ip1.truth" >"$TMP/ip1.out" \
+	2>"$TMP/ip1.err")
+check inprocess_runs test $? = 0 -a "$(cat "$TMP/ip1.out")" = "share: 300 rounds"
+check inprocess_no_cpu_profile test ! -e "$TMP/ip/profring.pb.gz"
+raw ip1.pb.gz
+check inprocess_rate1_agrees agree ip1.pb.gz ip1.truth 5 0.10
+check inprocess_block_written test -s "$TMP/ipb1.pb.gz"
+# A bad variable: one line, the program unprofiled and unchanged.
+env PROFRING_PROF_MUTEX="$TMP/ip2.pb.gz" PROFRING_PROF_MUTEX_RATE=0 \
+	LD_PRELOAD="$LIB" "$W" share 10 "$TMP/ip2.truth" >"$TMP/ip2.out" \
+	2>"$TMP/ip2.err"
+check inprocess_bad_rate test $? = 0 -a ! -e "$TMP/ip2.pb.gz" -a \
+	"$(wc -l <"$TMP/ip2.err")" = 1 -a "$(cat "$TMP/ip2.out")" = "share: 10 rounds"
 
 # 2. The default rate, on more work: within sampling error.
 timeout -k 5 120 "$PROF" record -q --mutex "$TMP/m10.pb.gz" -- \
