@@ -42,8 +42,10 @@ MANDIR ?= $(PREFIX)/share/man
 PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
 VERSION := 0.2.0
 # libprofring.so's ABI: the soname carries the major number, the file the
-# whole ABI version (libprofring.so.1.0.0 with its .so.1 and .so links).
-SOMAJOR := 1
+# whole ABI version (libprofring.so.2.0.0 with its .so.2 and .so links).
+# 2: a write after close returns -ESHUTDOWN, as every "not running" case
+# does (it was -EINVAL).
+SOMAJOR := 2
 SONAME := libprofring.so.$(SOMAJOR)
 SOFILE := $(SONAME).0.0
 

@@ -400,10 +400,10 @@ static void close_then_eof(void)
 		KT_CHECK_EQ(put(g, i, i + 1), 0);
 	KT_CHECK_EQ(profbuf_group_close(g), 0);
 	KT_CHECK_EQ(profbuf_group_close(g), -EALREADY);
-	KT_CHECK_EQ(put(g, 1, 2), -EINVAL);
+	KT_CHECK_EQ(put(g, 1, 2), -ESHUTDOWN);
 	KT_CHECK_EQ(profbuf_group_write(g, NULL, 0, (uint64_t[]){ 1, 0 }, HDR,
 					NULL, 0),
-		    -EINVAL);
+		    -ESHUTDOWN);
 	for (;;) {
 		KT_CHECK_EQ(profbuf_group_read(g, PROFBUF_BLOCKING, &r), 0);
 		if (r.eof)

@@ -222,6 +222,11 @@ RING_API struct profbuf *profbuf_shared_attach(void *mem, size_t size)
 	return (struct profbuf *)mem;
 }
 
+RING_API size_t profbuf_hdrsize(const struct profbuf *b)
+{
+	return b ? b->hdrsize : 0;
+}
+
 RING_API int profbuf_stats(struct profbuf *b, struct profbuf_stats *st)
 {
 	if (!b || !st)

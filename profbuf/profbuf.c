@@ -145,7 +145,7 @@
  * to start once they see CLOSED.  The reader decides EOF only when CLOSED
  * is set, nothing committed or reserved is left, and no overflow is
  * pending; it then seals both words: ovf gets SEALED by a CAS from count 0,
- * not BUSY (a writer that counts a loss after that gets -EINVAL: refused,
+ * not BUSY (a writer that counts a loss after that gets -ESHUTDOWN: refused,
  * not lost), then w's tag count is pushed 2^29 ahead of r by a CAS from the
  * value it checked (no live ring is that far ahead: every later
  * reservation finds no room and ends in pb_count_loss(), refused).  If either
@@ -293,8 +293,8 @@ static void ovf_release_busy(struct profbuf *b, uint32_t n)
 /*
  * pb_count_loss() - a write at time @now was discarded: count it.
  *
- * Return: -ENOSPC, or -EINVAL if the reader has sealed the buffer (closed
- * and drained): the write is then refused rather than counted.
+ * Return: -ENOSPC, or -ESHUTDOWN if the reader has sealed the buffer
+ * (closed and drained): the write is then refused rather than counted.
  */
 __attribute__((noinline, cold)) int pb_count_loss(struct profbuf *b,
 						  int64_t now)
@@ -303,7 +303,7 @@ __attribute__((noinline, cold)) int pb_count_loss(struct profbuf *b,
 
 	for (;;) {
 		if (o & OVF_SEALED)
-			return -EINVAL;
+			return -ESHUTDOWN;
 		if (ovf_count(o) == 0) {
 			/* First loss: claim the time slot with BUSY. */
 			uint64_t claim = ovf_next_gen(o) | OVF_BUSY | 1;
@@ -643,7 +643,7 @@ write_slow(struct profbuf *b, const void *tag, int64_t now, const uint64_t *hdr,
 		int rc;
 
 		if (o & OVF_CLOSED)
-			return -EINVAL;
+			return -ESHUTDOWN;
 		rc = write_with_overflow(b, o, tag, now, hdr, nhdr, stk, nstk,
 					 may_wait, out);
 		if (rc <= 0)

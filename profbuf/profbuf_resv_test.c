@@ -336,7 +336,7 @@ static void close_racing_reservation(void)
 	KT_REQUIRE(profbuf_reserve(b, (void *)1, 0, hdr, HDR, 8, &rv) == 0);
 	KT_CHECK_EQ(profbuf_close(b), 0);
 	KT_CHECK_EQ(profbuf_reserve(b, (void *)1, 1, hdr, HDR, 8, &late),
-		    -EINVAL);
+		    -ESHUTDOWN);
 	KT_CHECK_EQ(profbuf_read_timeout(b, 20000000, &r), -ETIMEDOUT);
 	rv.stk[0] = (uintptr_t)checkrec_word(0, 0, 0);
 	KT_CHECK_EQ(profbuf_commit(&rv, 1), 0);

@@ -995,7 +995,7 @@ static void write_errors(void)
 
 	KT_CHECK_EQ(profbuf_close(b), 0);
 	KT_CHECK_EQ(profbuf_close(b), -EALREADY);
-	KT_CHECK_EQ(wr(b, NULL, 1, HDR(1), 1, STK(1), 1), -EINVAL);
+	KT_CHECK_EQ(wr(b, NULL, 1, HDR(1), 1, STK(1), 1), -ESHUTDOWN);
 	KT_CHECK_EQ(profbuf_read(b, PROFBUF_NONBLOCKING, &r), 0);
 	KT_CHECK(r.eof);
 	profbuf_free(b);
@@ -1050,7 +1050,7 @@ static void eof_after_drain(void)
 	KT_CHECK_EQ(profbuf_read(b, PROFBUF_NONBLOCKING, &r), 0);
 	KT_CHECK(r.eof);
 	/* Sealed: a write racing close now is refused, not lost. */
-	KT_CHECK_EQ(wr(b, NULL, 1, HDR(1), 1, STK(1), 1), -EINVAL);
+	KT_CHECK_EQ(wr(b, NULL, 1, HDR(1), 1, STK(1), 1), -ESHUTDOWN);
 	profbuf_free(b);
 }
 
@@ -1075,7 +1075,8 @@ static void write_after_seal_refused(void)
 		KT_CHECK_EQ(profbuf_read(b, PROFBUF_NONBLOCKING, &r), 0);
 		KT_CHECK(r.eof);
 		profbuf_test_close_late(b);
-		KT_CHECK_EQ(WRITE(b, &my_tags[0], 1, HDR(5), STK(6)), -EINVAL);
+		KT_CHECK_EQ(WRITE(b, &my_tags[0], 1, HDR(5), STK(6)),
+			    -ESHUTDOWN);
 		KT_CHECK_EQ(profbuf_read(b, PROFBUF_NONBLOCKING, &r), 0);
 		KT_CHECK(r.eof && r.ndata == 0);
 		profbuf_free(b);
@@ -1319,7 +1320,7 @@ static void *close_race_writer(void *arg)
 		int rc = write_checked(w->b, w->id, s, s % 20);
 
 		count_result(w, rc);
-		if (rc == -EINVAL)
+		if (rc == -ESHUTDOWN)
 			break; /* closed */
 	}
 	return NULL;

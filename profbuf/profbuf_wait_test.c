@@ -182,7 +182,7 @@ static void timeout_counts_the_loss(void)
 		    -ENOSPC);
 	profbuf_close(b);
 	KT_CHECK_EQ(profbuf_write_wait(b, NULL, 0, hdr, HDR, &pc, 1, WAIT_NS),
-		    -EINVAL);
+		    -ESHUTDOWN);
 	while (!profbuf_read(b, PROFBUF_NONBLOCKING, &r) && !r.eof && r.ndata)
 		take(&r, &c);
 	KT_CHECK_EQ(c.records, (uint64_t)ok);

@@ -206,7 +206,7 @@ static void *writer_main(void *arg)
 		tls_in_write = 1;
 		rc = write_one(w);
 		tls_in_write = 0;
-		if (rc == -EINVAL)
+		if (rc == -ESHUTDOWN)
 			break; /* closed */
 	}
 	stress_timer_stop(&timer);

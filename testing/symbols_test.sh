@@ -9,7 +9,7 @@
 # symbol outside the API's prefixes (profbuf_, stacktab_, tracebuf_,
 # tracedec_, profring__): a program that links it statically cannot have
 # a name of its own taken.  BUILD/libprofring.so exports the same names,
-# every one in the version node PROFRING_1 (libprofring.map).  Then a
+# every one in the version node PROFRING_2 (libprofring.map).  Then a
 # program that defines the library's internal names (ring_page_size,
 # tb_emit, ...) itself links against the static library and runs.
 BUILD=${1:-build}
@@ -42,11 +42,11 @@ echo "  $A: $(wc -l <"$tmp/a.syms") global symbols," \
 check static_api_only test ! -s "$tmp/a.extra" -a -s "$tmp/a.syms"
 
 objdump -T "$SO" | awk '$2 == "g" { print $(NF - 1), $NF }' >"$tmp/so.syms"
-awk '$1 != "PROFRING_1"' "$tmp/so.syms" >"$tmp/so.unversioned"
-awk '{ print $2 }' "$tmp/so.syms" | grep -Ev "$API" | grep -v '^PROFRING_1$' \
+awk '$1 != "PROFRING_2"' "$tmp/so.syms" >"$tmp/so.unversioned"
+awk '{ print $2 }' "$tmp/so.syms" | grep -Ev "$API" | grep -v '^PROFRING_2$' \
 	>"$tmp/so.extra"
 echo "  $SO: $(wc -l <"$tmp/so.syms") exported," \
-	"$(wc -l <"$tmp/so.unversioned") not in PROFRING_1," \
+	"$(wc -l <"$tmp/so.unversioned") not in PROFRING_2," \
 	"$(wc -l <"$tmp/so.extra") outside the API"
 check shared_versioned test ! -s "$tmp/so.unversioned" -a ! -s "$tmp/so.extra"
 

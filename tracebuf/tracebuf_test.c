@@ -1119,7 +1119,7 @@ static void cpu_samples_after_stop_refused(void)
 	d = stop_and_decode(t, &s);
 	for (int i = 0; i < 3; i++)
 		refused += profbuf_write(pb, NULL, (int64_t)tracebuf_ticks(),
-					 hdr, 2, &pc, 1) == -EINVAL;
+					 hdr, 2, &pc, 1) == -ESHUTDOWN;
 	for (size_t i = 0; i < d->nev; i++)
 		samples += d->ev[i].type == TRACEBUF_EV_CPU_SAMPLE;
 	KT_CHECK_EQ(samples, 5);
@@ -1301,6 +1301,27 @@ static void emit_refuses_library_types(void)
 	}
 	KT_CHECK_EQ(own, 2);
 	decoded_done(t, d, &s);
+}
+
+/* What the iterator needs back: the header size a buffer was made with. */
+static void profbuf_hdrsize_getter(void)
+{
+	struct tracebuf *t = new_tracer(1 << 20, 4096);
+	struct profbuf *pb = profbuf_new(3, 1024, 16);
+	size_t size = (profbuf_shared_size(5, 1024, 16) + 4095) & ~(size_t)4095;
+	void *mem = aligned_alloc(4096, size);
+
+	KT_REQUIRE(t && pb && mem);
+	memset(mem, 0, size);
+	KT_CHECK_EQ(profbuf_hdrsize(tracebuf_cpu_profbuf(t)), 2);
+	KT_CHECK_EQ(profbuf_hdrsize(pb), 3);
+	KT_CHECK_EQ(
+		profbuf_hdrsize(profbuf_shared_init(mem, size, 5, 1024, 16)),
+		5);
+	KT_CHECK_EQ(profbuf_hdrsize(NULL), 0);
+	free(mem);
+	profbuf_free(pb);
+	tracebuf_free(t);
 }
 
 /* ---- the decoder on bad input ------------------------------------------- */
@@ -1555,6 +1576,7 @@ int main(void)
 	KT_RUN(cpu_samples_own_thread_and_time);
 	KT_RUN(spans);
 	KT_RUN(emit_refuses_library_types);
+	KT_RUN(profbuf_hdrsize_getter);
 	KT_RUN(decoder_truncated);
 	KT_RUN(decoder_corrupted);
 	KT_RUN(string_limit);

@@ -50,8 +50,9 @@
  *    futex and is woken exactly once by a writer or by close.
  *  - A write racing profbuf_close() lands and is read before EOF, is
  *    counted in an overflow record read before EOF, or is refused with
- *    -EINVAL; it is never lost silently.  Writes that begin after close
- *    returns are refused with -EINVAL.
+ *    -ESHUTDOWN; it is never lost silently.  Writes that begin after
+ *    close returns are refused with -ESHUTDOWN (the error of every "not
+ *    running" case of the library; before soname 2 it was -EINVAL).
  *  - Records come in reservation order.  An overflow record synthesized by
  *    the reader is returned as soon as nothing committed is left to read,
  *    so it may precede a record still being written at that moment.
@@ -80,6 +81,8 @@ enum profbuf_mode {
 /*
  * One read: @ntags whole records in @ndata words, walked with struct
  * profbuf_iter below.  An empty read (ndata == 0) has data and tags NULL.
+ * C++ callers write the type as `struct profbuf_read`, as C does: the
+ * function profbuf_read() hides its bare name there.
  */
 struct profbuf_read {
 	const uint64_t *data; /* whole records; valid until the next read */
@@ -132,7 +135,8 @@ void profbuf_free(struct profbuf *b);
  * Return: 0 when written; -ENOSPC when there was no room (the record is
  * discarded and counted in an overflow record); -EINVAL on misuse (NULL
  * @b, @nhdr > hdrsize, a NULL @hdr or @stk with a nonzero length, an
- * all-zero header, a record larger than the ring) or after close.
+ * all-zero header, a record larger than the ring); -ESHUTDOWN after
+ * close.
  */
 int profbuf_write(struct profbuf *b, const void *tag, int64_t now,
 		  const uint64_t *hdr, size_t nhdr, const uintptr_t *stk,
@@ -202,7 +206,8 @@ struct profbuf_resv {
  * callers like profbuf_write() (<profring/profbuf_inline.h>).
  *
  * Return: 0 with @rv filled in; otherwise as profbuf_write() (-ENOSPC:
- * counted lost; -EINVAL), with @rv->stk NULL and nothing to commit.
+ * counted lost; -EINVAL; -ESHUTDOWN), with @rv->stk NULL and nothing to
+ * commit.
  */
 int profbuf_reserve(struct profbuf *b, const void *tag, int64_t now,
 		    const uint64_t *hdr, size_t nhdr, size_t nstk,
@@ -498,13 +503,20 @@ int profbuf_stats(struct profbuf *b, struct profbuf_stats *st);
 int profbuf_set_wake_watermark(struct profbuf *b, size_t words);
 
 /*
+ * The header words per record @b was made with (profbuf_new(),
+ * profbuf_shared_init()): what profbuf_iter_init() takes.  0 for a NULL
+ * @b.  Async-signal-safe.
+ */
+size_t profbuf_hdrsize(const struct profbuf *b);
+
+/*
  * Walking a read.  A reader takes a read apart with an iterator instead of
  * parsing the layout itself:
  *
  *	struct profbuf_iter it;
  *	struct profbuf_record rec;
  *
- *	profbuf_iter_init(&it, &r, hdrsize);
+ *	profbuf_iter_init(&it, &r, profbuf_hdrsize(b));
  *	while (profbuf_iter_next(&it, &rec)) {
  *		if (profbuf_record_is_overflow(&rec))
  *			lost += profbuf_record_overflow_count(&rec);

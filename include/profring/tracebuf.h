@@ -438,7 +438,7 @@ int tracebuf_advance(struct tracebuf *t);
  * the first generation; each generation's close (tracebuf_advance(),
  * tracebuf_stop()) moves what is there into it.  tracebuf_stop() closes
  * it first: a sample written before stop is in the last generation, one
- * written after is refused (profbuf_write() returns -EINVAL), never lost
+ * written after is refused (profbuf_write() returns -ESHUTDOWN), never lost
  * silently.
  */
 struct profbuf *tracebuf_cpu_profbuf(struct tracebuf *t);
