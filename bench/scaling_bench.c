@@ -20,7 +20,16 @@
  *    drain after the writers stopped.  Each W group runs its cases
  *    interleaved, (--reps + 1) / 2 repetitions (5 implementations times
  *    the W list times --seconds would otherwise take minutes).
- * 2. Reader drain rate.  A profbuf of 2^20 words prefilled (untimed) with
+ * 2. The write path alone ("contend Ww 34w").  W = 1, 2, 4, ... up to
+ *    the CPU count, and that count (never more writers than CPUs),
+ *    writer threads writing 400000 records in all, as fast as they can,
+ *    into one profbuf or each into its own ring of a profbuf_group, with
+ *    no reader running: the rings hold every record, their pages touched
+ *    before (untimed).  Writes per second over all writers, from their
+ *    common start to the last one's end: what the write path allows
+ *    when writers share the ring's write word, and when they share no
+ *    cache line.  Every record is read back afterwards (untimed).
+ * 3. Reader drain rate.  A profbuf of 2^20 words prefilled (untimed) with
  *    34-word records; timed: profbuf_read() non-blocking until the ring is
  *    empty, each returned run copied out to a destination array (a reader
  *    that does not touch the words measures nothing).  Words per second.
@@ -98,7 +107,7 @@ int main(int argc, char **argv)
 	if (o.pin && bench_pin_cpu(0))
 		fprintf(stderr, "scaling_bench: cannot pin to CPU 0\n");
 	bench_report_begin("scaling_bench", &o);
-	if (scaling(&o) || drain(&o))
+	if (scaling(&o) || contend(&o) || drain(&o))
 		return 1;
 	bench_report_note("Scaling: W writers + 1 reader, 34-word records, "
 			  "%g s per repetition, %u repetitions, %d CPUs; "
@@ -107,6 +116,12 @@ int main(int argc, char **argv)
 			  "curves in %s.",
 			  o.seconds, (o.reps + 1) / 2, bench_ncpus(),
 			  SCALING_CSV);
+	bench_report_note("Contend: W writers (W <= CPUs), no reader "
+			  "running, %u records of %d words per repetition "
+			  "over all writers into rings that hold them all; "
+			  "Mop/s = million writes per second over all "
+			  "writers.",
+			  CT_RECORDS, WORDS);
 	bench_report_note("Drain: %u records of %d words prefilled untimed, "
 			  "then read non-blocking and copied out, %d rounds "
 			  "per repetition; Mop/s = million words per second.",

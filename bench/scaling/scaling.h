@@ -10,6 +10,7 @@
  *   profbuf.c  profbuf and profbuf_group under the workload (ours)
  *   anchors.c  ck_mpmc, mutex, pipe and wfcq under the same workload
  *   compare.c  the writer counts, the report's rows, scaling.csv
+ *   contend.c  the write path alone under concurrent writers
  *   drain.c    the reader's drain rate
  */
 #ifndef PROFRING_BENCH_SCALING_H
@@ -42,6 +43,7 @@
 #define DR_WORDS (1u << 20) /* drain: profbuf ring size */
 #define DR_RECS (DR_WORDS / WORDS - 1) /* records per prefill */
 #define DR_ROUNDS 4 /* prefill + drain rounds per repetition */
+#define CT_RECORDS 400000u /* contend: per repetition, over all writers */
 
 _Static_assert(REC_BYTES <= PIPE_BUF, "pipe writes must be atomic");
 
@@ -173,9 +175,10 @@ static inline bool sc_stopped(const struct sc_run *m)
 extern const struct sc_ops pb_sc_ops, pg_sc_ops;
 extern const struct sc_ops ck_sc_ops, mx_sc_ops, pp_sc_ops, wq_sc_ops;
 
-/* ---- compare.c, drain.c ---------------------------------------------- */
+/* ---- compare.c, contend.c, drain.c ----------------------------------- */
 
 int scaling(const struct bench_opts *o);
+int contend(const struct bench_opts *o);
 int drain(const struct bench_opts *o);
 
 #endif /* PROFRING_BENCH_SCALING_H */
