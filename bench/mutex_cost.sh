@@ -12,8 +12,9 @@
 # The workload is build/bench/mutex_storm (bench/mutex_storm.c): a
 # lock/unlock loop on one thread (ns of its CPU time per pair), and T
 # threads fighting over one mutex, each yielding the CPU while it holds
-# it (wall ns per acquire; the mutex-r1 run's profile says how many of
-# the acquires waited).
+# it (ns of all the threads' CPU time per acquire; the mutex-r1 run's
+# profile says how many of the acquires waited).  CPU time, not wall
+# time: on a shared machine the wall time is the scheduler's.
 # Each is run, rep by rep interleaved (noise hits all alike):
 #   plain        no profiler;
 #   idle         under `record -o` (CPU profile, lock hooks present but
@@ -78,7 +79,7 @@ for w in u c; do
 	else
 		waits=$(grep -o '[0-9]* contentions' "$tmp/r1.err" | tail -n 1 |
 			cut -d' ' -f1)
-		echo "contended, $threads threads x $cn acquires ($waits waited, in the last rate-1 run): wall ns per acquire"
+		echo "contended, $threads threads x $cn acquires ($waits waited, in the last rate-1 run): CPU ns per acquire"
 	fi
 	base=$(least "$tmp/$w.plain")
 	for t in $tools; do
