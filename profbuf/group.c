@@ -113,7 +113,10 @@ struct pbg_ring {
 };
 
 struct profbuf_group {
-	/* Read-only once made: all that a writer reads of the group. */
+	/*
+	 * Read-only once made: all that a writer reads of the group (and
+	 * rings[], in cache lines of its own).
+	 */
 	struct profbuf **rings;
 	uint32_t nrings;
 	uint64_t fastmod; /* UINT64_MAX / nrings + 1 */
@@ -212,6 +215,8 @@ RING_API struct profbuf_group *profbuf_group_new(size_t nrings, size_t hdrsize,
 	struct profbuf_group *g;
 	size_t size = (sizeof(*g) + RING_CACHELINE - 1) &
 		      ~(size_t)(RING_CACHELINE - 1);
+	size_t rings_size = (nrings * sizeof(*g->rings) + RING_CACHELINE - 1) &
+			    ~(size_t)(RING_CACHELINE - 1);
 	int err = ENOMEM;
 
 	if (nrings == 0 || nrings > PROFBUF_GROUP_MAX_RINGS) {
@@ -224,7 +229,13 @@ RING_API struct profbuf_group *profbuf_group_new(size_t nrings, size_t hdrsize,
 	memset(g, 0, size);
 	g->nrings = (uint32_t)nrings;
 	g->fastmod = UINT64_MAX / nrings + 1;
-	g->rings = calloc(nrings, sizeof(*g->rings));
+	/*
+	 * Writers read the ring pointers: lines of their own, so that no
+	 * other allocation's writes (the reader's state) share them.
+	 */
+	g->rings = aligned_alloc(RING_CACHELINE, rings_size);
+	if (g->rings)
+		memset(g->rings, 0, rings_size);
 	g->rs = calloc(nrings, sizeof(*g->rs));
 	g->waiters = calloc(nrings, sizeof(*g->waiters));
 	g->armed = calloc(nrings, sizeof(*g->armed));
