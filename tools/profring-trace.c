@@ -11,11 +11,13 @@
  * the top allocation stacks; json: Chrome trace-event JSON (for the
  * Perfetto UI), with the live heap as a counter track.
  *
- * The whole file (a file or a pipe) is read into memory, at most SIZE
- * bytes of it (default 1 GiB; a larger one is refused, and so is one
- * that does not start with a trace's header, as soon as that is read),
- * and handed to trace_report() (trace_report.c), which validates it and
- * prints.  A stream that does not decode, or that ends inside a
+ * A regular file of any size is mapped, and handed to
+ * trace_report_mapped() (trace_report.c), which validates it and prints,
+ * giving the pages back as it goes: the memory it takes is that of the
+ * stream's tables, not of the file.  A pipe is read into memory, at most
+ * SIZE bytes of it (default 1 GiB; a larger one is refused, and so is one
+ * that does not start with a trace's header, as soon as that is read).
+ * --max-size refuses a larger regular file too.  A stream that does not decode, or that ends inside a
  * generation (its tables missing), is an error: the message and its byte
  * offset go to stderr and the exit status is 1, as for a file that cannot
  * be read (with what the OS said) or is too large, and for a summary
@@ -25,9 +27,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,10 +52,12 @@ static int usage(void)
 		"            live heap per generation, top allocation stacks\n"
 		"  json      Chrome trace-event JSON (for the Perfetto UI)\n"
 		"  --max-size SIZE  refuse a FILE of more than SIZE bytes\n"
-		"            (suffix K, M or G; default 1G).  The whole FILE\n"
-		"            is read into memory; its tables take a fraction\n"
-		"            of that more for an ordinary trace, up to about\n"
-		"            15 times it for a FILE of nothing but tables\n");
+		"            (suffix K, M or G; a pipe: default 1G, read into\n"
+		"            memory; a regular file: no default, mapped and\n"
+		"            read a window at a time).  The stream's tables\n"
+		"            take a fraction of its size for an ordinary\n"
+		"            trace, up to about 15 times it for a FILE of\n"
+		"            nothing but tables\n");
 	return 2;
 }
 
@@ -85,13 +91,18 @@ static size_t parse_size(const char *s)
 }
 
 /**
- * read_file() - read all of @path (a file or a pipe) into @buf, @len.
- * @max:	the most bytes it may have, below SIZE_MAX.
+ * read_file() - map @path (a regular file), or read all of it (a pipe)
+ * into @buf, @len.
+ * @max:	the most bytes a pipe may give, below SIZE_MAX.
+ * @max_file:	the most bytes a regular file may have.
+ * @mapped:	set if @buf maps the file (munmap() it); else it is
+ *		malloc()ed.
  *
  * Return: 0, or -1 with a message on stderr (what the OS said, for a
  * file that cannot be opened or read).
  */
-static int read_file(const char *path, size_t max, uint8_t **buf, size_t *len)
+static int read_file(const char *path, size_t max, size_t max_file,
+		     uint8_t **buf, size_t *len, bool *mapped)
 {
 	size_t cap = READ_CHUNK, n = 0;
 	struct tracedec_error err;
@@ -106,8 +117,23 @@ static int read_file(const char *path, size_t max, uint8_t **buf, size_t *len)
 	}
 	/* A regular file says its size: refuse it before reading it. */
 	if (!fstat(fd, &st) && S_ISREG(st.st_mode)) {
+		max = max_file;
 		if ((uintmax_t)st.st_size > max)
 			goto too_big;
+		if (st.st_size >= TB_STREAM_HDR &&
+		    (uintmax_t)st.st_size < SIZE_MAX) {
+			b = mmap(NULL, (size_t)st.st_size, PROT_READ,
+				 MAP_PRIVATE, fd, 0);
+			if (b != MAP_FAILED) {
+				madvise(b, (size_t)st.st_size, MADV_SEQUENTIAL);
+				close(fd);
+				*buf = b;
+				*len = (size_t)st.st_size;
+				*mapped = true;
+				return 0;
+			}
+			b = NULL;
+		}
 		cap = (size_t)st.st_size + 1; /* + 1: to see its end */
 	}
 	b = malloc(cap);
@@ -168,7 +194,8 @@ fail:
 int main(int argc, char **argv)
 {
 	enum trace_report_cmd cmd;
-	size_t max = DEFAULT_MAX_SIZE, len;
+	size_t max = DEFAULT_MAX_SIZE, max_file = SIZE_MAX, len;
+	bool mapped = false;
 	uint8_t *buf;
 	int argi = 1, rc;
 
@@ -179,6 +206,7 @@ int main(int argc, char **argv)
 				argv[2]);
 			return usage();
 		}
+		max_file = max;
 		argi = 3;
 	}
 	if (argc != argi + 2)
@@ -191,10 +219,14 @@ int main(int argc, char **argv)
 		cmd = TRACE_REPORT_JSON;
 	else
 		return usage();
-	if (read_file(argv[argi + 1], max, &buf, &len))
+	if (read_file(argv[argi + 1], max, max_file, &buf, &len, &mapped))
 		return 1;
-	rc = trace_report(cmd, argv[argi + 1], buf, len, stdout, stderr);
-	free(buf);
+	rc = trace_report_mapped(cmd, argv[argi + 1], buf, len, mapped, stdout,
+				 stderr);
+	if (mapped)
+		munmap(buf, len);
+	else
+		free(buf);
 	if (rc)
 		return 1;
 	if (fflush(stdout) || ferror(stdout)) {

@@ -105,6 +105,36 @@ refused_with_offset() {
 }
 check truncated refused_with_offset
 
+# A regular file is read a window at a time, its pages given back: a
+# 192 MiB trace (192 generations of a 1 MiB batch of 3-byte events) is
+# summarized in far less memory than its size.
+big_rss() {
+	python3 - "$TMP/big.trace" "$TOOL" <<'PY'
+import resource, struct, subprocess, sys
+path, tool = sys.argv[1], sys.argv[2]
+ev = bytes([8 << 3 | 1, 1, 5])
+n = (1 << 20) // len(ev)
+with open(path, "wb") as f:
+    f.write(b"PRTRACE\n" + struct.pack("<II", 3, 0))
+    for g in range(1, 193):
+        p = struct.pack("<QQQQ", g, 1, 0, 0) + ev * n
+        f.write(b"B\0\0\0" + struct.pack("<I", len(p)) + p)
+        p = struct.pack("<QQ", g, 1000000000)
+        f.write(b"F\0\0\0" + struct.pack("<I", len(p)) + p)
+        p = struct.pack("<QQQ", g, 1, 0)
+        f.write(b"E\0\0\0" + struct.pack("<I", len(p)) + p)
+out = subprocess.run([tool, "summary", path], capture_output=True, text=True)
+rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024
+events = [l for l in out.stdout.splitlines() if l.startswith("events ")]
+print(out.returncode, rss, events[0].split()[1] if events else "?", n * 192)
+PY
+}
+set -- $(big_rss)
+rm -f "$TMP/big.trace"
+echo "  192 MiB trace: summary exit ${1:-?}, peak RSS ${2:-?} MiB, events ${3:-?} of ${4:-?}"
+check big_file_bounded_memory [ "${1:-1}" = 0 -a "${3:-x}" = "${4:-y}" \
+	-a "${2:-999}" -lt 64 ]
+
 "$TOOL" >/dev/null 2>&1
 check usage [ $? -eq 2 ]
 # mktrace KIND N FILE: a handmade stream (tracebuf/FORMAT.md):

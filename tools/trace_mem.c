@@ -203,11 +203,30 @@ static void print_top(struct top *tp)
 			tp->nostack_bytes, tp->nostack_count);
 }
 
+/*
+ * Does the stream have memory events or memory info records (version 2
+ * on)?  Without, the memory reports are empty, and the stream is not read
+ * again for them.
+ */
+static bool has_memory(const struct trace *t)
+{
+	if (t->version < 2)
+		return false;
+	if (t->type_events[TRACEBUF_EV_ALLOC] ||
+	    t->type_events[TRACEBUF_EV_FREE] ||
+	    t->type_events[TRACEBUF_EV_EXISTS])
+		return true;
+	for (size_t i = 0; i < t->ngens; i++)
+		if (t->gens[i].has_mem_info)
+			return true;
+	return false;
+}
+
 static int summary_top(struct trace *t)
 {
 	static const struct tracedec_visitor v = { .event = top_event };
 	struct top tp = { .t = t };
-	int rc = tracedec_decode(t->buf, t->len, &v, &tp, NULL);
+	int rc = trace_walk(t, &v, &tp, NULL);
 
 	if (!rc && tp.count) {
 		if (tp.n > 1)
@@ -228,7 +247,7 @@ int trace_mem_summary(struct trace *t)
 	struct mem_summary s = { .t = t };
 	int rc;
 
-	if (t->version < 2)
+	if (!has_memory(t))
 		return 0;
 	rc = tracedec_mem_check(t->buf, t->len, &v, &s, NULL);
 	if (!rc && s.gens)
@@ -318,7 +337,7 @@ int trace_mem_json(struct trace *t)
 	struct changes cs = { 0 };
 	int rc;
 
-	if (t->version < 2)
+	if (!has_memory(t))
 		return 0;
 	rc = tracedec_mem_check(t->buf, t->len, &v, &cs, NULL);
 	if (!rc) {

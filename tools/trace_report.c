@@ -3,12 +3,16 @@
  * trace_report.c - profring-trace's reports of a trace stream held in
  * memory (trace_report.h): the stream is validated, then printed.
  *
- * The stream is decoded twice with tracedec_decode(): the first pass
- * (trace_collect.c) validates it and collects each generation's tables,
- * the second prints, resolving ids through those tables: every record as
- * text (trace_dump.c), the counts (trace_summary.c) or trace-event JSON
- * (trace_json.c), the memory events' lines and track in each
- * (trace_mem.c), the bytes escaped by trace_text.c.
+ * The stream is decoded twice with trace_walk() (the incremental decoder,
+ * a window at a time): the first pass (trace_collect.c) validates it and
+ * collects each generation's tables, the second prints, resolving ids
+ * through those tables: every record as text (trace_dump.c), the counts
+ * (trace_summary.c) or trace-event JSON (trace_json.c), the memory
+ * events' lines and track in each (trace_mem.c), the bytes escaped by
+ * trace_text.c.  A mapped file's pages are given back as each window is
+ * done (a table looked up later is read again from the file), so that a
+ * report takes the memory of the tables, not of the file.  A stream with
+ * memory events is also read whole by tracedec_mem_check().
  *
  * Linear time: generations and threads are found through hash indexes
  * (trace_index.c); a generation's strings and stacks are sorted once
@@ -24,11 +28,14 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
 
 #include <profring/tracedec.h>
 
 #include "tools/trace_report.h"
 #include "tools/trace_report_impl.h"
+#include "tracebuf/tracebuf_format.h"
 
 /* A generation without its end record lacks its tables: refuse it. */
 static int check_ended(const struct trace *t)
@@ -48,15 +55,60 @@ static int check_ended(const struct trace *t)
 	return 0;
 }
 
+/* Give back the pages of a mapped stream in [*from, @to) (page-aligned). */
+static void drop_pages(struct trace *t, size_t *from, size_t to)
+{
+	size_t page = (size_t)getauxval(AT_PAGESZ);
+
+	to &= ~(page - 1);
+	if (!t->mapped || to <= *from)
+		return;
+	madvise((void *)(t->buf + *from), to - *from, MADV_DONTNEED);
+	*from = to;
+}
+
+int trace_walk(struct trace *t, const struct tracedec_visitor *v, void *arg,
+	       struct tracedec_error *err)
+{
+	struct tracedec_stream *s = tracedec_stream_new(v, arg);
+	size_t off = 0, dropped = 0, used = 0;
+	int rc = 0;
+
+	if (!s)
+		return -ENOMEM;
+	while (off < t->len && !rc) {
+		size_t rest = t->len - off;
+		size_t n = rest < WALK_WINDOW ? rest : WALK_WINDOW;
+
+		rc = tracedec_stream_feed(s, t->buf + off, n, &used, err);
+		if (!rc && !used && n < rest) {
+			/* A record longer than the window: all of it. */
+			n = TB_STREAM_HDR + TB_REC_HDR + TB_MAX_REC_PAYLOAD;
+			rc = tracedec_stream_feed(s, t->buf + off,
+						  rest < n ? rest : n, &used,
+						  err);
+		}
+		if (!used)
+			break;
+		off += used;
+		drop_pages(t, &dropped, off);
+	}
+	if (!rc)
+		rc = tracedec_stream_end(s, t->len - off, err);
+	tracedec_stream_free(s);
+	drop_pages(t, &dropped, t->len);
+	return rc;
+}
+
 /**
- * trace_decode() - run tracedec_decode() over the stream with @v.
+ * trace_decode() - run trace_walk() over the stream with @v.
  *
  * Return: 0, or -1 with the error and its offset on t->err.
  */
 int trace_decode(struct trace *t, const struct tracedec_visitor *v)
 {
 	struct tracedec_error err = { 0 };
-	int rc = tracedec_decode(t->buf, t->len, v, t, &err);
+	int rc = trace_walk(t, v, t, &err);
 	char msg[160];
 
 	if (rc == -EBADMSG) {
@@ -75,9 +127,17 @@ int trace_decode(struct trace *t, const struct tracedec_visitor *v)
 int trace_report(enum trace_report_cmd cmd, const char *name,
 		 const uint8_t *buf, size_t len, FILE *out, FILE *err)
 {
+	return trace_report_mapped(cmd, name, buf, len, false, out, err);
+}
+
+int trace_report_mapped(enum trace_report_cmd cmd, const char *name,
+			const uint8_t *buf, size_t len, bool mapped, FILE *out,
+			FILE *err)
+{
 	struct trace t = { .path = name,
 			   .buf = buf,
 			   .len = len,
+			   .mapped = mapped,
 			   .seed = trace_seed(),
 			   .out = out,
 			   .err = err };

@@ -11,6 +11,7 @@
 #ifndef PROFRING_TOOLS_TRACE_REPORT_H
 #define PROFRING_TOOLS_TRACE_REPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -49,5 +50,15 @@ enum trace_report_cmd {
  */
 int trace_report(enum trace_report_cmd cmd, const char *name,
 		 const uint8_t *buf, size_t len, FILE *out, FILE *err);
+
+/*
+ * The same for a stream that maps a file read-only (@mapped): its pages
+ * are given back (madvise(MADV_DONTNEED)) as each pass goes by, and read
+ * again from the file if looked at later, so that a file of any size
+ * takes the memory of its tables, not its own.
+ */
+int trace_report_mapped(enum trace_report_cmd cmd, const char *name,
+			const uint8_t *buf, size_t len, bool mapped, FILE *out,
+			FILE *err);
 
 #endif /* PROFRING_TOOLS_TRACE_REPORT_H */

@@ -77,6 +77,7 @@ struct trace {
 	const char *path;
 	const uint8_t *buf;
 	size_t len;
+	bool mapped; /* buf maps a file: trace_walk() gives pages back */
 	unsigned int version; /* of the stream's header */
 	uint64_t seed; /* of the indexes' hash */
 	struct gen_info *gens; /* in the order the stream names them */
@@ -100,6 +101,18 @@ struct trace {
 	unsigned int last_level;
 	bool in_batch;
 };
+
+/* The bytes trace_walk() hands the decoder at a time. */
+#define WALK_WINDOW ((size_t)16 << 20)
+
+/**
+ * trace_walk() - decode the stream with @v and @arg (the incremental
+ * decoder, WALK_WINDOW bytes at a time; a mapped stream's pages given
+ * back behind it).
+ * Return: as tracedec_decode().
+ */
+int trace_walk(struct trace *t, const struct tracedec_visitor *v, void *arg,
+	       struct tracedec_error *err);
 
 /* The generation @gen, or NULL; @add creates it (NULL when out of memory). */
 struct gen_info *gen_get(struct trace *t, uint64_t gen, bool add);

@@ -124,7 +124,7 @@ static int summary_spans(struct trace *t)
 
 	if (!t->type_events[TRACEBUF_EV_SPAN] || t->version < 3)
 		return 0;
-	if (tracedec_decode(t->buf, t->len, &v, &s, &err)) {
+	if (trace_walk(t, &v, &s, &err)) {
 		complain(t, s.oom ? "out of memory" : err.what);
 		rc = -1;
 	}
