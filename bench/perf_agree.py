@@ -51,7 +51,7 @@ counters are user mode only, as perf's then are): a period that ends in a
 system call or a page fault is then charged, by both, where the program
 entered the kernel.  --timer thread (our default engine, user mode only)
 shows what that changes: the time of such a period goes to the thread's
-next sample in user mode instead (README, "Kernel time").
+next sample in user mode instead (profring-prof(1), --timer).
 
 The programs: python3.11 on bench/agree/work.py, xz -9 -T1 on generated
 text, sqlite3 on bench/agree/query.sql, xz -9 -T2 (two compressing threads

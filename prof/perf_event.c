@@ -27,8 +27,8 @@
  * their first user-space frame.  The price: the signal is pending while
  * the thread is still in the kernel, and a call that then goes to sleep
  * is cut short: restarted (SA_RESTART) or, for poll, nanosleep,
- * epoll_wait and the others signal(7) lists, returning EINTR (README,
- * "Kernel time").  User mode only, an overflow's signal is delivered as
+ * epoll_wait and the others signal(7) lists, returning EINTR (profring-prof(1),
+ * --timer kernel).  User mode only, an overflow's signal is delivered as
  * the interrupt that raised it returns to user mode, and cuts no call.
  *
  * The descriptor is set O_ASYNC with F_SETSIG our signal and F_SETOWN_EX

@@ -96,8 +96,8 @@
  *
  * Cost to the program: the signal interrupts blocking calls; those the
  * kernel does not restart under SA_RESTART (nanosleep, poll, epoll_wait,
- * select, ...) return EINTR (README, "Wall-clock profiles", has what
- * that did to real programs).  The handler counts the calls it cut short
+ * select, ...) return EINTR (profring-prof(1), --wall; bench/RESULTS.md,
+ * wall_overhead, has what that did to real programs).  The handler counts the calls it cut short
  * on the thread (prof_wall_cuts), so that the interposed sleeps
  * (sleep_hook.c) can resume one that only our signal cut short.
  */

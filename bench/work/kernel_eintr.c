@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * bench/work/kernel_eintr.c - what `record --timer kernel` does to a naive
- * program (README, "Kernel time"): for 3 s, a loop of CPU work in user
+ * program (profring-prof(1), --timer kernel): for 3 s, a loop of CPU work in user
  * mode, four 64 KiB reads from /dev/zero (CPU in the kernel just before
  * a sleep) and one poll(NULL, 0, 1) that is not retried; prints how many
  * polls it made and how many returned EINTR.  Run it plain, under

@@ -170,7 +170,7 @@ enum profring_prof_mode {
 	 * those that are not restarted under SA_RESTART (poll, epoll_wait,
 	 * select...) return EINTR; nanosleep, clock_nanosleep, usleep and
 	 * sleep are resumed for the time left instead, unless the program
-	 * has a signal handler of its own; see the README.
+	 * has a signal handler of its own; see profring-prof(1), --wall.
 	 */
 	PROFRING_PROF_MODE_WALL = 1,
 };
