@@ -23,7 +23,8 @@
  * the reader stores after r), check room, reserve with one CAS on w, fill
  * the record and its tag, release-store the commit stamp.  The library's
  * own profbuf_write() runs this same function first, so there is one
- * fast path, not two.
+ * fast path, not two; profbuf_reserve()'s is the same steps up to the
+ * stack (profbuf__claim_fast()), and profbuf_commit()'s is the stamp.
  *
  * ABI.  An inline writer reads the buffer's block directly, so the words
  * in struct profbuf_layout_v1 and the constants below are frozen.  It
@@ -154,16 +155,33 @@ profbuf__copy(uint64_t *d, const uint64_t *s, size_t n)
 #define PROFBUF__PERTURB() ((void)0)
 #endif
 
+/* profbuf_resv.profbuf__flags: the commit must run in the library. */
+#define PROFBUF__RESV_WAKE 1u /* this reservation cleared SLEEPING */
+
 /*
- * profbuf__write_fast() - the fast path: write the record and return 0,
- * or do nothing and return 1 (the library's write_slow() then does
- * everything).  Async-signal-safe, lock-free, wait-free: one CAS, never
- * retried.
+ * struct profbuf__slot - a record the fast path reserved and filled up to
+ * its stack: where it starts, where its stack goes, its commit stamp, and w just after it.
+ */
+struct profbuf__slot {
+	uint64_t *rec;
+	uint64_t *stk;
+	uint32_t *stamp;
+	uint64_t nw;
+};
+
+/*
+ * profbuf__claim_fast() - the fast path up to the stack, for
+ * profbuf__write_fast() and profbuf__reserve_fast(): reserve the record
+ * of @nstk stack words and store its length, time, header and tag, then
+ * return 0 with @s filled in; or do nothing and return 1 (the library's
+ * write_slow() then does everything).  @bad: a caller's own argument
+ * check, folded into the checks' one branch.  Async-signal-safe,
+ * lock-free, wait-free: one CAS, never retried.
  */
 static inline __attribute__((always_inline)) int
-profbuf__write_fast(struct profbuf *pb, const void *tag, int64_t now,
-		    const uint64_t *hdr, size_t nhdr, const uintptr_t *stk,
-		    size_t nstk)
+profbuf__claim_fast(struct profbuf *pb, const void *tag, int64_t now,
+		    const uint64_t *hdr, size_t nhdr, size_t nstk, bool bad,
+		    struct profbuf__slot *s)
 {
 	struct profbuf_layout_v1 *b = (struct profbuf_layout_v1 *)pb;
 	uint32_t hs, len, pos, size, tags, slot;
@@ -178,13 +196,12 @@ profbuf__write_fast(struct profbuf *pb, const void *tag, int64_t now,
 	hs = b->inline_hdrsize;
 	size = b->data_len;
 	/*
-	 * nhdr 0 (an all-zero header) or above hdrsize, a stack missing or
-	 * at least as long as any ring (len below cannot wrap, and the room
-	 * tests see the rest), a buffer not for us: one branch.
+	 * nhdr 0 (an all-zero header) or above hdrsize, a stack at least as
+	 * long as any ring (len below cannot wrap, and the room tests see
+	 * the rest), the caller's @bad, a buffer not for us: one branch.
 	 */
-	if (__builtin_expect(nhdr - 1 >= hs || nstk >= PROFBUF__MAX_WORDS ||
-				     (!stk && nstk),
-			     0))
+	if (__builtin_expect(
+		    nhdr - 1 >= hs || nstk >= PROFBUF__MAX_WORDS || bad, 0))
 		return 1;
 	/*
 	 * nhdr >= 1 now.  A header of a few words known at compile time is
@@ -282,109 +299,61 @@ profbuf__write_fast(struct profbuf *pb, const void *tag, int64_t now,
 		__asm__("" : "+r"(i));
 		d[2 + i] = 0;
 	}
-	profbuf__copy(d + 2 + hs, (const uint64_t *)stk, nstk);
+	s->rec = d;
+	s->stk = d + 2 + hs;
+	s->stamp = stamp;
+	s->nw = nw;
+	return 0;
+}
+
+/*
+ * profbuf__write_fast() - the fast path: write the record and return 0,
+ * or do nothing and return 1 (the library's write_slow() then does
+ * everything).  Async-signal-safe, lock-free, wait-free: one CAS, never
+ * retried.
+ */
+static inline __attribute__((always_inline)) int
+profbuf__write_fast(struct profbuf *pb, const void *tag, int64_t now,
+		    const uint64_t *hdr, size_t nhdr, const uintptr_t *stk,
+		    size_t nstk)
+{
+	struct profbuf__slot s;
+
+	/* A stack missing: declined with the claim's other checks. */
+	if (profbuf__claim_fast(pb, tag, now, hdr, nhdr, nstk, !stk && nstk,
+				&s))
+		return 1;
+	profbuf__copy(s.stk, (const uint64_t *)stk, nstk);
 	PROFBUF__PERTURB();
 	/*
 	 * Release: pairs with the reader's acquire load of the stamp: the
 	 * record and the tag are visible before the stamp.
 	 */
-	__atomic_store_n(stamp, PROFBUF__STAMP_COMMITTED, __ATOMIC_RELEASE);
+	__atomic_store_n(s.stamp, PROFBUF__STAMP_COMMITTED, __ATOMIC_RELEASE);
 	return 0;
 }
 
-/* profbuf_resv.profbuf__flags: the commit must run in the library. */
-#define PROFBUF__RESV_WAKE 1u /* this reservation cleared SLEEPING */
-
 /*
- * profbuf__reserve_fast() - profbuf_reserve()'s fast path: the same
- * steps and declines as profbuf__write_fast() up to the CAS, then the
- * record's length, time, header and tag, and @rv; the caller stores the
- * stack and commits.  Return 0, or 1 having done nothing.
+ * profbuf__reserve_fast() - profbuf_reserve()'s fast path: the write's
+ * own, up to the stack, handed to the caller in @rv.  Return 0, or 1
+ * having done nothing.
  */
 static inline __attribute__((always_inline)) int
 profbuf__reserve_fast(struct profbuf *pb, const void *tag, int64_t now,
 		      const uint64_t *hdr, size_t nhdr, size_t nstk,
 		      struct profbuf_resv *rv)
 {
-	struct profbuf_layout_v1 *b = (struct profbuf_layout_v1 *)pb;
-	uint32_t hs, len, pos, size, tags, slot;
-	uint64_t old, nw, room, any, *d, h[PROFBUF__HELD_WORDS];
-	bool held = __builtin_constant_p(nhdr) && nhdr <= PROFBUF__HELD_WORDS;
-	const void **tagp;
-	uint32_t *stamp;
+	struct profbuf__slot s;
 
-	if (__builtin_expect(!b || !hdr || !rv, 0))
+	if (profbuf__claim_fast(pb, tag, now, hdr, nhdr, nstk, !rv, &s))
 		return 1;
-	hs = b->inline_hdrsize;
-	size = b->data_len;
-	if (__builtin_expect(nhdr - 1 >= hs || nstk >= PROFBUF__MAX_WORDS, 0))
-		return 1;
-	if (held) {
-		any = 0;
-		for (size_t i = 0; i < nhdr; i++)
-			any |= h[i] = hdr[i];
-	} else {
-		any = hdr[0] | hdr[nhdr - 1];
-		for (size_t i = 1; i + 1 < nhdr; i++)
-			any |= hdr[i];
-	}
-	if (__builtin_expect(!any, 0))
-		return 1;
-	len = 2 + hs + (uint32_t)nstk;
-	/* Acquire: as in profbuf__write_fast(). */
-	if (__builtin_expect(__atomic_load_n(&b->ovf, __ATOMIC_ACQUIRE) &
-				     PROFBUF__OVF_PENDING,
-			     0))
-		return 1;
-	old = __atomic_load_n(&b->w, __ATOMIC_RELAXED);
-	/* Acquire: as in profbuf__write_fast(). */
-	room = __atomic_load_n(&b->limit, __ATOMIC_ACQUIRE);
-	pos = (uint32_t)old & (size - 1);
-	nw = old + len + ((uint64_t)1 << PROFBUF__W_TAG_SHIFT);
-	room -= nw;
-	tags = b->tag_len;
-	if (__builtin_expect((old & PROFBUF__W_SLEEPING) || pos + len >= size ||
-				     (uint32_t)room > size ||
-				     (uint32_t)(room >> PROFBUF__W_TAG_SHIFT) >=
-					     tags,
-			     0))
-		return 1;
-	slot = (uint32_t)(old >> PROFBUF__W_TAG_SHIFT) & (tags - 1);
-	d = (uint64_t *)((char *)b + b->data_off) + pos;
-	tagp = (const void **)((char *)b + b->tags_off) + slot;
-	stamp = (uint32_t *)((char *)b + b->stamps_off) + slot;
-	__asm__("" : "+r"(d), "+r"(tagp), "+r"(stamp));
-	/*
-	 * Acquire: pairs with the release CAS of a shorter commit that gave
-	 * its tail back (profbuf_commit()): that writer's stores into the
-	 * tail happen before ours.  One try, as in profbuf__write_fast().
-	 */
-	if (__builtin_expect(!__atomic_compare_exchange_n(&b->w, &old, nw, 0,
-							  __ATOMIC_ACQUIRE,
-							  __ATOMIC_RELAXED),
-			     0))
-		return 1;
-	PROFBUF__PERTURB();
-	*tagp = tag;
-	d[0] = len;
-	d[1] = (uint64_t)now;
-	if (held) {
-		for (size_t i = 0; i < nhdr; i++)
-			d[2 + i] = h[i];
-	} else {
-		profbuf__copy(d + 2, hdr, nhdr);
-	}
-	for (size_t i = nhdr; i < hs; i++) {
-		__asm__("" : "+r"(i));
-		d[2 + i] = 0;
-	}
-	rv->stk = (uintptr_t *)(d + 2 + hs);
+	rv->stk = (uintptr_t *)s.stk;
 	rv->nstk = nstk;
 	rv->profbuf__b = pb;
-	rv->profbuf__rec = d;
-	rv->profbuf__stamp = stamp;
+	rv->profbuf__rec = s.rec;
+	rv->profbuf__stamp = s.stamp;
 	rv->profbuf__flags = 0;
-	rv->profbuf__w_end = nw & ~(uint64_t)PROFBUF__W_FLAGS;
+	rv->profbuf__w_end = s.nw & ~(uint64_t)PROFBUF__W_FLAGS;
 	return 0;
 }
 
