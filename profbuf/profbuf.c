@@ -672,10 +672,10 @@ write_slow(struct profbuf *b, const void *tag, int64_t now, const uint64_t *hdr,
  * also run inline (bench/RESULTS.md, profbuf_bench's rows "inline vs the
  * library call").  Whatever it declines, write_slow() does: the checks,
  * the general reserve() and put_record().  Both follow the protocol above
- * step by step, with the same memory orders; the fast path reads limit where reserve() reads r
- * (see Write).  An inline caller whose fast path declined comes here and
- * tries it once more: a lost CAS may win now, and anything else declines
- * again at once.
+ * step by step, with the same memory orders; the fast path reads limit
+ * where reserve() reads r (see Write).  An inline caller whose fast path
+ * declined comes here and tries it once more: a lost CAS may win now, and
+ * anything else declines again at once.
  */
 RING_API int profbuf_write(struct profbuf *b, const void *tag, int64_t now,
 			   const uint64_t *hdr, size_t nhdr,
