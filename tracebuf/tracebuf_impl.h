@@ -123,4 +123,15 @@ int tb_emit(struct tracebuf_ev *ev, unsigned int type, const uint64_t *args,
 /* Count one event of @ev's thread and level lost. */
 void tb_count_lost(struct tracebuf_ev *ev);
 
+/* The buffer pool and the reader's queue (tracebuf_pool.c). */
+struct tb_chunk *tb_pool_pop(struct tracebuf *t);
+void tb_pool_push(struct tracebuf *t, struct tb_chunk *c);
+/* Queue @c for the reader, waking it if it sleeps. */
+void tb_publish(struct tracebuf *t, struct tb_chunk *c);
+/* Finish a buffer's record header and queue it (or recycle it if empty). */
+void tb_flush_buf(struct tracebuf *t, struct tb_chunk *c);
+
+/* A chunk the reader is done with: back to the pool, or freed. */
+void tb_give_back_chunk(struct tracebuf *t, struct tb_chunk *c);
+
 #endif /* PROFRING_TRACEBUF_IMPL_H */
