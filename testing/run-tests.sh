@@ -66,12 +66,12 @@ out=$(sh testing/install_test.sh "$BUILD" 2>&1)
 count install_test.sh $? "$out"
 out=$(sh bench/results_md_test.sh 2>&1)
 count results_md_test.sh $? "$out"
-out=$(sh man/man_test.sh "$BUILD" 2>&1)
-count man_test.sh $? "$out"
-out=$(sh testing/tsan_user_test.sh "$BUILD" 2>&1)
-count tsan_user_test.sh $? "$out"
+out=$(sh testing/user_test.sh "$BUILD" 2>&1)
+count user_test.sh $? "$out"
 out=$(sh testing/symbols_test.sh "$BUILD" 2>&1)
 count symbols_test.sh $? "$out"
+out=$(sh man/man_test.sh "$BUILD" 2>&1)
+count man_test.sh $? "$out"
 out=$(sh prof/prof_test.sh "$BUILD" "$LABEL" 2>&1)
 count prof_test.sh $? "$out"
 out=$(sh prof/e2e/e2e_test.sh "$BUILD" "$LABEL" 2>&1)
