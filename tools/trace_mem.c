@@ -249,7 +249,7 @@ int trace_mem_summary(struct trace *t)
 
 	if (!has_memory(t))
 		return 0;
-	rc = tracedec_mem_check(t->buf, t->len, &v, &s, NULL);
+	rc = trace_mem_walk(t, &v, &s);
 	if (!rc && s.gens)
 		rc = summary_top(t);
 	if (rc) {
@@ -339,7 +339,7 @@ int trace_mem_json(struct trace *t)
 
 	if (!has_memory(t))
 		return 0;
-	rc = tracedec_mem_check(t->buf, t->len, &v, &cs, NULL);
+	rc = trace_mem_walk(t, &v, &cs);
 	if (!rc) {
 		if (cs.n > 1)
 			qsort(cs.c, cs.n, sizeof(*cs.c), cmp_change);

@@ -11,8 +11,9 @@
  * events' lines and track in each (trace_mem.c), the bytes escaped by
  * trace_text.c.  A mapped file's pages are given back as each window is
  * done (a table looked up later is read again from the file), so that a
- * report takes the memory of the tables, not of the file.  A stream with
- * memory events is also read whole by tracedec_mem_check().
+ * report takes the memory of the tables, not of the file; the memory
+ * reports (trace_mem.c) walk it the same way with the incremental
+ * tracedec_mem_stream_*.
  *
  * Linear time: generations and threads are found through hash indexes
  * (trace_index.c); a generation's strings and stacks are sorted once
@@ -67,26 +68,31 @@ static void drop_pages(struct trace *t, size_t *from, size_t to)
 	*from = to;
 }
 
-int trace_walk(struct trace *t, const struct tracedec_visitor *v, void *arg,
-	       struct tracedec_error *err)
+/* An incremental decoder, whichever: its feed and end. */
+struct walker {
+	void *s;
+	int (*feed)(void *s, const uint8_t *buf, size_t len, size_t *used,
+		    struct tracedec_error *err);
+	int (*end)(void *s, size_t left, struct tracedec_error *err);
+};
+
+/* Feed the stream to @w a window at a time (see trace_walk()). */
+static int walk(struct trace *t, const struct walker *w,
+		struct tracedec_error *err)
 {
-	struct tracedec_stream *s = tracedec_stream_new(v, arg);
 	size_t off = 0, dropped = 0, used = 0;
 	int rc = 0;
 
-	if (!s)
-		return -ENOMEM;
 	while (off < t->len && !rc) {
 		size_t rest = t->len - off;
 		size_t n = rest < WALK_WINDOW ? rest : WALK_WINDOW;
 
-		rc = tracedec_stream_feed(s, t->buf + off, n, &used, err);
+		rc = w->feed(w->s, t->buf + off, n, &used, err);
 		if (!rc && !used && n < rest) {
 			/* A record longer than the window: all of it. */
 			n = TB_STREAM_HDR + TB_REC_HDR + TB_MAX_REC_PAYLOAD;
-			rc = tracedec_stream_feed(s, t->buf + off,
-						  rest < n ? rest : n, &used,
-						  err);
+			rc = w->feed(w->s, t->buf + off, rest < n ? rest : n,
+				     &used, err);
 		}
 		if (!used)
 			break;
@@ -94,9 +100,57 @@ int trace_walk(struct trace *t, const struct tracedec_visitor *v, void *arg,
 		drop_pages(t, &dropped, off);
 	}
 	if (!rc)
-		rc = tracedec_stream_end(s, t->len - off, err);
-	tracedec_stream_free(s);
+		rc = w->end(w->s, t->len - off, err);
 	drop_pages(t, &dropped, t->len);
+	return rc;
+}
+
+static int dec_feed(void *s, const uint8_t *buf, size_t len, size_t *used,
+		    struct tracedec_error *err)
+{
+	return tracedec_stream_feed(s, buf, len, used, err);
+}
+
+static int dec_end(void *s, size_t left, struct tracedec_error *err)
+{
+	return tracedec_stream_end(s, left, err);
+}
+
+int trace_walk(struct trace *t, const struct tracedec_visitor *v, void *arg,
+	       struct tracedec_error *err)
+{
+	struct walker w = { tracedec_stream_new(v, arg), dec_feed, dec_end };
+	int rc;
+
+	if (!w.s)
+		return -ENOMEM;
+	rc = walk(t, &w, err);
+	tracedec_stream_free(w.s);
+	return rc;
+}
+
+static int mem_feed(void *s, const uint8_t *buf, size_t len, size_t *used,
+		    struct tracedec_error *err)
+{
+	return tracedec_mem_stream_feed(s, buf, len, used, err);
+}
+
+static int mem_end(void *s, size_t left, struct tracedec_error *err)
+{
+	return tracedec_mem_stream_end(s, left, err);
+}
+
+int trace_mem_walk(struct trace *t, const struct tracedec_mem_visitor *v,
+		   void *arg)
+{
+	struct walker w = { tracedec_mem_stream_new(v, arg), mem_feed,
+			    mem_end };
+	int rc;
+
+	if (!w.s)
+		return -ENOMEM;
+	rc = walk(t, &w, NULL);
+	tracedec_mem_stream_free(w.s);
 	return rc;
 }
 

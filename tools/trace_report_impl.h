@@ -114,6 +114,14 @@ struct trace {
 int trace_walk(struct trace *t, const struct tracedec_visitor *v, void *arg,
 	       struct tracedec_error *err);
 
+/*
+ * trace_mem_walk() - the same with tracedec_mem_stream_* (the memory
+ * events replayed a generation at a time).  Return: as
+ * tracedec_mem_check() (the stream is known to decode).
+ */
+int trace_mem_walk(struct trace *t, const struct tracedec_mem_visitor *v,
+		   void *arg);
+
 /* The generation @gen, or NULL; @add creates it (NULL when out of memory). */
 struct gen_info *gen_get(struct trace *t, uint64_t gen, bool add);
 

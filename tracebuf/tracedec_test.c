@@ -3,7 +3,9 @@
  * tracedec_test.c - the incremental decoder (tracedec_stream_*) against
  * the whole-buffer one: a stream fed in pieces of every size, cut at every
  * byte, and damaged at every byte gives the same callbacks, the same
- * errors and the same offsets as tracedec_decode() given it whole.
+ * errors and the same offsets as tracedec_decode() given it whole; and
+ * the incremental memory check (tracedec_mem_stream_*) reports what
+ * tracedec_mem_check() does.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -229,6 +231,110 @@ static void damaged_anywhere(void)
 	free(s.p);
 }
 
+/* The memory check's callbacks, digested. */
+static int on_mem_gen(void *arg, const struct tracedec_mem_gen *m)
+{
+	struct digest *g = arg;
+
+	mix(g, m->gen ^ m->exists << 8 ^ m->allocs << 16 ^ m->frees << 24);
+	mix(g, m->live_objects ^ m->live_bytes << 8 ^ m->unknown_frees << 40);
+	mix(g, m->double_allocs ^ m->snapshot_missing << 8 ^
+		       m->snapshot_extra << 16 ^ m->lost << 24);
+	g->calls++;
+	return 0;
+}
+
+static int on_mem_change(void *arg, uint64_t gen, uint64_t ticks, int64_t bytes,
+			 int64_t objects)
+{
+	struct digest *g = arg;
+
+	mix(g, gen ^ ticks << 4 ^ (uint64_t)bytes << 20 ^ (uint64_t)objects);
+	g->calls++;
+	return 0;
+}
+
+static const struct tracedec_mem_visitor mem_visitor = {
+	.gen = on_mem_gen,
+	.change = on_mem_change,
+};
+
+/* A stream of memory events over several generations. */
+static struct stream make_mem_stream(void)
+{
+	struct tracebuf *t =
+		tracebuf_new(&(struct tracebuf_opts){ .buf_size = 4096,
+						      .max_bytes = 1 << 20,
+						      .mem_objects = 1024,
+						      .mem_min_addr = 0x10000,
+						      .mem_align = 16 });
+	struct stream s = { 0 };
+	uintptr_t pc = 0x1000;
+
+	if (!t || tracebuf_start(t))
+		abort();
+	for (uint64_t g = 0; g < 4; g++) {
+		for (uint64_t i = 0; i < 200; i++) {
+			uintptr_t addr = 0x10000 + 16 * ((i * 7 + g) % 150);
+
+			if (tracebuf_mem_free(t, addr) == -ENOENT)
+				tracebuf_mem_alloc(t, addr, 16 + i, &pc, 1);
+		}
+		tracebuf_advance(t);
+		read_ready(t, &s);
+	}
+	tracebuf_stop(t);
+	read_to_eof(t, &s);
+	tracebuf_free(t);
+	return s;
+}
+
+/*
+ * The incremental memory check, fed in pieces of any size, reports what
+ * tracedec_mem_check() reports of the whole stream.
+ */
+static void mem_check_pieces(void)
+{
+	struct stream s = make_mem_stream();
+	struct digest whole_g = { 0 };
+	size_t sizes[] = { 1, 7, 100, 4096, s.len };
+	int bad = 0;
+
+	KT_CHECK_EQ(
+		tracedec_mem_check(s.p, s.len, &mem_visitor, &whole_g, NULL),
+		0);
+	KT_CHECK(whole_g.calls > 100);
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		struct digest g = { 0 };
+		struct tracedec_mem_stream *ms =
+			tracedec_mem_stream_new(&mem_visitor, &g);
+		uint8_t *buf = malloc(s.len);
+		size_t have = 0, off = 0, used;
+		int rc = 0;
+
+		KT_REQUIRE(ms && buf);
+		while (off < s.len && !rc) {
+			size_t n =
+				s.len - off < sizes[k] ? s.len - off : sizes[k];
+
+			memcpy(buf + have, s.p + off, n);
+			have += n;
+			off += n;
+			rc = tracedec_mem_stream_feed(ms, buf, have, &used,
+						      NULL);
+			memmove(buf, buf + used, have - used);
+			have -= used;
+		}
+		if (!rc)
+			rc = tracedec_mem_stream_end(ms, have, NULL);
+		bad += rc || g.h != whole_g.h || g.calls != whole_g.calls;
+		tracedec_mem_stream_free(ms);
+		free(buf);
+	}
+	KT_CHECK_EQ(bad, 0);
+	free(s.p);
+}
+
 static void bad_calls(void)
 {
 	struct tracedec_stream *s = tracedec_stream_new(NULL, NULL);
@@ -262,6 +368,7 @@ int main(void)
 	KT_RUN(any_piece_size);
 	KT_RUN(cut_anywhere);
 	KT_RUN(damaged_anywhere);
+	KT_RUN(mem_check_pieces);
 	KT_RUN(bad_calls);
 	return ktest_exit();
 }

@@ -3,12 +3,14 @@
  * tracebuf/tracememcheck.c - tracedec_mem_check(): replay a stream's
  * memory events (tracedec.h, FORMAT.md).
  *
- * One decode collects every memory event (generation, id, kind, size,
- * time, stream position), the losses and the generation ends; a sort by
- * (generation, id, snapshot first, time, position) puts each object's
- * life in a generation in order, and one pass replays it: an id starts
- * live if the snapshot has it; an allocation of a live id is a double
- * allocation (a free was missed), a free of an id not live is unknown.
+ * The decode (incremental: tracedec_stream_*) collects the memory events
+ * (generation, id, kind, size, time, stream position) and the losses of
+ * the generations open; when a generation's end record comes, its events
+ * are taken out, a sort by (generation, id, snapshot first, time,
+ * position) puts each object's life in order, and one pass replays it:
+ * an id starts live if the snapshot has it; an allocation of a live id
+ * is a double allocation (a free was missed), a free of an id not live is
+ * unknown.
  * What is live at a generation's end is compared with the next
  * generation's snapshot, by a merge of the two id-sorted lists.
  */
@@ -36,8 +38,11 @@ struct mgen {
 };
 
 struct mcheck {
-	struct mev *ev;
+	const struct tracedec_mem_visitor *v;
+	void *arg;
+	struct mev *ev; /* of the generations not replayed yet */
 	size_t nev, cap;
+	uint64_t npos; /* events seen: the next one's stream position */
 	struct mgen *gens;
 	size_t ngens, gcap;
 	uint64_t *live, *prev_live; /* ids live at a generation's end */
@@ -96,7 +101,8 @@ static int on_event(void *arg, const struct tracedec_event *ev)
 	e->id = ev->args[0];
 	e->size = ev->type == 4 ? 0 : ev->args[1];
 	e->ticks = ev->ticks;
-	e->pos = c->nev++;
+	e->pos = c->npos++;
+	c->nev++;
 	e->kind = ev->type == 5	  ? MK_EXISTS
 		  : ev->type == 3 ? MK_ALLOC
 				  : MK_FREE;
@@ -130,6 +136,8 @@ static int on_info(void *arg, uint64_t gen, uint64_t min_addr, uint64_t align,
 	return 0;
 }
 
+static int replay_ended(struct mcheck *c, struct mgen *mg);
+
 static int on_end(void *arg, uint64_t gen, uint64_t batches, uint64_t flags)
 {
 	struct mgen *g = gen_of(arg, gen);
@@ -139,7 +147,8 @@ static int on_end(void *arg, uint64_t gen, uint64_t batches, uint64_t flags)
 	if (!g)
 		return -ENOMEM;
 	g->ended = true;
-	return 0;
+	/* Its every event is in (FORMAT.md): replay it now. */
+	return replay_ended(arg, g);
 }
 
 static int cmp_mev(const void *a, const void *b)
@@ -296,29 +305,137 @@ static int replay_gen(struct mcheck *c, const struct tracedec_mem_visitor *v,
 	return v->gen ? v->gen(arg, &g) : 0;
 }
 
-static int replay(struct mcheck *c, const struct tracedec_mem_visitor *v,
-		  void *arg)
+/*
+ * Replay generation @mg (whose end record came, or at the stream's end)
+ * with its events, taken out of c->ev (the other open generation's stay,
+ * in stream order), then forget it.
+ */
+static int replay_one(struct mcheck *c, struct mgen *mg)
 {
-	size_t i = 0;
+	struct mev *mine, *e = c->ev;
+	size_t n = 0, rest = 0;
 	int rc = 0;
 
-	/* (qsort() wants a valid array, even of none.) */
-	if (c->nev > 1)
-		qsort(c->ev, c->nev, sizeof(*c->ev), cmp_mev);
+	for (size_t i = 0; i < c->nev; i++)
+		n += e[i].gen == mg->gen;
+	mine = malloc((n ? n : 1) * sizeof(*mine));
+	if (!mine)
+		return -ENOMEM;
+	n = 0;
+	for (size_t i = 0; i < c->nev; i++) {
+		if (e[i].gen == mg->gen)
+			mine[n++] = e[i];
+		else
+			e[rest++] = e[i];
+	}
+	c->nev = rest;
+	if (n > 1)
+		qsort(mine, n, sizeof(*mine), cmp_mev);
+	if (n || mg->info)
+		rc = replay_gen(c, c->v, c->arg, mg, mine, n);
+	else
+		c->prev_gen = 0;
+	free(mine);
+	/* Forget it: a generation ends once. */
+	*mg = c->gens[--c->ngens];
+	return rc;
+}
+
+static int replay_ended(struct mcheck *c, struct mgen *mg)
+{
+	return replay_one(c, mg);
+}
+
+/* At the stream's end: the generations that never ended, in order. */
+static int replay_rest(struct mcheck *c)
+{
+	int rc = 0;
+
 	if (c->ngens > 1)
 		qsort(c->gens, c->ngens, sizeof(*c->gens), cmp_gen);
-	for (size_t gi = 0; gi < c->ngens && !rc; gi++) {
-		const struct mgen *mg = &c->gens[gi];
-		size_t k = i;
+	while (c->ngens && !rc) {
+		/* The lowest first; replay_one() moves the last into it. */
+		struct mgen g = c->gens[0];
 
-		while (k < c->nev && c->ev[k].gen == mg->gen)
-			k++;
-		if (k > i || mg->info)
-			rc = replay_gen(c, v, arg, mg, c->ev + i, k - i);
-		else
-			c->prev_gen = 0;
-		i = k;
+		memmove(c->gens, c->gens + 1, --c->ngens * sizeof(*c->gens));
+		c->gens[c->ngens++] = g;
+		rc = replay_one(c, &c->gens[c->ngens - 1]);
 	}
+	return rc;
+}
+
+struct tracedec_mem_stream {
+	struct tracedec_stream *dec;
+	struct mcheck c;
+};
+
+static const struct tracedec_visitor collect = {
+	.event = on_event,
+	.lost = on_lost,
+	.mem_info = on_info,
+	.gen_end = on_end,
+};
+
+RING_API struct tracedec_mem_stream *
+tracedec_mem_stream_new(const struct tracedec_mem_visitor *v, void *arg)
+{
+	static const struct tracedec_mem_visitor none;
+	struct tracedec_mem_stream *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->c.v = v ? v : &none;
+	s->c.arg = arg;
+	s->dec = tracedec_stream_new(&collect, &s->c);
+	if (!s->dec) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+RING_API void tracedec_mem_stream_free(struct tracedec_mem_stream *s)
+{
+	if (!s)
+		return;
+	tracedec_stream_free(s->dec);
+	free(s->c.ev);
+	free(s->c.gens);
+	free(s->c.live);
+	free(s->c.prev_live);
+	free(s);
+}
+
+/* A failure of ours (out of memory) wins over the decoder's word for it. */
+static int mem_rc(struct tracedec_mem_stream *s, int rc)
+{
+	if (s->c.oom)
+		return -ENOMEM;
+	return rc;
+}
+
+RING_API int tracedec_mem_stream_feed(struct tracedec_mem_stream *s,
+				      const uint8_t *buf, size_t len,
+				      size_t *used, struct tracedec_error *err)
+{
+	if (!s) {
+		if (used)
+			*used = 0;
+		return -EINVAL;
+	}
+	return mem_rc(s, tracedec_stream_feed(s->dec, buf, len, used, err));
+}
+
+RING_API int tracedec_mem_stream_end(struct tracedec_mem_stream *s, size_t left,
+				     struct tracedec_error *err)
+{
+	int rc;
+
+	if (!s)
+		return -EINVAL;
+	rc = mem_rc(s, tracedec_stream_end(s->dec, left, err));
+	if (!rc)
+		rc = mem_rc(s, replay_rest(&s->c));
 	return rc;
 }
 
@@ -326,25 +443,20 @@ RING_API int tracedec_mem_check(const uint8_t *buf, size_t len,
 				const struct tracedec_mem_visitor *v, void *arg,
 				struct tracedec_error *err)
 {
-	static const struct tracedec_mem_visitor none;
-	static const struct tracedec_visitor collect = {
-		.event = on_event,
-		.lost = on_lost,
-		.mem_info = on_info,
-		.gen_end = on_end,
-	};
-	struct mcheck c = { 0 };
-	int rc = tracedec_decode(buf, len, &collect, &c, err);
+	struct tracedec_mem_stream *s;
+	size_t used;
+	int rc;
 
-	if (rc == -ENOMEM || (!rc && c.oom))
-		rc = -ENOMEM;
-	else if (!rc)
-		rc = replay(&c, v ? v : &none, arg);
-	if (!rc && c.oom)
-		rc = -ENOMEM;
-	free(c.ev);
-	free(c.gens);
-	free(c.live);
-	free(c.prev_live);
+	/* Nothing is reported of a stream that does not decode. */
+	rc = tracedec_decode(buf, len, NULL, NULL, err);
+	if (rc)
+		return rc;
+	s = tracedec_mem_stream_new(v, arg);
+	if (!s)
+		return -ENOMEM;
+	rc = tracedec_mem_stream_feed(s, buf, len, &used, err);
+	if (!rc)
+		rc = tracedec_mem_stream_end(s, len - used, err);
+	tracedec_mem_stream_free(s);
 	return rc;
 }

@@ -224,6 +224,35 @@ int tracedec_mem_check(const uint8_t *buf, size_t len,
 		       const struct tracedec_mem_visitor *v, void *arg,
 		       struct tracedec_error *err);
 
+/*
+ * The incremental form of tracedec_mem_check(), fed as tracedec_stream_*
+ * is (same @used contract, same errors and offsets): a generation is
+ * replayed, its callbacks called, when its end record is fed (those that
+ * never ended, at tracedec_mem_stream_end()), and its events are then
+ * forgotten, so memory is in proportion to the memory events of the
+ * generations open at once (two, from the library's writer), not of the
+ * stream.  Unlike tracedec_mem_check(), which first validates the whole
+ * stream, the callbacks of the generations before a bad record have been
+ * called when it is found.  Not signal-safe.
+ */
+struct tracedec_mem_stream;
+
+/* A checker for one stream, or NULL (out of memory).  @v may be NULL. */
+struct tracedec_mem_stream *
+tracedec_mem_stream_new(const struct tracedec_mem_visitor *v, void *arg);
+
+/* As tracedec_stream_feed(); also -ENOMEM. */
+int tracedec_mem_stream_feed(struct tracedec_mem_stream *s, const uint8_t *buf,
+			     size_t len, size_t *used,
+			     struct tracedec_error *err);
+
+/* As tracedec_stream_end(), then the generations that never ended. */
+int tracedec_mem_stream_end(struct tracedec_mem_stream *s, size_t left,
+			    struct tracedec_error *err);
+
+/* Free; NULL is a no-op. */
+void tracedec_mem_stream_free(struct tracedec_mem_stream *s);
+
 #ifdef __cplusplus
 }
 #endif
