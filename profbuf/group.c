@@ -63,8 +63,9 @@
  * next sleep return at once (its wake_seq moved), costing one more look.
  * Per ring, sleeps == wakeups + withdrawn still holds
  * (profbuf_test_counters()).
- *   Without futex_waitv (ENOSYS: Linux before 5.16) the reader does not
- * arm: it looks again after sleeping 1 us doubling to 1 ms.
+ *   Without futex_waitv (ENOSYS: Linux before 5.16; EPERM: a seccomp
+ * filter that refuses it) the reader does not arm: it looks again after
+ * sleeping 1 us doubling to 1 ms.
  *
  * Close: profbuf_close() of every ring, each async-signal-safe.
  *
@@ -131,7 +132,7 @@ struct profbuf_group {
 	uint32_t last; /* the ring the last read returned */
 	bool returned; /* a read returned a run of ring last */
 	bool eof_returned;
-	bool no_waitv; /* futex_waitv() said ENOSYS */
+	bool no_waitv; /* futex_waitv() is not there (see sleep_group()) */
 	uint32_t ndone;
 };
 
@@ -501,7 +502,12 @@ static int sleep_group(struct profbuf_group *g, struct pbg_wait *wt)
 	err = rc < 0 ? errno : 0;
 	errno = saved;
 	disarm(g, n);
-	if (err == ENOSYS)
+	/*
+	 * ENOSYS: a kernel before 5.16.  EPERM: a seccomp filter that does
+	 * not know the call (container runtimes' default profiles answer
+	 * so).  Either would fail again at once, every look: poll instead.
+	 */
+	if (err == ENOSYS || err == EPERM)
 		g->no_waitv = true;
 	return err == ETIMEDOUT ? -ETIMEDOUT : 0;
 }

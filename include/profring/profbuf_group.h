@@ -39,8 +39,8 @@
  * flag, as a profbuf reader does, and sleeps on all of the rings' futex
  * words at once (futex_waitv(2), Linux 5.16): the first write to any ring
  * wakes it, exactly once per ring (see profbuf/group.c).  On a kernel
- * without futex_waitv the reader polls instead, sleeping at most 1 ms
- * between looks.
+ * without futex_waitv, or where a seccomp filter refuses it (EPERM), the
+ * reader polls instead, sleeping at most 1 ms between looks.
  *
  * Guarantees: as <profring/profbuf.h> for each ring; profbuf_group_write(),
  * profbuf_group_mine() and profbuf_group_close() are async-signal-safe
