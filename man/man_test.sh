@@ -19,9 +19,9 @@
 #    define (names with "__" are internal) is named in some page by .Fn,
 #    .Fo or .Nm;
 #  - options: every option of `profring-prof record` (the long options
-#    and the getopt string of prof_record_parse() in prof/options.c, and
-#    those BUILD/tools/profring-prof record --help prints) is in
-#    profring-prof.1 as .Fl;
+#    and the getopt string of prof_record_parse(), in whichever file of
+#    prof/ defines it, and those BUILD/tools/profring-prof record --help
+#    prints) is in profring-prof.1 as .Fl;
 #  - environment: every PROFRING_PROF* variable named by a string in the
 #    sources (include/, prof/, pprof/, tools/; tests left out) is in
 #    profring-prof.1 as .Ev;
@@ -144,8 +144,10 @@ exported_functions() {
 # The options of `record`: prof_record_parse()'s long options and getopt
 # string, and what its --help shows.  One per line, "-X" or "--name".
 record_options() {
+	src=$(grep -rl --include='*.c' '^int prof_record_parse(' prof | head -1)
+	[ -n "$src" ] || echo --no-prof_record_parse-found # a name no page has
 	awk '/^int prof_record_parse\(/ { on = 1 } on { print } on && /^}/ { exit }' \
-		prof/options.c | tr '\n' ' ' >"$TMP/parse.c"
+		${src:-/dev/null} | tr '\n' ' ' >"$TMP/parse.c"
 	sed 's/{ NULL, 0, NULL, 0 }.*//' "$TMP/parse.c" |
 		grep -oE '\{ "[a-z][a-z0-9-]*", *(no|required|optional)_argument' |
 		sed 's/^{ "\([^"]*\)".*/--\1/'
