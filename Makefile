@@ -85,24 +85,30 @@ HAVE_LIBUNWIND := $(shell printf '\043include <libunwind.h>\n' | \
 # bench/lttng_bench.sh's driver needs LTTng-UST's headers (liblttng-ust-dev).
 HAVE_LTTNG_UST := $(shell printf '\043include <lttng/tracepoint.h>\n' | \
 	$(CC) -E -x c - >/dev/null 2>&1 && echo yes)
-# record.c, record_report.c, record_http.c and trace_out.c are the launcher's (tools/profring-prof), not
-# the library's;
+# prof/ is laid out by the process a file runs in:
+#   prof/agent/     inside the profiled program (libprofring-prof.so):
+#                   signal handlers, interposed calls, async-signal-safety;
+#   prof/launcher/  inside `profring-prof record`: reads the memory the
+#                   program can scribble on, writes the files;
+#   prof/wire/      what crosses between the two (the shared block, records);
+#   prof/common/    aggregation, HTTP and options, linked into both.
 # malloc_hook.c (the interposed malloc family) and mutex_hook.c (the lock
 # calls) go into libprofring-prof.so alone, and not under the sanitizers,
 # which own malloc and intercept the lock calls.
-PROF_OBJS := $(call objs,$(filter-out prof/record.c prof/record_report.c prof/record_http.c prof/trace_out.c prof/malloc_hook.c prof/mutex_hook.c,$(call srcs,prof)))
-MALLOC_HOOK_OBJS := $(if $(SAN),,$(call objs,prof/malloc_hook.c prof/mutex_hook.c))
+PROF_OBJS := $(call objs,$(filter-out prof/agent/malloc_hook.c \
+	prof/agent/mutex_hook.c,$(call srcs,prof/agent) $(call srcs,prof/wire) \
+	$(call srcs,prof/common)))
+MALLOC_HOOK_OBJS := $(if $(SAN),,$(call objs,prof/agent/malloc_hook.c prof/agent/mutex_hook.c))
 PROF_LIBS := $(PPROF_LIBS) -lrt -lm $(if $(HAVE_LIBUNWIND),-lunwind)
-# What the launcher links: it reads, aggregates and writes; it never samples.
-RECORD_OBJS := $(call objs,prof/record.c prof/record_report.c prof/trace_out.c prof/aggregate.c \
-	prof/aggregate_profile.c \
-	prof/heap_agg.c prof/mutex_agg.c prof/shm.c prof/options.c prof/http_addr.c prof/unwind.c \
-	prof/record_http.c prof/http.c prof/serve_agg.c)
+# What the launcher links: it reads, aggregates and writes; it never
+# samples (options.c asks unwind.c whether libunwind is there).
+RECORD_OBJS := $(call objs,$(call srcs,prof/launcher) $(call srcs,prof/wire) \
+	$(call srcs,prof/common) prof/agent/unwind.c)
 PROF_SO := $(BUILD)/libprofring-prof.so
 
 TESTS := $(patsubst %.c,$(BUILD)/test/%,$(wildcard ring/*_test.c \
 	profbuf/*_test.c stacktab/*_test.c tracebuf/*_test.c \
-	pprof/*_test.c prof/*_test.c))
+	pprof/*_test.c prof/*/*_test.c))
 STRESS := $(call bins,$(wildcard stress/*.c),stress)
 BENCHES := $(call bins,$(filter-out bench/harness.c,$(wildcard bench/*.c)),bench)
 ifneq ($(HAVE_LIBUNWIND),yes)
@@ -145,11 +151,11 @@ $(BUILD)/obj-fp/%.o: %.c
 
 # The interposed sleeps sit between the program and libc's frameless
 # system call wrappers, where a sample's frame-pointer walk starts.
-$(BUILD)/obj/prof/sleep_hook.o: CFLAGS += $(FRAMEPTR)
+$(BUILD)/obj/prof/agent/sleep_hook.o: CFLAGS += $(FRAMEPTR)
 # The lock hooks' slow paths start the waiter's frame-pointer walk.
-$(BUILD)/obj/prof/mutex_hook.o: CFLAGS += $(FRAMEPTR)
+$(BUILD)/obj/prof/agent/mutex_hook.o: CFLAGS += $(FRAMEPTR)
 
-$(BUILD)/obj/prof/unwind.o: CPPFLAGS += $(if $(HAVE_LIBUNWIND),-DPROFRING_HAVE_LIBUNWIND)
+$(BUILD)/obj/prof/agent/unwind.o: CPPFLAGS += $(if $(HAVE_LIBUNWIND),-DPROFRING_HAVE_LIBUNWIND)
 $(BUILD)/obj/pprof/dwarf.o $(BUILD)/obj/pprof/dwfl.o: CPPFLAGS += $(if $(HAVE_LIBDW),-DPROFRING_HAVE_LIBDW)
 
 $(LIB_A): $(LIB_OBJS)
@@ -185,9 +191,9 @@ $(BUILD)/libprofring.so: $(LIB_OBJS) libprofring.map
 # objects too, so it is the only file a profiled program needs.
 # -z nodelete: its handler and thread-exit destructor must outlive a
 # dlclose; -z now: no lazy binding inside the SIGPROF handler.
-$(PROF_SO): $(PROF_OBJS) $(MALLOC_HOOK_OBJS) $(PPROF_A) $(LIB_A) prof/libprofring-prof.map
+$(PROF_SO): $(PROF_OBJS) $(MALLOC_HOOK_OBJS) $(PPROF_A) $(LIB_A) prof/agent/libprofring-prof.map
 	$(CC) -shared $(LDFLAGS) -Wl,-soname,libprofring-prof.so \
-		-Wl,--version-script,prof/libprofring-prof.map -Wl,-z,nodelete -Wl,-z,now \
+		-Wl,--version-script,prof/agent/libprofring-prof.map -Wl,-z,nodelete -Wl,-z,now \
 		-o $@ $(PROF_OBJS) $(MALLOC_HOOK_OBJS) $(PPROF_A) $(LIB_OBJS) $(PROF_LIBS) $(LDLIBS)
 
 # Programs: one source file each, linked against what they name:
@@ -234,7 +240,7 @@ $(BUILD)/e2e/hostile: prof/e2e/hostile.c
 	$(CC) $(E2E_CFLAGS) -o $@ $< -lpthread -ldl
 
 # It writes over the profiler's shared memory: it knows the layout.
-$(BUILD)/e2e/scribble: prof/e2e/scribble.c prof/shm.h profbuf/profbuf_impl.h
+$(BUILD)/e2e/scribble: prof/e2e/scribble.c prof/wire/shm.h profbuf/profbuf_impl.h
 	@mkdir -p $(dir $@)
 	$(CC) $(E2E_CFLAGS) -Iinclude -I. -o $@ $<
 
@@ -310,8 +316,8 @@ $(BUILD)/test/prof/%: prof/%.c $(TESTKIT_OBJS) $(PROF_OBJS) $(PPROF_A) $(LIB_A)
 	$(call link,$(PROF_LIBS),$(FRAMEPTR))
 
 # trace_out.c is the launcher's, not in PROF_OBJS: its test links it.
-$(BUILD)/test/prof/trace_out_test: prof/trace_out_test.c \
-		$(call objs,prof/trace_out.c) $(TESTKIT_OBJS) $(PROF_OBJS) \
+$(BUILD)/test/prof/launcher/trace_out_test: prof/launcher/trace_out_test.c \
+		$(call objs,prof/launcher/trace_out.c) $(TESTKIT_OBJS) $(PROF_OBJS) \
 		$(PPROF_A) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call link,$(PROF_LIBS),$(FRAMEPTR))
@@ -332,8 +338,8 @@ $(BUILD)/stress/heap_stress: stress/heap_stress.c $(TESTKIT_OBJS) $(PROF_OBJS) $
 
 # The guarded reader against scribbling writers, aggregating as the
 # launcher does.
-HOSTILE_AGG_OBJS := $(call objs,prof/aggregate.c prof/aggregate_profile.c \
-	prof/heap_agg.c)
+HOSTILE_AGG_OBJS := $(call objs,prof/common/aggregate.c prof/common/aggregate_profile.c \
+	prof/common/heap_agg.c)
 $(BUILD)/stress/profbuf_hostile_stress: stress/profbuf_hostile_stress.c \
 		$(TESTKIT_OBJS) $(HOSTILE_AGG_OBJS) $(PPROF_A) $(LIB_A)
 	@mkdir -p $(dir $@)
@@ -358,7 +364,7 @@ $(BUILD)/bench/scaling_bench: bench/scaling_bench.c $(SCALING_OBJS) \
 # harness is compiled with frame pointers: the reference walk goes up
 # through the harness's frames.
 $(BUILD)/bench/unwind_bench: bench/unwind_bench.c $(BUILD)/obj-fp/bench/harness.o \
-		$(BUILD)/obj/prof/unwind.o $(LIB_A)
+		$(BUILD)/obj/prof/agent/unwind.o $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call link,-lunwind $(BENCH_LIBS),-fno-omit-frame-pointer)
 
@@ -439,8 +445,8 @@ $(BUILD)/fuzz/perfmap_fuzz: fuzz/perfmap_fuzz.c $(PPROF_A) $(LIB_A)
 	$(call link,-fsanitize=fuzzer $(PPROF_LIBS))
 
 # The launcher's aggregation of records another process wrote.
-$(BUILD)/fuzz/agg_fuzz: fuzz/agg_fuzz.c $(BUILD)/obj/prof/aggregate.o \
-		$(BUILD)/obj/prof/aggregate_profile.o $(BUILD)/obj/prof/heap_agg.o \
+$(BUILD)/fuzz/agg_fuzz: fuzz/agg_fuzz.c $(BUILD)/obj/prof/common/aggregate.o \
+		$(BUILD)/obj/prof/common/aggregate_profile.o $(BUILD)/obj/prof/common/heap_agg.o \
 		$(PPROF_A) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call link,-fsanitize=fuzzer $(PPROF_LIBS))

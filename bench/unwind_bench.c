@@ -6,7 +6,7 @@
  * What it measures.
  *
  * The work profring-prof's SIGPROF handler does for one sample, outside
- * the kernel's signal delivery: prof_unwind_fp() (prof/unwind.c)
+ * the kernel's signal delivery: prof_unwind_fp() (prof/agent/unwind.c)
  * walks the frame-pointer chain of a register context within the thread's
  * stack bounds, then profbuf_write() appends the record (header {1, tid},
  * the PCs) to a profbuf.  The stack is real: a recursion of D = 8, 32 and
@@ -91,7 +91,7 @@
 #include <profring/prof.h>
 #include <profring/profbuf.h>
 
-#include "prof/unwind.h"
+#include "prof/agent/unwind.h"
 #include "harness.h"
 
 #define MAX_FRAMES PROFRING_PROF_MAX_FRAMES /* the handler's room */

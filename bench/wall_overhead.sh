@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 #
-# bench/wall_overhead.sh - what wall-clock mode (--mode wall, prof/wall.c)
+# bench/wall_overhead.sh - what wall-clock mode (--mode wall, prof/agent/wall.c)
 # costs and does to programs.
 #
 # usage: sh bench/wall_overhead.sh [BUILD [REPS [THREADS [MITERS]]]]

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * agg_fuzz.c - the launcher's aggregation (prof/aggregate.c) on records a
+ * agg_fuzz.c - the launcher's aggregation (prof/common/aggregate.c) on records a
  * profiled program could write: anything.
  *
  * Under `profring-prof record` the records come from another process, so
@@ -24,9 +24,9 @@
 #include <profring/profbuf.h>
 
 #include "fuzz/fuzz_input.h"
-#include "prof/aggregate.h"
-#include "prof/heap_agg.h"
-#include "prof/stream.h"
+#include "prof/common/aggregate.h"
+#include "prof/common/heap_agg.h"
+#include "prof/wire/stream.h"
 
 #include <string.h>
 

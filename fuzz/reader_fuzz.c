@@ -38,9 +38,9 @@
 #include <profring/profbuf.h>
 
 #include "fuzz/fuzz_input.h"
-#include "prof/aggregate.h"
-#include "prof/heap_agg.h"
-#include "prof/stream.h"
+#include "prof/common/aggregate.h"
+#include "prof/common/heap_agg.h"
+#include "prof/wire/stream.h"
 #include "profbuf/profbuf_impl.h"
 #include "ring/pindex.h"
 
@@ -413,7 +413,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static const size_t words[4] = { 16, 64, 256, 1024 };
 	struct state s = { .in = { data, size } };
 	uint8_t first = fuzz_byte(&s.in);
-	size_t ntags = words[first & 3] / 4 + 1; /* as prof/shm.c */
+	size_t ntags = words[first & 3] / 4 + 1; /* as prof/wire/shm.c */
 
 	s.size = profbuf_shared_size(HDR, words[first & 3], ntags);
 	s.mem = block(s.size);

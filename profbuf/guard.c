@@ -49,7 +49,7 @@ struct profbuf_reader {
 /*
  * The block's geometry is still the one we attached to?  We never use
  * it, but the writers do: one that changed means they stopped writing
- * (prof/ring_guard.h) or write elsewhere, and the reading ends here.
+ * (prof/agent/ring_guard.h) or write elsewhere, and the reading ends here.
  */
 static bool geometry_kept(const struct profbuf_reader *rd)
 {

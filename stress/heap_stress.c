@@ -8,7 +8,7 @@
  * are freed by another thread than the one that allocated them; each call
  * goes through prof_heap_take() / prof_heap_new() / prof_heap_owns() /
  * prof_heap_release() / prof_heap_realloc() exactly as the interposed
- * malloc family does (prof/malloc_hook.c, which this program cannot use:
+ * malloc family does (prof/agent/malloc_hook.c, which this program cannot use:
  * under the sanitizers they own malloc).  Meanwhile the
  * sampler's per-thread CPU timers (--hz) write samples from signal
  * handlers into the same ring, and the collector thread reads it.
@@ -31,10 +31,10 @@
  * deadline would be counted, and the books still hold.  Summary: ops = allocations made, verified = allocation
  * records read, lost = heap records refused.
  */
-#include "prof/collector.h"
-#include "prof/heap.h"
-#include "prof/heap_agg.h"
-#include "prof/sampler.h"
+#include "prof/agent/collector.h"
+#include "prof/agent/heap.h"
+#include "prof/common/heap_agg.h"
+#include "prof/agent/sampler.h"
 #include "testing/harness.h"
 
 #include <errno.h>
@@ -88,7 +88,7 @@ static void violation(const char *what, unsigned long long a,
 }
 
 /*
- * The interposed allocator's shape (prof/malloc_hook.c): the decision
+ * The interposed allocator's shape (prof/agent/malloc_hook.c): the decision
  * first, a sampled block from the pool in a slow path of its own, and
  * every free or realloc of a pooled block to heap.c.
  */

@@ -28,9 +28,9 @@
  */
 #include <profring/prof.h>
 
-#include "prof/collector.h"
+#include "prof/agent/collector.h"
 #include "pprof/report.h"
-#include "prof/unwind.h"
+#include "prof/agent/unwind.h"
 #include "testing/harness.h"
 #include "testing/sanitizer.h"
 

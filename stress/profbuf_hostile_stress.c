@@ -2,13 +2,13 @@
 /*
  * profbuf_hostile_stress.c - the guarded reader (profbuf_reader_attach())
  * against writer processes that scribble on the shared ring they write:
- * the launcher (prof/record.c) against a program that writes over the
+ * the launcher (prof/launcher/record.c) against a program that writes over the
  * profiler's memory.
  *
  * Round after round: a fresh shared ring (profbuf_shared_init() in
  * MAP_SHARED | MAP_ANONYMOUS memory, its size drawn per round unless
  * --bufwords says), a guarded reader attached to it, and --writers writer
- * processes writing the profiler's records (prof/stream.h: a HELLO, a
+ * processes writing the profiler's records (prof/wire/stream.h: a HELLO, a
  * MAP, then samples, wall samples, allocations and frees) as fast as they
  * can and, about once in --rate writes (drawn per round unless given),
  * scribbling instead: a word anywhere, the write index, the overflow
@@ -69,9 +69,9 @@
 #include <profring/prof.h>
 #include <profring/profbuf.h>
 
-#include "prof/aggregate.h"
-#include "prof/heap_agg.h"
-#include "prof/stream.h"
+#include "prof/common/aggregate.h"
+#include "prof/common/heap_agg.h"
+#include "prof/wire/stream.h"
 #include "profbuf/profbuf_impl.h"
 #include "ring/pindex.h"
 #include "testing/harness.h"
@@ -1182,7 +1182,7 @@ static void ring_init(struct ring *rg, char *mem, size_t cap)
 	static const size_t sizes[] = { 64, 256, 1024, 4096, 16384 };
 	size_t words = opt.bufwords ? (size_t)opt.bufwords
 				    : sizes[stress_rand(&rng) % 5];
-	size_t ntags = words / 4 + 1; /* as the profiler's (prof/shm.c) */
+	size_t ntags = words / 4 + 1; /* as the profiler's (prof/wire/shm.c) */
 	const struct profbuf *b;
 
 	rg->mem = mem;

@@ -72,7 +72,7 @@ out=$(sh testing/symbols_test.sh "$BUILD" 2>&1)
 count symbols_test.sh $? "$out"
 out=$(sh man/man_test.sh "$BUILD" 2>&1)
 count man_test.sh $? "$out"
-out=$(sh prof/prof_test.sh "$BUILD" "$LABEL" 2>&1)
+out=$(sh prof/agent/prof_test.sh "$BUILD" "$LABEL" 2>&1)
 count prof_test.sh $? "$out"
 out=$(sh prof/e2e/e2e_test.sh "$BUILD" "$LABEL" 2>&1)
 count e2e_test.sh $? "$out"

@@ -19,10 +19,10 @@
  * taken; the last of the two wins).
  * --heap alone profiles memory only; -o with it profiles CPU too.
  * --trace also writes what was collected as a profring trace (CPU samples
- * and, with --heap, the sampled allocations and frees: prof/trace_out.c),
+ * and, with --heap, the sampled allocations and frees: prof/launcher/trace_out.c),
  * for profring-trace.
  * --http serves the program's /debug/pprof/ endpoints from the launcher
- * while it runs (prof/record_http.c); --heap-rate alone with it samples
+ * while it runs (prof/launcher/record_http.c); --heap-rate alone with it samples
  * the heap for the endpoints, no file written.
  * report --lines shows a row per source line ("name file:line", inlined
  * functions' lines too), as go tool pprof -lines does.
@@ -32,7 +32,7 @@
  * record runs the command with libprofring-prof.so in LD_PRELOAD; the
  * library writes samples into memory shared with this process, which
  * collects them and writes the profile however the program ends
- * (prof/record.c).  The library is looked for in $PROFRING_PROF_LIB, then
+ * (prof/launcher/record.c).  The library is looked for in $PROFRING_PROF_LIB, then
  * beside this program, then one directory up, then in ../lib, then on
  * the loader's path.
  */
@@ -40,7 +40,7 @@
 
 #include "pprof/report.h"
 #include "pprof/symbolize.h"
-#include "prof/record.h"
+#include "prof/launcher/record.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -71,7 +71,7 @@ static int usage(bool asked)
 
 /*
  * record: options checked before anything runs (one line and status 2 for
- * a bad one); then prof_record_run() (prof/record.c) runs the program and
+ * a bad one); then prof_record_run() (prof/launcher/record.c) runs the program and
  * collects its samples here, in the launcher, which says on stderr when
  * it names code from the files' own symbol tables, without libdw.
  */

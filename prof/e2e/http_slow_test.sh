@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 #
 # http_slow_test.sh - the /debug/pprof/ server against clients that keep it
-# waiting (slowloris), end to end (prof/http.c: CONN_LIMIT,
+# waiting (slowloris), end to end (prof/common/http.c: CONN_LIMIT,
 # REQUEST_SECONDS).
 #
 #	sh prof/e2e/http_slow_test.sh [BUILD [LABEL]]

@@ -34,7 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "prof/shm.h"
+#include "prof/wire/shm.h"
 #include "profbuf/profbuf_impl.h"
 
 static volatile uint64_t sink;

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 #
-# prof/e2e/wall_outputs_test.sh - wall-clock mode (prof/wall.c) with the
+# prof/e2e/wall_outputs_test.sh - wall-clock mode (prof/agent/wall.c) with the
 # other outputs: a heap profile (`record --mode wall --heap`), periodic
 # files (PROFRING_PROF_MODE=wall with PROFRING_PROF_PERIOD) and a trace
 # (`record --mode wall --trace`), read back with the real clients (`go

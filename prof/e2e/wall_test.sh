@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 #
-# prof/e2e/wall_test.sh - wall-clock mode (prof/wall.c): prof/e2e/wallwork's
+# prof/e2e/wall_test.sh - wall-clock mode (prof/agent/wall.c): prof/e2e/wallwork's
 # worker thread computes 22 ms (compute_part) and sleeps 51 ms
 # (sleep_part) in a loop for 4 s; profiled at 100 Hz with `record --mode
 # wall` and in-process (PROFRING_PROF_MODE=wall); and at the default 50
