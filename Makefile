@@ -336,12 +336,13 @@ $(BUILD)/stress/heap_stress: stress/heap_stress.c $(TESTKIT_OBJS) $(PROF_OBJS) $
 	@mkdir -p $(dir $@)
 	$(call link,$(PROF_LIBS),-fno-omit-frame-pointer)
 
+# The launcher's aggregation, without its I/O: what a hostile ring feeds.
+AGG_OBJS := $(call objs,prof/common/aggregate.c prof/common/aggregate_profile.c \
+	prof/common/heap_agg.c prof/common/mutex_agg.c)
 # The guarded reader against scribbling writers, aggregating as the
 # launcher does.
-HOSTILE_AGG_OBJS := $(call objs,prof/common/aggregate.c prof/common/aggregate_profile.c \
-	prof/common/heap_agg.c)
 $(BUILD)/stress/profbuf_hostile_stress: stress/profbuf_hostile_stress.c \
-		$(TESTKIT_OBJS) $(HOSTILE_AGG_OBJS) $(PPROF_A) $(LIB_A)
+		$(TESTKIT_OBJS) $(AGG_OBJS) $(PPROF_A) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call link,$(PPROF_LIBS) -lrt -lm)
 
@@ -445,14 +446,12 @@ $(BUILD)/fuzz/perfmap_fuzz: fuzz/perfmap_fuzz.c $(PPROF_A) $(LIB_A)
 	$(call link,-fsanitize=fuzzer $(PPROF_LIBS))
 
 # The launcher's aggregation of records another process wrote.
-$(BUILD)/fuzz/agg_fuzz: fuzz/agg_fuzz.c $(BUILD)/obj/prof/common/aggregate.o \
-		$(BUILD)/obj/prof/common/aggregate_profile.o $(BUILD)/obj/prof/common/heap_agg.o \
-		$(PPROF_A) $(LIB_A)
+$(BUILD)/fuzz/agg_fuzz: fuzz/agg_fuzz.c $(AGG_OBJS) $(PPROF_A) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call link,-fsanitize=fuzzer $(PPROF_LIBS))
 
 # The launcher's guarded read of a shared ring given any bytes.
-$(BUILD)/fuzz/reader_fuzz: fuzz/reader_fuzz.c $(HOSTILE_AGG_OBJS) \
+$(BUILD)/fuzz/reader_fuzz: fuzz/reader_fuzz.c $(AGG_OBJS) \
 		$(PPROF_A) $(LIB_A)
 	@mkdir -p $(dir $@)
 	$(call link,-fsanitize=fuzzer $(PPROF_LIBS))
