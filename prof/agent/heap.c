@@ -45,7 +45,8 @@
  *
  * SESSIONS
  *
- * prof_heap_on says whether a session samples.  The slow paths (a sampled
+ * prof_heap_on says whether a session samples (rec_session.h's pairing,
+ * which the lock profiler shares).  The slow paths (a sampled
  * allocation; a free of a pooled block) raise `inflight` (seq_cst), then
  * re-read prof_heap_on (seq_cst) before they touch the ring; stop clears
  * prof_heap_on (seq_cst), then waits for `inflight` to drop to 0: either
@@ -59,17 +60,15 @@
 #include "prof/agent/heap_pool.h"
 #include "prof/agent/ring_guard.h"
 #include "prof/agent/hooks.h"
+#include "prof/agent/rec_session.h"
 #include "prof/agent/sampler.h"
 #include "prof/agent/unwind.h"
 
 #include "ring/clock.h"
 
 #include <errno.h>
-#include <link.h>
 #include <math.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 /* How long a heap record waits for room in the ring. */
 #define HEAP_WAIT_NS 1000000000u
@@ -78,38 +77,7 @@ _Thread_local struct prof_heap_thread prof_heap_self
 	__attribute__((tls_model("initial-exec")));
 atomic_uint prof_heap_on;
 
-static struct {
-	/* Written by start before prof_heap_on is set; read after it. */
-	struct profbuf *buf;
-	uint64_t rate;
-	unsigned int max_frames;
-	struct prof_counters *counters;
-	bool libunwind;
-	pid_t pid;
-	atomic_uint gen;
-	atomic_uint inflight;
-} heap;
-
-static void count(_Atomic uint64_t *c)
-{
-	/* Relaxed: a counter; nothing is published through it. */
-	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
-}
-
-/* xorshift64*: the thread's own generator; never 0 once seeded. */
-static uint64_t next_random(struct prof_heap_thread *t)
-{
-	uint64_t x = t->rng;
-
-	if (!x)
-		x = ring_clock_ticks() ^ (uint64_t)(uintptr_t)t ^
-		    UINT64_C(0x2545f4914f6cdd1d);
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	t->rng = x ? x : 1;
-	return x * UINT64_C(0x2545f4914f6cdd1d);
-}
+static struct prof_rec_session heap;
 
 /* Bytes until the next sample: exponential, mean heap.rate. */
 static int64_t draw(struct prof_heap_thread *t)
@@ -118,7 +86,7 @@ static int64_t draw(struct prof_heap_thread *t)
 
 	if (heap.rate <= 1)
 		return 0;
-	u = (double)(next_random(t) >> 11) * 0x1p-53; /* [0, 1) */
+	u = (double)(prof_rec_random(&t->rng) >> 11) * 0x1p-53; /* [0, 1) */
 	x = -log1p(-u) * (double)heap.rate;
 	return x >= 0x1p62 ? (int64_t)1 << 62 : (int64_t)x;
 }
@@ -127,9 +95,7 @@ static int put(enum prof_rec_kind kind, pid_t tid, const uintptr_t *w, size_t n)
 {
 	uint64_t hdr[PROF_HDR_WORDS];
 
-	hdr[PROF_HDR_KIND_PERIODS] = prof_hdr_kind_word(kind, 1);
-	hdr[PROF_HDR_TID] = (uint64_t)tid;
-	hdr[PROF_HDR_PID] = (uint64_t)heap.pid;
+	prof_rec_hdr(&heap, hdr, kind, tid);
 	return prof_ring_write_wait(heap.buf, NULL, (int64_t)ring_clock_ticks(),
 				    hdr, PROF_HDR_WORDS, w, n, HEAP_WAIT_NS);
 }
@@ -139,34 +105,6 @@ static int put(enum prof_rec_kind kind, pid_t tid, const uintptr_t *w, size_t n)
  * allocator's return address, read from its frame record; what libunwind
  * allocates is ignored), or the frame-pointer chain.
  */
-/*
- * Our own code's addresses (this library's executable segments), found
- * once at start: libunwind walks on past a thread's start function into
- * our pthread_create trampoline, which is not the program's.
- */
-static struct {
-	uintptr_t lo, hi;
-} self_text;
-
-static int find_self_text(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	uintptr_t me = (uintptr_t)arg;
-
-	(void)size;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-
-		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && me >= lo &&
-		    me < lo + ph->p_memsz) {
-			self_text.lo = lo;
-			self_text.hi = lo + ph->p_memsz;
-			return 1;
-		}
-	}
-	return 0;
-}
-
 static void take_stack(uintptr_t frame, const struct prof_stack_bounds *b,
 		       uintptr_t *pcs, struct prof_unwind_result *res)
 {
@@ -177,8 +115,7 @@ static void take_stack(uintptr_t frame, const struct prof_stack_bounds *b,
 		prof_heap_ignore_end();
 		/* Ours can only be outermost: cut the walk there. */
 		for (size_t i = 0; i < res->n; i++)
-			if (pcs[i] - self_text.lo <
-			    self_text.hi - self_text.lo) {
+			if (prof_self_text_has(pcs[i])) {
 				res->n = i;
 				break;
 			}
@@ -201,30 +138,24 @@ static bool record_alloc(void *p, size_t size, uintptr_t frame, bool tracked)
 	w[PROF_ALLOC_SIZE] = size;
 	w[PROF_ALLOC_FLAGS] = tracked ? 0 : PROF_ALLOC_UNTRACKED;
 	if (put(PROF_REC_ALLOC, tid, w, PROF_ALLOC_WORDS + res.n)) {
-		count(&heap.counters->heap_refused);
+		prof_rec_count(&heap.counters->heap_refused);
 		return false;
 	}
-	count(&heap.counters->heap_allocs);
+	prof_rec_count(&heap.counters->heap_allocs);
 	if (!tracked)
-		count(&heap.counters->heap_untracked);
+		prof_rec_count(&heap.counters->heap_untracked);
 	return true;
 }
 
 /* Enter a slow path's ring section; false: no session (leave at once). */
 static bool enter(void)
 {
-	/* seq_cst, both: the Dekker pair with prof_heap_stop() (above). */
-	atomic_fetch_add_explicit(&heap.inflight, 1, memory_order_seq_cst);
-	if (atomic_load_explicit(&prof_heap_on, memory_order_seq_cst))
-		return true;
-	atomic_fetch_sub_explicit(&heap.inflight, 1, memory_order_release);
-	return false;
+	return prof_rec_enter(&heap, &prof_heap_on);
 }
 
 static void leave(void)
 {
-	/* Release: our ring writes happen before stop's acquire load. */
-	atomic_fetch_sub_explicit(&heap.inflight, 1, memory_order_release);
+	prof_rec_leave(&heap);
 }
 
 /* Write @p's PROF_REC_FREE (it was untracked), if a session runs. */
@@ -236,10 +167,10 @@ static void write_free(uintptr_t p)
 	if (!enter())
 		return;
 	if (put(PROF_REC_FREE, prof_sampler_self(&b), w, 1)) {
-		count(&heap.counters->heap_refused);
-		count(&heap.counters->heap_frees_refused);
+		prof_rec_count(&heap.counters->heap_refused);
+		prof_rec_count(&heap.counters->heap_frees_refused);
 	} else {
-		count(&heap.counters->heap_frees);
+		prof_rec_count(&heap.counters->heap_frees);
 	}
 	leave();
 }
@@ -417,22 +348,8 @@ int prof_heap_start(const struct prof_heap_config *cfg)
 		return -EINVAL;
 	if (prof_heap_pool_init())
 		return -ENOMEM;
-	heap.buf = cfg->buf;
-	heap.rate = cfg->rate;
-	heap.max_frames = cfg->max_frames;
-	heap.counters = cfg->counters;
-	heap.libunwind = cfg->libunwind && prof_unwind_libunwind_available();
-	if (heap.libunwind) {
-		prof_unwind_libunwind_prepare();
-		if (!self_text.hi)
-			dl_iterate_phdr(find_self_text,
-					(void *)(uintptr_t)take_stack);
-	}
-	heap.pid = getpid();
-	/* Relaxed: published by the seq_cst store below. */
-	atomic_fetch_add_explicit(&heap.gen, 1, memory_order_relaxed);
-	/* seq_cst: pairs with enter()'s load (and publishes the fields). */
-	atomic_store_explicit(&prof_heap_on, 1, memory_order_seq_cst);
+	prof_rec_start(&heap, &prof_heap_on, cfg->buf, cfg->rate,
+		       cfg->max_frames, cfg->counters, cfg->libunwind);
 	return 0;
 }
 
@@ -443,13 +360,7 @@ int prof_heap_start(const struct prof_heap_config *cfg)
  */
 void prof_heap_stop(void)
 {
-	struct timespec ts = { 0, 100000 };
-
-	/* seq_cst: the other half of enter()'s pair. */
-	atomic_store_explicit(&prof_heap_on, 0, memory_order_seq_cst);
-	/* Acquire: pairs with leave()'s release. */
-	while (atomic_load_explicit(&heap.inflight, memory_order_acquire))
-		nanosleep(&ts, NULL);
+	prof_rec_stop(&heap, &prof_heap_on);
 }
 
 /**
@@ -468,12 +379,6 @@ void prof_heap_ignore_thread(void)
  */
 void prof_heap_after_fork_child(bool keep, struct prof_counters *counters)
 {
-	/* Relaxed: one thread. */
-	atomic_store_explicit(&heap.inflight, 0, memory_order_relaxed);
-	heap.pid = getpid();
+	prof_rec_after_fork_child(&heap, &prof_heap_on, keep, counters);
 	prof_heap_self.rng ^= (uint64_t)heap.pid << 32;
-	if (keep && counters)
-		heap.counters = counters;
-	else
-		atomic_store_explicit(&prof_heap_on, 0, memory_order_relaxed);
 }

@@ -73,19 +73,20 @@
  *
  * SESSIONS
  *
- * As heap.c's: prof_lock_begin() (its sampling draw) and prof_lock_end()
- * (the walk and the write) each raise `inflight` (seq_cst) and reread
- * prof_lock_on (seq_cst) before they read the session's fields;
- * prof_lock_stop() clears prof_lock_on and waits for `inflight` to drop,
- * so no record is written to a ring closed under it, and a new session's
- * start never writes the fields under a reader.  The count is never held
- * across the wait itself (a thread may wait for ever): a wait that began
- * in one session and ends after its stop is not recorded, in a later
- * session (`gen`) either.
+ * As heap.c's (rec_session.h): prof_lock_begin() (its sampling draw) and
+ * prof_lock_end() (the walk and the write) each raise `inflight`
+ * (seq_cst) and reread prof_lock_on (seq_cst) before they read the
+ * session's fields; prof_lock_stop() clears prof_lock_on and waits for
+ * `inflight` to drop, so no record is written to a ring closed under it,
+ * and a new session's start never writes the fields under a reader.  The
+ * count is never held across the wait itself (a thread may wait for
+ * ever): a wait that began in one session and ends after its stop is not
+ * recorded, in a later session (`gen`) either.
  */
 #include "prof/agent/mutex.h"
 #include "prof/agent/heap.h"
 #include "prof/agent/hooks.h"
+#include "prof/agent/rec_session.h"
 #include "prof/agent/ring_guard.h"
 #include "prof/agent/sampler.h"
 #include "prof/agent/unwind.h"
@@ -93,10 +94,7 @@
 #include "ring/clock.h"
 
 #include <errno.h>
-#include <link.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 atomic_uint prof_lock_on;
 
@@ -105,48 +103,8 @@ static _Thread_local unsigned int busy
 	__attribute__((tls_model("initial-exec")));
 static _Thread_local uint64_t rng __attribute__((tls_model("initial-exec")));
 
-static struct {
-	/* Written by start before prof_lock_on is set; read after it. */
-	struct profbuf *buf;
-	uint64_t rate;
-	unsigned int max_frames;
-	struct prof_counters *counters;
-	bool libunwind;
-	pid_t pid;
-	atomic_uint gen; /* sessions started: a wait's record is its own's */
-	atomic_uint inflight;
-} lk;
-
-/* Our own code's addresses: frames there are cut from a stack. */
-static struct {
-	uintptr_t lo, hi;
-} self_text;
-
-static void count(_Atomic uint64_t *c)
-{
-	/* Relaxed: a counter; nothing is published through it. */
-	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
-}
-
-/* xorshift64*: the thread's own generator; never 0 once seeded. */
-static uint64_t next_random(void)
-{
-	uint64_t x = rng;
-
-	if (!x)
-		x = ring_clock_ticks() ^ (uint64_t)(uintptr_t)&rng ^
-		    UINT64_C(0x2545f4914f6cdd1d);
-	x ^= x >> 12;
-	x ^= x << 25;
-	x ^= x >> 27;
-	rng = x ? x : 1;
-	return x * UINT64_C(0x2545f4914f6cdd1d);
-}
-
-static bool ours(uintptr_t pc)
-{
-	return pc - self_text.lo < self_text.hi - self_text.lo;
-}
+/* A wait's record is its own session's (lk.gen). */
+static struct prof_rec_session lk;
 
 /*
  * The waiter's stack above the hook's @frame into @pcs (room for
@@ -167,9 +125,9 @@ static size_t take_stack(uintptr_t frame, uintptr_t *pcs)
 		prof_sampler_self(&b);
 		prof_unwind_fp_caller(frame, &b, pcs, lk.max_frames, &res);
 	}
-	while (skip < res.n && ours(pcs[skip]))
+	while (skip < res.n && prof_self_text_has(pcs[skip]))
 		skip++;
-	for (size_t i = skip; i < res.n && !ours(pcs[i]); i++)
+	for (size_t i = skip; i < res.n && !prof_self_text_has(pcs[i]); i++)
 		pcs[n++] = pcs[i];
 	return n;
 }
@@ -177,18 +135,12 @@ static size_t take_stack(uintptr_t frame, uintptr_t *pcs)
 /* Enter the ring section; false: no session (left at once). */
 static bool enter(void)
 {
-	/* seq_cst, both: the Dekker pair with prof_lock_stop() (above). */
-	atomic_fetch_add_explicit(&lk.inflight, 1, memory_order_seq_cst);
-	if (atomic_load_explicit(&prof_lock_on, memory_order_seq_cst))
-		return true;
-	atomic_fetch_sub_explicit(&lk.inflight, 1, memory_order_release);
-	return false;
+	return prof_rec_enter(&lk, &prof_lock_on);
 }
 
 static void leave(void)
 {
-	/* Release: our ring writes happen before stop's acquire load. */
-	atomic_fetch_sub_explicit(&lk.inflight, 1, memory_order_release);
+	prof_rec_leave(&lk);
 }
 
 /**
@@ -204,7 +156,7 @@ void prof_lock_begin(struct prof_lock_wait *w)
 	w->t0 = 0;
 	if (busy || prof_heap_self.ignore || !enter())
 		return;
-	if (lk.rate <= 1 || !(next_random() % lk.rate)) {
+	if (lk.rate <= 1 || !(prof_rec_random(&rng) % lk.rate)) {
 		/* Relaxed: read under the in-flight count, as the fields. */
 		w->gen = atomic_load_explicit(&lk.gen, memory_order_relaxed);
 		w->t0 = ring_clock_mono_ns();
@@ -245,36 +197,15 @@ void prof_lock_end(struct prof_lock_wait *w, unsigned int kind, uintptr_t frame)
 	prof_heap_ignore_end();
 	p[PROF_LOCK_KIND] = kind;
 	p[PROF_LOCK_DELAY] = now > w->t0 ? now - w->t0 : 0;
-	hdr[PROF_HDR_KIND_PERIODS] = prof_hdr_kind_word(PROF_REC_LOCK, 1);
-	hdr[PROF_HDR_TID] = (uint64_t)prof_sampler_self(&b);
-	hdr[PROF_HDR_PID] = (uint64_t)lk.pid;
+	prof_rec_hdr(&lk, hdr, PROF_REC_LOCK, prof_sampler_self(&b));
 	if (!prof_ring_write(lk.buf, NULL, (int64_t)ring_clock_ticks(), hdr,
 			     PROF_HDR_WORDS, p, PROF_LOCK_WORDS + n))
-		count(&lk.counters->lock_written);
+		prof_rec_count(&lk.counters->lock_written);
 	else
-		count(&lk.counters->lock_refused);
+		prof_rec_count(&lk.counters->lock_refused);
 	leave();
 	busy--;
 	errno = saved;
-}
-
-static int find_self_text(struct dl_phdr_info *info, size_t size, void *arg)
-{
-	uintptr_t me = (uintptr_t)arg;
-
-	(void)size;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-
-		if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && me >= lo &&
-		    me < lo + ph->p_memsz) {
-			self_text.lo = lo;
-			self_text.hi = lo + ph->p_memsz;
-			return 1;
-		}
-	}
-	return 0;
 }
 
 /**
@@ -287,20 +218,8 @@ int prof_lock_start(const struct prof_lock_config *cfg)
 {
 	if (!cfg->rate || !cfg->buf || !cfg->counters)
 		return -EINVAL;
-	lk.buf = cfg->buf;
-	lk.rate = cfg->rate;
-	lk.max_frames = cfg->max_frames;
-	lk.counters = cfg->counters;
-	lk.libunwind = cfg->libunwind && prof_unwind_libunwind_available();
-	if (lk.libunwind)
-		prof_unwind_libunwind_prepare();
-	if (!self_text.hi)
-		dl_iterate_phdr(find_self_text, (void *)(uintptr_t)take_stack);
-	lk.pid = getpid();
-	/* Relaxed: published by the seq_cst store below. */
-	atomic_fetch_add_explicit(&lk.gen, 1, memory_order_relaxed);
-	/* seq_cst: pairs with enter()'s load (and publishes the fields). */
-	atomic_store_explicit(&prof_lock_on, 1, memory_order_seq_cst);
+	prof_rec_start(&lk, &prof_lock_on, cfg->buf, cfg->rate, cfg->max_frames,
+		       cfg->counters, cfg->libunwind);
 	return 0;
 }
 
@@ -311,13 +230,7 @@ int prof_lock_start(const struct prof_lock_config *cfg)
  */
 void prof_lock_stop(void)
 {
-	struct timespec ts = { 0, 100000 };
-
-	/* seq_cst: the other half of enter()'s pair. */
-	atomic_store_explicit(&prof_lock_on, 0, memory_order_seq_cst);
-	/* Acquire: pairs with leave()'s release. */
-	while (atomic_load_explicit(&lk.inflight, memory_order_acquire))
-		nanosleep(&ts, NULL);
+	prof_rec_stop(&lk, &prof_lock_on);
 }
 
 /**
@@ -331,12 +244,6 @@ void prof_lock_stop(void)
  */
 void prof_lock_after_fork_child(bool keep, struct prof_counters *counters)
 {
-	/* Relaxed: one thread. */
-	atomic_store_explicit(&lk.inflight, 0, memory_order_relaxed);
-	lk.pid = getpid();
+	prof_rec_after_fork_child(&lk, &prof_lock_on, keep, counters);
 	rng ^= (uint64_t)lk.pid << 32;
-	if (keep && counters)
-		lk.counters = counters;
-	else
-		atomic_store_explicit(&prof_lock_on, 0, memory_order_relaxed);
 }
