@@ -232,7 +232,7 @@ E2E_PROGS := $(BUILD)/e2e/hostile $(BUILD)/e2e/hostile_static \
 	$(BUILD)/e2e/libdlloop.so $(BUILD)/e2e/runpath $(BUILD)/e2e/plug/libplug.so \
 	$(BUILD)/e2e/cxx $(BUILD)/e2e/heapwork $(BUILD)/e2e/httpwork \
 	$(BUILD)/e2e/shortthreads $(BUILD)/e2e/wallwork $(BUILD)/e2e/scribble \
-	$(BUILD)/e2e/heapedge $(BUILD)/e2e/heapown
+	$(BUILD)/e2e/heapedge $(BUILD)/e2e/heapown $(BUILD)/e2e/heapplt
 E2E_CFLAGS := -D_GNU_SOURCE -std=c11 -O2 -g $(FRAMEPTR)
 
 $(BUILD)/e2e/hostile: prof/e2e/hostile.c
@@ -251,6 +251,11 @@ $(BUILD)/e2e/heapwork: prof/e2e/heapwork.c
 $(BUILD)/e2e/heapedge: prof/e2e/heapedge.c
 	@mkdir -p $(dir $@)
 	$(CC) $(E2E_CFLAGS) -o $@ $< -lpthread
+
+# Non-PIE, malloc's address taken: a canonical PLT entry (heapplt.c).
+$(BUILD)/e2e/heapplt: prof/e2e/heapplt.c
+	@mkdir -p $(dir $@)
+	$(CC) $(E2E_CFLAGS) -fno-pie -no-pie -o $@ $<
 
 $(BUILD)/e2e/heapown: prof/e2e/heapown.c
 	@mkdir -p $(dir $@)

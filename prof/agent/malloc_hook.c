@@ -33,7 +33,9 @@
 #include "prof/agent/heap.h"
 
 #include <dlfcn.h>
+#include <elf.h>
 #include <errno.h>
+#include <link.h>
 #include <malloc.h>
 #include <stdalign.h>
 #include <stdint.h>
@@ -368,17 +370,58 @@ HOOK void *pvalloc(size_t size)
 	return sampled(ALLOC_MEMALIGN, whole, page);
 }
 
+/*
+ * The first object after the executable, in load order (the global lookup
+ * order: preloads, then the needed libraries), that defines @name itself:
+ * its definition, or NULL.
+ */
+static void *first_definition_after_exe(const char *name)
+{
+	struct link_map *lm = NULL;
+	void *self = dlopen(NULL, RTLD_LAZY), *found = NULL;
+
+	if (!self || dlinfo(self, RTLD_DI_LINKMAP, &lm) || !lm)
+		goto out;
+	for (lm = lm->l_next; lm && !found; lm = lm->l_next) {
+		void *h = lm->l_name[0]
+				  ? dlopen(lm->l_name, RTLD_LAZY | RTLD_NOLOAD)
+				  : NULL;
+		void *p = h ? dlsym(h, name) : NULL;
+		Dl_info in;
+
+		/* dlsym(h) also searches h's dependencies: its own only. */
+		if (p && dladdr(p, &in) && in.dli_fname &&
+		    !strcmp(in.dli_fname, lm->l_name))
+			found = p;
+		if (h)
+			dlclose(h);
+	}
+out:
+	if (self)
+		dlclose(self);
+	return found;
+}
+
 /**
  * prof_malloc_foreign() - the file of the malloc the program's calls reach
  * (the first definition in the global lookup order: the executable's, or
  * an allocator preloaded before us) when it is not ours, or NULL when it
- * is ours.  Not async-signal-safe (dlsym).
+ * is ours.  A non-PIE executable that takes malloc's address has a
+ * "canonical PLT" entry for it: an undefined symbol with a value, which
+ * dlsym() returns, though the entry only jumps to the first definition
+ * after the executable; that definition is the one looked at.  Not
+ * async-signal-safe (dlsym).
  */
 const char *prof_malloc_foreign(void)
 {
-	void *m = foreign(dlsym(RTLD_DEFAULT, "malloc"));
+	void *m = dlsym(RTLD_DEFAULT, "malloc");
+	const ElfW(Sym) *sym = NULL;
 	Dl_info won;
 
+	if (m && dladdr1(m, &won, (void **)&sym, RTLD_DL_SYMENT) && sym &&
+	    sym->st_shndx == SHN_UNDEF)
+		m = first_definition_after_exe("malloc");
+	m = foreign(m);
 	if (!m || !dladdr(m, &won))
 		return NULL;
 	return won.dli_fname && *won.dli_fname ? won.dli_fname : "the program";

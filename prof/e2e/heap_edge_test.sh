@@ -15,6 +15,8 @@
 #   the library first, so the allocator serves our malloc); in-process
 #   with the allocator first, one warning line and a profile comment;
 #   under `record`, a program with its own malloc (heapown.c): one line;
+#   a non-PIE program that takes malloc's address (heapplt.c, as python3.11
+#   and node do): its allocations seen, no line;
 # - a forking wrapper (timeout, xargs) run with PROFRING_PROF_HTTP: the
 #   child writes no file.
 # Skipped under tsan/asan (no interposed malloc there).
@@ -28,6 +30,7 @@ PROF=$(cd "$BUILD/tools" && pwd)/profring-prof
 LIB=$(cd "$BUILD" && pwd)/libprofring-prof.so
 W=$(cd "$BUILD/e2e" && pwd)/heapedge
 OWN=$(cd "$BUILD/e2e" && pwd)/heapown
+PLT=$(cd "$BUILD/e2e" && pwd)/heapplt
 CHECK_PREFIX=heap_edge_
 . "$(dirname "$0")/../../testing/testlib.sh"
 
@@ -152,6 +155,14 @@ done
 check own_malloc_runs test $? = 0 -a "$(cat "$TMP/own.out")" = "heapown done"
 check own_malloc_warned test "$(grep -c '^profring-prof: .*malloc is not ours' \
 	"$TMP/own.err")" = 1 -a "$(wc -l <"$TMP/own.err")" = 1
+
+# malloc's canonical PLT entry in a non-PIE program is not another
+# allocator: the entry jumps on to ours.  Seen, and no warning.
+(cd "$TMP" && timeout -k 5 60 "$PROF" record -q --heap "$TMP/plt.pb.gz" \
+	--heap-rate 1 -- "$PLT" >"$TMP/plt.out" 2>"$TMP/plt.err")
+check plt_malloc_runs test $? = 0 -a "$(cat "$TMP/plt.out")" = "heapplt done"
+check plt_malloc_seen test "$(value plt.pb.gz alloc_objects f_plt)" = 1000
+check plt_malloc_not_warned test ! -s "$TMP/plt.err"
 
 # Forking wrappers: the wrapper serves; the child writes nothing.
 mkdir "$TMP/wrap"
