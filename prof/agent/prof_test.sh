@@ -53,7 +53,7 @@ fi
 [ -x "$NOFP" ] || NOFP=build/tools/prof_demo_nofp
 
 CHECK_PREFIX=prof_
-. "$(dirname "$0")/../testing/testlib.sh"
+. "$(dirname "$0")/../../testing/testlib.sh"
 
 # record NAME ARGS... -- CMD...: profile into $TMP/NAME.pb.gz / .folded;
 # the library's summary line goes to $TMP/NAME.err.
