@@ -398,7 +398,7 @@ $(BUILD)/bench/wall_eintr: bench/work/wall_eintr.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g $(FRAMEPTR) -o $@ $<
 
-# --timer kernel's EINTR (README, "Kernel time"): a plain program.
+# --timer kernel's EINTR (profring-prof(1), --timer kernel): a plain program.
 $(BUILD)/bench/kernel_eintr: bench/work/kernel_eintr.c
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g $(FRAMEPTR) -o $@ $<
