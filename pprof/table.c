@@ -79,6 +79,20 @@ void keyed_table_free(struct keyed_table *t)
 	keyed_table_init(t, t->esize);
 }
 
+int keyed_table_copy(struct keyed_table *dst, const struct keyed_table *src)
+{
+	keyed_table_init(dst, src->esize);
+	if (!src->cap)
+		return 0;
+	dst->slots = malloc(src->cap * src->esize);
+	if (!dst->slots)
+		return -ENOMEM;
+	memcpy(dst->slots, src->slots, src->cap * src->esize);
+	dst->n = src->n;
+	dst->cap = src->cap;
+	return 0;
+}
+
 void *keyed_table_find(const struct keyed_table *t, uint64_t key,
 		       bool (*eq)(const void *entry, const void *arg),
 		       const void *arg)

@@ -93,6 +93,16 @@ void keyed_table_init(struct keyed_table *t, size_t esize);
 void keyed_table_free(struct keyed_table *t);
 
 /**
+ * keyed_table_copy() - @dst becomes a copy of @src: the same entries in
+ * the same slots (so the same walk), found as in @src.
+ * @dst:	the copy: free it with keyed_table_free(), even on failure.
+ * @src:	the table, not changed.
+ *
+ * Return: 0, or -ENOMEM with @dst empty.
+ */
+int keyed_table_copy(struct keyed_table *dst, const struct keyed_table *src);
+
+/**
  * keyed_table_find() - look an entry up.
  * @t:		the table.
  * @key:	its key.

@@ -4,7 +4,7 @@
  * zeroed room, contents kept, overflow refused) and the keyed table
  * (unique keys with payloads, keys shared by many entries told apart by
  * @eq, the walk, the probing and growth rules its users rely on for a
- * deterministic slot order).
+ * deterministic slot order, a copy).
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -191,11 +191,52 @@ static void probing_and_order(void)
 	keyed_table_free(&b);
 }
 
+/* A copy finds what the original finds, walks alike, and is its own. */
+static void copy(void)
+{
+	struct keyed_table a, b;
+	struct entry *x, *y;
+	size_t bad = 0, i = 0, j = 0;
+
+	keyed_table_init(&a, sizeof(struct entry));
+	KT_REQUIRE(!keyed_table_copy(&b, &a)); /* empty */
+	KT_CHECK(b.n == 0 && b.cap == 0 && b.esize == sizeof(struct entry));
+	keyed_table_free(&b);
+	for (uint32_t tag = 1; tag <= 500; tag++) {
+		x = keyed_table_insert(&a, tag % 3 ? key_of(tag) : 42, tag_eq,
+				       &tag);
+		KT_REQUIRE(x);
+		x->tag = tag;
+		x->value = tag * 3ull;
+	}
+	KT_REQUIRE(!keyed_table_copy(&b, &a));
+	KT_CHECK(b.n == a.n && b.cap == a.cap && b.slots != a.slots);
+	for (uint32_t tag = 1; tag <= 500; tag++) {
+		y = keyed_table_find(&b, tag % 3 ? key_of(tag) : 42, tag_eq,
+				     &tag);
+		bad += !y || y->value != tag * 3ull;
+	}
+	while ((x = keyed_table_next(&a, &i))) {
+		y = keyed_table_next(&b, &j);
+		bad += !y || y->key != x->key || y->tag != x->tag;
+	}
+	KT_CHECK(!keyed_table_next(&b, &j));
+	KT_CHECK_EQ(bad, 0);
+	x = keyed_table_find(&a, key_of(1), tag_eq, &(uint32_t){ 1 });
+	KT_REQUIRE(x);
+	x->value = 0; /* the copy keeps its own */
+	y = keyed_table_find(&b, key_of(1), tag_eq, &(uint32_t){ 1 });
+	KT_CHECK(y && y->value == 3);
+	keyed_table_free(&a);
+	keyed_table_free(&b);
+}
+
 int main(void)
 {
 	KT_RUN(grow_array);
 	KT_RUN(unique_keys);
 	KT_RUN(shared_keys);
 	KT_RUN(probing_and_order);
+	KT_RUN(copy);
 	return ktest_exit();
 }

@@ -305,20 +305,8 @@ void prof_agg_heap_counts(const struct prof_agg *a, struct prof_heap_counts *c)
  */
 int prof_agg_cpu_base(const struct prof_agg *a, struct prof_cpu_base *b)
 {
-	const struct agg_entry *e;
-	size_t i = 0;
-
-	keyed_table_init(&b->entries, sizeof(struct agg_entry));
 	b->lost = prof_agg_cpu_lost(a);
-	while ((e = keyed_table_next(&a->agg, &i))) {
-		struct agg_entry *c =
-			keyed_table_insert(&b->entries, e->key, NULL, NULL);
-
-		if (!c)
-			return -ENOMEM;
-		*c = *e;
-	}
-	return 0;
+	return keyed_table_copy(&b->entries, &a->agg);
 }
 
 void prof_cpu_base_free(struct prof_cpu_base *b)

@@ -431,20 +431,7 @@ int prof_heap_agg_fill(struct prof_heap_agg *h, struct stacktab *tab,
  */
 int prof_heap_agg_base(const struct prof_heap_agg *h, struct prof_heap_base *b)
 {
-	const struct heap_site *s;
-	size_t i = 0;
-
-	keyed_table_init(&b->sites, sizeof(struct heap_site));
-	while ((s = keyed_table_next(&h->sites, &i))) {
-		struct site_id id = { s->space, s->stack, s->size };
-		struct heap_site *c =
-			keyed_table_insert(&b->sites, s->key, site_eq, &id);
-
-		if (!c)
-			return -ENOMEM;
-		*c = *s;
-	}
-	return 0;
+	return keyed_table_copy(&b->sites, &h->sites);
 }
 
 void prof_heap_base_free(struct prof_heap_base *b)

@@ -204,21 +204,8 @@ int prof_lock_agg_fill(const struct prof_lock_agg *m, struct stacktab *tab,
 int prof_lock_agg_base(const struct prof_lock_agg *m, uint64_t lost,
 		       struct prof_lock_base *b)
 {
-	const struct lock_site *s;
-	size_t i = 0;
-
-	keyed_table_init(&b->sites, sizeof(struct lock_site));
 	b->lost = lost;
-	while ((s = keyed_table_next(&m->sites, &i))) {
-		struct site_id id = { s->space, s->stack, s->kind };
-		struct lock_site *c =
-			keyed_table_insert(&b->sites, s->key, site_eq, &id);
-
-		if (!c)
-			return -ENOMEM;
-		*c = *s;
-	}
-	return 0;
+	return keyed_table_copy(&b->sites, &m->sites);
 }
 
 void prof_lock_base_free(struct prof_lock_base *b)
