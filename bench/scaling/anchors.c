@@ -27,25 +27,17 @@ static int ck_sc_open(struct sc_run *m)
 	return m->ck_buf ? 0 : bench_fail("calloc", -ENOMEM);
 }
 
+static int ck_put(struct sc_writer *w, struct rec34 *rec, uint64_t now)
+{
+	struct sc_run *m = w->m;
+
+	rec->w[1] = now;
+	return ck_ring_enqueue_mpmc_rec34(&m->ck, m->ck_buf, rec) ? 0 : -ENOSPC;
+}
+
 static void *ck_writer(void *arg)
 {
-	struct sc_writer *w = arg;
-	struct sc_run *m = w->m;
-	uint64_t now = 0, ok = 0, lost = 0;
-	struct rec34 rec;
-
-	bench_rec_fill(rec.w, 0);
-	sc_thread_start(m, (int)w->id);
-	while (!sc_stopped(m)) {
-		rec.w[1] = now++;
-		if (ck_ring_enqueue_mpmc_rec34(&m->ck, m->ck_buf, &rec))
-			ok++;
-		else
-			lost++;
-	}
-	w->ok = ok;
-	w->lost = lost;
-	return NULL;
+	return sc_write_until_stopped(arg, ck_put);
 }
 
 static bool ck_get(struct sc_run *m, struct rec34 *out)
@@ -82,38 +74,24 @@ static int mx_sc_open(struct sc_run *m)
 	return 0;
 }
 
-/* Copy @rec into the ring under the lock; false if it is full. */
-static bool mx_put(struct mx_ring *r, const struct rec34 *rec)
+/* Copy @rec, stamped @now, into the ring under the lock; -ENOSPC if full. */
+static int mx_put(struct sc_writer *w, struct rec34 *rec, uint64_t now)
 {
+	struct mx_ring *r = w->m->mx;
 	bool ok;
 
+	rec->w[1] = now;
 	pthread_mutex_lock(&r->lock);
 	ok = r->head - r->tail < SC_SLOTS;
 	if (ok)
 		r->slot[r->head++ % SC_SLOTS] = *rec;
 	pthread_mutex_unlock(&r->lock);
-	return ok;
+	return ok ? 0 : -ENOSPC;
 }
 
 static void *mx_writer(void *arg)
 {
-	struct sc_writer *w = arg;
-	struct sc_run *m = w->m;
-	uint64_t now = 0, ok = 0, lost = 0;
-	struct rec34 rec;
-
-	bench_rec_fill(rec.w, 0);
-	sc_thread_start(m, (int)w->id);
-	while (!sc_stopped(m)) {
-		rec.w[1] = now++;
-		if (mx_put(m->mx, &rec))
-			ok++;
-		else
-			lost++;
-	}
-	w->ok = ok;
-	w->lost = lost;
-	return NULL;
+	return sc_write_until_stopped(arg, mx_put);
 }
 
 /* Copy the oldest record out under the lock; false if empty. */
@@ -166,31 +144,23 @@ static int pp_sc_open(struct sc_run *m)
 	return 0;
 }
 
-static void *pp_writer(void *arg)
+/* A full pipe (EAGAIN) is -ENOSPC; a torn write, -EIO. */
+static int pp_put(struct sc_writer *w, struct rec34 *rec, uint64_t now)
 {
-	struct sc_writer *w = arg;
-	struct sc_run *m = w->m;
-	uint64_t now = 0, ok = 0, lost = 0;
-	struct rec34 rec;
 	ssize_t n;
 
-	bench_rec_fill(rec.w, 0);
-	sc_thread_start(m, (int)w->id);
-	while (!sc_stopped(m)) {
-		rec.w[1] = now++;
-		n = write(m->pipefd[1], &rec, sizeof(rec));
-		if (n == (ssize_t)sizeof(rec)) {
-			ok++;
-		} else if (n < 0 && errno == EAGAIN) {
-			lost++;
-		} else {
-			w->err = n < 0 ? -errno : -EIO; /* a torn write */
-			break;
-		}
-	}
-	w->ok = ok;
-	w->lost = lost;
-	return NULL;
+	rec->w[1] = now;
+	n = write(w->m->pipefd[1], rec, sizeof(*rec));
+	if (n == (ssize_t)sizeof(*rec))
+		return 0;
+	if (n < 0 && errno == EAGAIN)
+		return -ENOSPC;
+	return n < 0 ? -errno : -EIO;
+}
+
+static void *pp_writer(void *arg)
+{
+	return sc_write_until_stopped(arg, pp_put);
 }
 
 /* Check and count the whole records in @buf; return the bytes used. */
@@ -285,30 +255,24 @@ static int wq_sc_open(struct sc_run *m)
 	return 0;
 }
 
-static void *wq_writer(void *arg)
+/* A node from @w's pool, @rec in it, enqueued; -ENOSPC: none left. */
+static int wq_put(struct sc_writer *w, struct rec34 *rec, uint64_t now)
 {
-	struct sc_writer *w = arg;
 	struct sc_run *m = w->m;
-	uint64_t now = 0, ok = 0, lost = 0;
-	struct rec34 rec;
 	struct wq_node *n;
 
-	bench_rec_fill(rec.w, 0);
-	sc_thread_start(m, (int)w->id);
-	while (!sc_stopped(m)) {
-		rec.w[1] = now++;
-		if (!ck_ring_dequeue_spsc(&w->ret, w->ret_buf, &n)) {
-			lost++;
-			continue;
-		}
-		n->rec = rec;
-		cds_wfcq_node_init(&n->link);
-		cds_wfcq_enqueue(&m->wq_head, &m->wq_tail, &n->link);
-		ok++;
-	}
-	w->ok = ok;
-	w->lost = lost;
-	return NULL;
+	rec->w[1] = now;
+	if (!ck_ring_dequeue_spsc(&w->ret, w->ret_buf, &n))
+		return -ENOSPC;
+	n->rec = *rec;
+	cds_wfcq_node_init(&n->link);
+	cds_wfcq_enqueue(&m->wq_head, &m->wq_tail, &n->link);
+	return 0;
+}
+
+static void *wq_writer(void *arg)
+{
+	return sc_write_until_stopped(arg, wq_put);
 }
 
 /* Dequeue a node, copy its record out, give it back to its writer. */

@@ -16,43 +16,47 @@ static int pb_sc_open(struct sc_run *m)
 	return m->pb ? 0 : bench_fail("profbuf_new", errno);
 }
 
-static void *pb_writer(void *arg)
+/*
+ * read_until_eof() - the readers' loop: @read (blocking) until EOF, each
+ * read checked and counted.  Inlined, @read with it, as
+ * sc_write_until_stopped().
+ */
+static inline __attribute__((always_inline)) void *
+read_until_eof(struct sc_run *m,
+	       int (*read)(struct sc_run *m, struct profbuf_read *rd))
 {
-	struct sc_writer *w = arg;
-	struct sc_run *m = w->m;
-	uint64_t now = 0, ok = 0, lost = 0;
-	int rc;
-
-	sc_thread_start(m, (int)w->id);
-	while (!sc_stopped(m)) {
-		rc = profbuf_write(m->pb, w, (int64_t)now++, bench_rec.hdr,
-				   HDRSIZE, bench_rec.stk, NSTK);
-		if (rc == 0) {
-			ok++;
-		} else if (rc == -ENOSPC) {
-			lost++;
-		} else {
-			w->err = rc;
-			break;
-		}
-	}
-	w->ok = ok;
-	w->lost = lost;
-	return NULL;
-}
-
-static void *pb_reader(void *arg)
-{
-	struct sc_run *m = arg;
 	struct profbuf_read rd;
 
 	sc_thread_start(m, -1);
 	do {
-		m->err = profbuf_read(m->pb, PROFBUF_BLOCKING, &rd);
+		m->err = read(m, &rd);
 		if (!m->err)
 			m->err = bench_rec_account(&rd, &m->delivered, &m->ovf);
 	} while (!m->err && !rd.eof);
 	return NULL;
+}
+
+/* The record straight from bench_rec: @rec is not used. */
+static int pb_put(struct sc_writer *w, struct rec34 *rec, uint64_t now)
+{
+	(void)rec;
+	return profbuf_write(w->m->pb, w, (int64_t)now, bench_rec.hdr, HDRSIZE,
+			     bench_rec.stk, NSTK);
+}
+
+static void *pb_writer(void *arg)
+{
+	return sc_write_until_stopped(arg, pb_put);
+}
+
+static int pb_read(struct sc_run *m, struct profbuf_read *rd)
+{
+	return profbuf_read(m->pb, PROFBUF_BLOCKING, rd);
+}
+
+static void *pb_reader(void *arg)
+{
+	return read_until_eof(arg, pb_read);
 }
 
 static void pb_sc_finish(struct sc_run *m)
@@ -81,44 +85,26 @@ static int pg_sc_open(struct sc_run *m)
 	return m->pg ? 0 : bench_fail("profbuf_group_new", errno);
 }
 
+static int pg_put(struct sc_writer *w, struct rec34 *rec, uint64_t now)
+{
+	(void)rec;
+	return profbuf_group_write(w->m->pg, w, (int64_t)now, bench_rec.hdr,
+				   HDRSIZE, bench_rec.stk, NSTK);
+}
+
 static void *pg_writer(void *arg)
 {
-	struct sc_writer *w = arg;
-	struct sc_run *m = w->m;
-	uint64_t now = 0, ok = 0, lost = 0;
-	int rc;
+	return sc_write_until_stopped(arg, pg_put);
+}
 
-	sc_thread_start(m, (int)w->id);
-	while (!sc_stopped(m)) {
-		rc = profbuf_group_write(m->pg, w, (int64_t)now++,
-					 bench_rec.hdr, HDRSIZE, bench_rec.stk,
-					 NSTK);
-		if (rc == 0) {
-			ok++;
-		} else if (rc == -ENOSPC) {
-			lost++;
-		} else {
-			w->err = rc;
-			break;
-		}
-	}
-	w->ok = ok;
-	w->lost = lost;
-	return NULL;
+static int pg_read(struct sc_run *m, struct profbuf_read *rd)
+{
+	return profbuf_group_read(m->pg, PROFBUF_BLOCKING, rd);
 }
 
 static void *pg_reader(void *arg)
 {
-	struct sc_run *m = arg;
-	struct profbuf_read rd;
-
-	sc_thread_start(m, -1);
-	do {
-		m->err = profbuf_group_read(m->pg, PROFBUF_BLOCKING, &rd);
-		if (!m->err)
-			m->err = bench_rec_account(&rd, &m->delivered, &m->ovf);
-	} while (!m->err && !rd.eof);
-	return NULL;
+	return read_until_eof(arg, pg_read);
 }
 
 static void pg_sc_finish(struct sc_run *m)

@@ -18,6 +18,7 @@
 
 #define _LGPL_SOURCE /* liburcu's wfcqueue inline, like ck_ring */
 
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -168,6 +169,42 @@ void sc_read_until_done(struct sc_run *m,
 static inline bool sc_stopped(const struct sc_run *m)
 {
 	return atomic_load_explicit(&m->stop, memory_order_relaxed);
+}
+
+/*
+ * sc_write_until_stopped() - the writers' loop: @put writes one record
+ * until the run stops; its 0 counts in @w->ok, -ENOSPC (no room) in
+ * @w->lost, and any other error stops the writer (@w->err).
+ * @put: @rec (bench_rec_fill()'s, for it to use or not) stamped @now
+ *
+ * Always inlined, @put with it: each writer's timed loop has no call
+ * through a pointer, as when every writer spelled the loop out.
+ */
+static inline __attribute__((always_inline)) void *sc_write_until_stopped(
+	struct sc_writer *w,
+	int (*put)(struct sc_writer *w, struct rec34 *rec, uint64_t now))
+{
+	struct sc_run *m = w->m;
+	uint64_t now = 0, ok = 0, lost = 0;
+	struct rec34 rec;
+	int rc;
+
+	bench_rec_fill(rec.w, 0);
+	sc_thread_start(m, (int)w->id);
+	while (!sc_stopped(m)) {
+		rc = put(w, &rec, now++);
+		if (rc == 0) {
+			ok++;
+		} else if (rc == -ENOSPC) {
+			lost++;
+		} else {
+			w->err = rc;
+			break;
+		}
+	}
+	w->ok = ok;
+	w->lost = lost;
+	return NULL;
 }
 
 /* ---- the implementations (profbuf.c, anchors.c) ---------------------- */
