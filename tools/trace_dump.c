@@ -31,18 +31,9 @@ static void dump_batch_line(struct trace *t, const struct tracedec_event *ev)
 static void dump_arg(struct trace *t, const struct gen_info *g, char kind,
 		     uint64_t v)
 {
-	const struct str_ent *s;
-	const struct stack_ent *k;
-
-	if (kind == 's' && (s = find_string(g, v))) {
-		put_quoted(t->out, s->s, s->len);
-	} else if (kind == 'k' && (k = find_stack(g, v))) {
-		putc('[', t->out);
-		for (size_t i = 0; i < k->n; i++)
-			fprintf(t->out, "%s0x%" PRIx64, i ? " " : "",
-				t->pcs[k->off + i]);
-		putc(']', t->out);
-	} else if (kind == 's' || kind == 'k') {
+	if (put_ref(t, g, kind, v, false))
+		return;
+	if (kind == 's' || kind == 'k') {
 		fprintf(t->out, "%s#%" PRIu64 "(%s)",
 			kind == 's' ? "string" : "stack", v,
 			v ? "missing" : "lost");

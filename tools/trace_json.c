@@ -25,20 +25,8 @@ static void json_u64(FILE *out, uint64_t v)
 static void json_arg(const struct trace *t, const struct gen_info *g, char kind,
 		     uint64_t v)
 {
-	const struct str_ent *s;
-	const struct stack_ent *k;
-
-	if (kind == 's' && (s = find_string(g, v))) {
-		put_quoted(t->out, s->s, s->len);
-	} else if (kind == 'k' && (k = find_stack(g, v))) {
-		putc('[', t->out);
-		for (size_t i = 0; i < k->n; i++)
-			fprintf(t->out, "%s\"0x%" PRIx64 "\"", i ? "," : "",
-				t->pcs[k->off + i]);
-		putc(']', t->out);
-	} else {
+	if (!put_ref(t, g, kind, v, true))
 		json_u64(t->out, v); /* a number, or an id not resolved */
-	}
 }
 
 /* A span's name: its string, or "span" if the string is not there. */

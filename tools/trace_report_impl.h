@@ -207,6 +207,10 @@ void put_hex_bytes(FILE *out, const uint8_t *p, size_t n);
 void put_type(FILE *out, const struct gen_info *g, unsigned int type,
 	      bool json);
 
+/* A string or stack argument resolved; false: not written (put_ref()). */
+bool put_ref(const struct trace *t, const struct gen_info *g, char kind,
+	     uint64_t v, bool json);
+
 /* ---- trace_report.c ---- */
 
 /* tracedec_decode() over the stream with @v: 0, or -1 said on t->err. */

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * trace_text.c - what the reports write of a stream's bytes: escaped
- * text, JSON strings, hex, type names, and the one-line complaint
- * (trace_report_impl.h).  Whatever the stream holds, the text
+ * text, JSON strings, hex, type names, string and stack arguments, and
+ * the one-line complaint (trace_report_impl.h).  Whatever the stream holds, the text
  * reports get printable ASCII and newlines only, and the JSON report
  * valid strings.
  */
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -83,6 +84,39 @@ void put_type(FILE *out, const struct gen_info *g, unsigned int type, bool json)
 		put_text(out, name, len);
 		fprintf(out, "(%u)", type);
 	}
+}
+
+/*
+ * put_ref() - an 's' or 'k' argument @v, resolved in @g: the string,
+ * quoted, or the stack's pcs in brackets (for JSON quoted and between
+ * commas, for text between spaces).
+ * Return: false, nothing written, when @kind is neither or @v is not there.
+ */
+bool put_ref(const struct trace *t, const struct gen_info *g, char kind,
+	     uint64_t v, bool json)
+{
+	const struct str_ent *s;
+	const struct stack_ent *k;
+
+	if (kind == 's' && (s = find_string(g, v))) {
+		put_quoted(t->out, s->s, s->len);
+	} else if (kind == 'k' && (k = find_stack(g, v))) {
+		putc('[', t->out);
+		for (size_t i = 0; i < k->n; i++) {
+			uint64_t pc = t->pcs[k->off + i];
+
+			if (json)
+				fprintf(t->out, "%s\"0x%" PRIx64 "\"",
+					i ? "," : "", pc);
+			else
+				fprintf(t->out, "%s0x%" PRIx64, i ? " " : "",
+					pc);
+		}
+		putc(']', t->out);
+	} else {
+		return false;
+	}
+	return true;
 }
 
 /* One line on t->err: "profring-trace: NAME: " and @what. */
