@@ -288,14 +288,6 @@ out:
 	return -1;
 }
 
-/* A character device (/dev/null, a terminal): written through, shareable. */
-static bool is_device(const char *path)
-{
-	struct stat st;
-
-	return !stat(path, &st) && S_ISCHR(st.st_mode);
-}
-
 /**
  * prof_record_args_free() - free what prof_record_parse() allocated.
  */
@@ -311,23 +303,76 @@ void prof_record_args_free(struct prof_record_args *a)
 	a->mutex = a->block = NULL;
 }
 
-/* Two outputs that would overwrite each other (devices may be shared). */
-static bool same_file(const char *x, const char *y)
+/* @path's directory (links followed) into *@st, and its last name. */
+static const char *dir_of(const char *path, struct stat *st)
 {
-	return x && y && !strcmp(x, y) && !is_device(x);
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+
+	if (!slash || (size_t)(slash - path) >= sizeof(dir))
+		return NULL;
+	memcpy(dir, path, (size_t)(slash - path));
+	dir[slash - path] = 0;
+	if (stat(slash == path ? "/" : dir, st))
+		return NULL;
+	return slash + 1;
 }
 
-/* --mutex or --block names a file another output names too. */
-static bool lock_outputs_clash(const struct prof_record_args *a)
+/*
+ * Two outputs that would overwrite each other: one file however spelt
+ * (@x and @y are absolute, from prof_output_check()): the same string;
+ * the same file, links followed (its st_dev and st_ino: "./b" and "b", a
+ * link to the other output, a hard link); or, not yet there, the same
+ * name in the same directory ("d/../b" and "b").  A character device
+ * (/dev/null, a terminal) is written through and may be shared.
+ */
+static bool same_file(const char *x, const char *y)
 {
-	const char *others[] = { a->output, a->folded, a->heap, a->trace,
-				 a->block };
+	struct stat sx, sy;
+	const char *bx, *by;
+	bool ex, ey;
 
-	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
-		if (same_file(a->mutex, others[i]) ||
-		    (i < 4 && same_file(a->block, others[i])))
-			return true;
-	return false;
+	if (!x || !y)
+		return false;
+	ex = !stat(x, &sx);
+	ey = !stat(y, &sy);
+	if (ex && ey)
+		return sx.st_dev == sy.st_dev && sx.st_ino == sy.st_ino &&
+		       !S_ISCHR(sx.st_mode);
+	if (!strcmp(x, y))
+		return !ex || !S_ISCHR(sx.st_mode);
+	if (ex || ey)
+		return false;
+	bx = dir_of(x, &sx);
+	by = dir_of(y, &sy);
+	return bx && by && !strcmp(bx, by) && sx.st_dev == sy.st_dev &&
+	       sx.st_ino == sy.st_ino;
+}
+
+/* One output: its option ("-o"), its path as given, and absolute. */
+struct output_name {
+	const char *opt;
+	const char *given;
+	const char *abs;
+};
+
+/*
+ * Two of the outputs @out (@n of them; a NULL abs: not asked for) that
+ * name one file: one line naming both as the user wrote them.
+ */
+static int outputs_clash(const struct output_name *out, size_t n, char *err,
+			 size_t len)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = i + 1; j < n; j++)
+			if (same_file(out[i].abs, out[j].abs))
+				return fail(err, len,
+					    "%s %s and %s %s name one file: "
+					    "each output must name a file of "
+					    "its own",
+					    out[i].opt, out[i].given,
+					    out[j].opt, out[j].given);
+	return 0;
 }
 
 /* The options that set_opt() parses, and the name errors give them. */
@@ -499,17 +544,19 @@ int prof_record_parse(int argc, char **argv, struct prof_record_args *a,
 		goto fail;
 	if (block && prof_output_check(block, "--block", &a->block, err, len))
 		goto fail;
-	if (lock_outputs_clash(a)) {
-		fail(err, len,
-		     "--mutex and --block must name files of their own");
-		goto fail;
-	}
-	if (same_file(a->folded, a->output) || same_file(a->heap, a->output) ||
-	    same_file(a->heap, a->folded) || same_file(a->trace, a->output) ||
-	    same_file(a->trace, a->folded) || same_file(a->trace, a->heap)) {
-		fail(err, len,
-		     "-o, -f, --heap and --trace must name different files");
-		goto fail;
+	{
+		const struct output_name names[] = {
+			{ "-o", out, a->output },
+			{ "-f", folded, a->folded },
+			{ "--heap", heap, a->heap },
+			{ "--trace", trace, a->trace },
+			{ "--mutex", mutex, a->mutex },
+			{ "--block", block, a->block },
+		};
+
+		if (outputs_clash(names, sizeof(names) / sizeof(names[0]), err,
+				  len))
+			goto fail;
 	}
 	a->opts.output = a->output;
 	a->opts.folded = a->folded;

@@ -373,6 +373,33 @@ bad output_dir '-o /nonexistent-dir' -o /nonexistent-dir/x.pb.gz
 bad output_is_dir "-o $TMP" -o "$TMP"
 bad folded_dir '-f /nonexistent' -f /nonexistent/x.folded
 bad unknown '--bogus' --bogus
+# One file under two spellings (a relative name and ./name, dir/../name,
+# a link to the file or to its directory, a hard link): refused as two
+# outputs that name one file, not one profile silently overwriting the
+# other.  Devices are still shared.
+mkdir -p "$TMP/clash/sub"
+top=$(pwd)
+cd "$TMP/clash" || exit 1
+: >real.pb.gz
+ln -s real.pb.gz link.pb.gz
+ln real.pb.gz hard.folded
+ln -s . dirlink
+bad clash_dot_heap '-o ./b.pb.gz and --heap b.pb.gz name one file' \
+	-o ./b.pb.gz --heap b.pb.gz
+bad clash_dot_mutex '-o d.pb.gz and --mutex ./d.pb.gz name one file' \
+	-o d.pb.gz --mutex ./d.pb.gz
+bad clash_dotdot_trace 'name one file' -o sub/../e.pb.gz --trace e.pb.gz
+bad clash_link_heap '-o real.pb.gz and --heap link.pb.gz' \
+	-o real.pb.gz --heap link.pb.gz
+bad clash_dirlink_block 'name one file' --mutex f.pb.gz --block dirlink/f.pb.gz
+bad clash_hardlink_folded 'name one file' -o real.pb.gz -f hard.folded
+bad clash_same_string 'name one file' --mutex m.pb.gz --block m.pb.gz
+timeout 30 "$PROF" record -q -o /dev/null --heap /dev/null -- true \
+	>/dev/null 2>"$TMP/clash_devnull.err"
+check clash_device_shared test $? -eq 0 -a ! -s "$TMP/clash_devnull.err"
+check clash_nothing_written test "$(ls | sort | tr '\n' ' ')" = \
+	"dirlink hard.folded link.pb.gz real.pb.gz sub "
+cd "$top" || exit 1
 # In-process mode: a bad variable gets one line; the program runs as is.
 PROFRING_PROF_TIMER=Process PROFRING_PROF="$TMP/env.pb.gz" \
 	LD_PRELOAD="$LIB" timeout 30 "$H" burn 10 \
