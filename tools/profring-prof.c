@@ -83,6 +83,10 @@ static int record(int argc, char **argv)
 
 	if (rc == 1)
 		return usage(true);
+	if (!rc && prof_record_lib_check(err, sizeof(err))) {
+		prof_record_args_free(&a);
+		rc = -1;
+	}
 	if (rc) {
 		fprintf(stderr, "profring-prof: %s\n", err);
 		return 2;

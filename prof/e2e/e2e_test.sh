@@ -400,6 +400,17 @@ check clash_device_shared test $? -eq 0 -a ! -s "$TMP/clash_devnull.err"
 check clash_nothing_written test "$(ls | sort | tr '\n' ' ')" = \
 	"dirlink hard.folded link.pb.gz real.pb.gz sub "
 cd "$top" || exit 1
+# A PROFRING_PROF_LIB that cannot be preloaded is said before the
+# program runs, naming the variable (not the loader's error and ours
+# blaming a static program).
+export PROFRING_PROF_LIB=/nonexistent/libprofring-prof.so
+bad lib_missing 'PROFRING_PROF_LIB=/nonexistent/libprofring-prof.so: ' \
+	-o "$TMP/lib.pb.gz"
+PROFRING_PROF_LIB=$TMP
+bad lib_dir "PROFRING_PROF_LIB=$TMP: " -o "$TMP/lib.pb.gz"
+PROFRING_PROF_LIB="$LIB:/x.so"
+bad lib_colon 'PROFRING_PROF_LIB=.*LD_PRELOAD' -o "$TMP/lib.pb.gz"
+unset PROFRING_PROF_LIB
 # In-process mode: a bad variable gets one line; the program runs as is.
 PROFRING_PROF_TIMER=Process PROFRING_PROF="$TMP/env.pb.gz" \
 	LD_PRELOAD="$LIB" timeout 30 "$H" burn 10 \

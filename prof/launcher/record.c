@@ -72,6 +72,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -230,6 +231,42 @@ static void find_library(char *out, size_t len)
 		}
 	}
 	snprintf(out, len, "%s", LIB_NAME);
+}
+
+/**
+ * prof_record_lib_check() - the library PROFRING_PROF_LIB names, if it
+ * names one, is a readable file that LD_PRELOAD can name (no ':' or
+ * blank, which separate its entries): else the program would run
+ * unprofiled, with the loader's error and ours blaming the program.  A
+ * bare name (no '/') is the loader's to search for, as LD_PRELOAD's.
+ *
+ * Return: 0, or -1 with one line naming the variable in @err.
+ */
+int prof_record_lib_check(char *err, size_t len)
+{
+	const char *env = getenv(PROFRING_PROF_ENV_LIB), *why;
+	struct stat st;
+
+	if (!env || !*env)
+		return 0;
+	if (strpbrk(env, ": \t")) {
+		snprintf(err, len,
+			 "%s=%s: LD_PRELOAD cannot name a path with ':' or a "
+			 "blank",
+			 PROFRING_PROF_ENV_LIB, env);
+		return -1;
+	}
+	if (!strchr(env, '/'))
+		return 0;
+	if (stat(env, &st) || !readable(env))
+		why = strerror(errno);
+	else if (!S_ISREG(st.st_mode))
+		why = "not a regular file";
+	else
+		return 0;
+	snprintf(err, len, "%s=%s: cannot preload it: %s",
+		 PROFRING_PROF_ENV_LIB, env, why);
+	return -1;
 }
 
 /*

@@ -10,6 +10,7 @@
 
 #include "prof/common/options.h"
 
+int prof_record_lib_check(char *err, size_t len);
 int prof_record_run(const struct prof_record_args *a, char **argv);
 
 #endif /* PROFRING_PROF_RECORD_H */
