@@ -365,6 +365,13 @@ $(BUILD)/bench/scaling_bench: bench/scaling_bench.c $(SCALING_OBJS) \
 	@mkdir -p $(dir $@)
 	$(call link,$(BENCH_LIBS))
 
+# trace_bench: likewise, its parts in bench/trace/ (trace.h says which).
+TRACE_BENCH_OBJS := $(call objs,$(wildcard bench/trace/*.c))
+$(BUILD)/bench/trace_bench: bench/trace_bench.c $(TRACE_BENCH_OBJS) \
+		$(BUILD)/obj/bench/harness.o $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(call link,$(BENCH_LIBS))
+
 # The profiler's per-sample work (unwind + write) against glibc's
 # backtrace() and libunwind's unw_backtrace(); needs libunwind.  Its
 # harness is compiled with frame pointers: the reference walk goes up
