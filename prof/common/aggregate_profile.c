@@ -158,6 +158,38 @@ static int profile_begin(struct prof_agg *a, struct prof_profile *p)
 	return 0;
 }
 
+/* profile_begin(), and room in @p for @count samples, at *@v. */
+static int profile_begin_room(struct prof_agg *a, struct prof_profile *p,
+			      size_t count, struct prof_sample **v)
+{
+	int err = profile_begin(a, p);
+
+	if (err)
+		return err;
+	*v = calloc(count, sizeof(**v));
+	if (!*v)
+		return -ENOMEM;
+	p->samples = *v;
+	return 0;
+}
+
+/*
+ * profile_end() - @n samples filled in at @v, @p's (by a fill that
+ * returned @err): their pids, their count; on an error the profile is
+ * freed.
+ */
+static int profile_end(const struct prof_agg *a, struct prof_profile *p,
+		       struct prof_sample *v, size_t n, int err)
+{
+	for (size_t i = 0; i < n && !a->in_process; i++)
+		if (!v[i].special)
+			v[i].pid = (uint32_t)a->spaces[v[i].space].pid;
+	p->nsamples = n;
+	if (err)
+		prof_agg_profile_free(p);
+	return err;
+}
+
 /**
  * prof_agg_set_heap_refused() - how many heap records the writers saw
  * the ring refuse (their counters): not CPU samples lost.
@@ -185,23 +217,13 @@ int prof_agg_heap_profile(struct prof_agg *a, uint64_t rate,
 	size_t n;
 	int err;
 
-	err = profile_begin(a, p);
+	err = profile_begin_room(a, p, prof_heap_agg_count(&a->heap), &v);
 	if (err)
 		return err;
 	p->heap_rate = rate ? rate : 1;
-	v = calloc(prof_heap_agg_count(&a->heap), sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	p->samples = v;
 	err = prof_heap_agg_fill(&a->heap, a->tab, rate, a->heap_refused, base,
 				 v, &n);
-	for (size_t i = 0; i < n && !a->in_process; i++)
-		if (!v[i].special)
-			v[i].pid = (uint32_t)a->spaces[v[i].space].pid;
-	p->nsamples = n;
-	if (err)
-		prof_agg_profile_free(p);
-	return err;
+	return profile_end(a, p, v, n, err);
 }
 
 /**
@@ -223,24 +245,14 @@ int prof_agg_lock_profile(struct prof_agg *a, bool block, uint64_t rate,
 	size_t n;
 	int err;
 
-	err = profile_begin(a, p);
+	err = profile_begin_room(a, p, prof_lock_agg_count(&a->lock), &v);
 	if (err)
 		return err;
 	p->lock_rate = rate ? rate : 1;
 	p->period_ns = 1;
-	v = calloc(prof_lock_agg_count(&a->lock), sizeof(*v));
-	if (!v)
-		return -ENOMEM;
-	p->samples = v;
 	err = prof_lock_agg_fill(&a->lock, a->tab, block, rate, lost, base, v,
 				 &n);
-	for (size_t i = 0; i < n && !a->in_process; i++)
-		if (!v[i].special)
-			v[i].pid = (uint32_t)a->spaces[v[i].space].pid;
-	p->nsamples = n;
-	if (err)
-		prof_agg_profile_free(p);
-	return err;
+	return profile_end(a, p, v, n, err);
 }
 
 /**

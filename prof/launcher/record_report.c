@@ -154,12 +154,33 @@ static int write_profile(const struct prof_record_args *a, struct reader *rd,
 	return err;
 }
 
+/*
+ * A heap or lock profile @p to @path, its comments @line (the
+ * accounting) and the program's; @p is freed.
+ */
+static int write_accounted(struct prof_profile *p, const struct outcome *o,
+			   const char *line, const char *path)
+{
+	char prog[COMMENT_LEN], end[128];
+	const char *lines[2] = { line, prog };
+	int err;
+
+	describe_end(o->status, end, sizeof(end));
+	snprintf(prog, COMMENT_LEN, "program: %s %s", prof_record_prog, end);
+	p->time_nanos = o->start_realtime_ns;
+	p->duration_nanos = o->duration_ns;
+	p->comments = lines;
+	p->ncomments = 2;
+	err = prof_pprof_write(p, NULL, path);
+	prof_agg_profile_free(p);
+	return err;
+}
+
 static int write_heap(const struct prof_record_args *a, struct reader *rd,
 		      const struct outcome *o, uint64_t rate)
 {
 	const struct prof_counts *k = &o->counts;
-	char comments[2][COMMENT_LEN], end[128];
-	const char *lines[2] = { comments[0], comments[1] };
+	char line[COMMENT_LEN];
 	struct prof_heap_counts hc;
 	struct prof_profile p;
 	int err;
@@ -169,19 +190,10 @@ static int write_heap(const struct prof_record_args *a, struct reader *rd,
 		return err;
 	prof_demangle_allow_load();
 	prof_agg_heap_counts(rd->agg, &hc);
-	prof_heap_comment(comments[0], COMMENT_LEN, rate, &hc,
+	prof_heap_comment(line, COMMENT_LEN, rate, &hc,
 			  k->heap_allocs + k->heap_frees, k->heap_refused,
 			  k->heap_untracked);
-	describe_end(o->status, end, sizeof(end));
-	snprintf(comments[1], COMMENT_LEN, "program: %s %s", prof_record_prog,
-		 end);
-	p.time_nanos = o->start_realtime_ns;
-	p.duration_nanos = o->duration_ns;
-	p.comments = lines;
-	p.ncomments = 2;
-	err = prof_pprof_write(&p, NULL, a->heap);
-	prof_agg_profile_free(&p);
-	return err;
+	return write_accounted(&p, o, line, a->heap);
 }
 
 /*
@@ -192,8 +204,7 @@ static int write_lock(const struct prof_record_args *a, struct reader *rd,
 		      const struct outcome *o, bool block, const char *path)
 {
 	const struct prof_counts *k = &o->counts;
-	char comments[2][COMMENT_LEN], end[128];
-	const char *lines[2] = { comments[0], comments[1] };
+	char line[COMMENT_LEN];
 	uint64_t rate = rd->mutex_rate;
 	struct prof_profile p;
 	uint64_t waits = 0, ns = 0;
@@ -204,22 +215,14 @@ static int write_lock(const struct prof_record_args *a, struct reader *rd,
 	if (err)
 		return err;
 	prof_demangle_allow_load();
-	prof_lock_comment(comments[0], COMMENT_LEN, block, rate,
+	prof_lock_comment(line, COMMENT_LEN, block, rate,
 			  prof_agg_lock_waits(rd->agg), k->lock_written,
 			  k->lock_refused);
-	describe_end(o->status, end, sizeof(end));
-	snprintf(comments[1], COMMENT_LEN, "program: %s %s", prof_record_prog,
-		 end);
-	p.time_nanos = o->start_realtime_ns;
-	p.duration_nanos = o->duration_ns;
-	p.comments = lines;
-	p.ncomments = 2;
 	for (size_t i = 0; i < p.nsamples; i++) {
 		waits += p.samples[i].samples;
 		ns += p.samples[i].periods;
 	}
-	err = prof_pprof_write(&p, NULL, path);
-	prof_agg_profile_free(&p);
+	err = write_accounted(&p, o, line, path);
 	if (err)
 		return err;
 	if (k->lock_refused)
