@@ -372,6 +372,14 @@ $(BUILD)/bench/trace_bench: bench/trace_bench.c $(TRACE_BENCH_OBJS) \
 	@mkdir -p $(dir $@)
 	$(call link,$(BENCH_LIBS))
 
+# stacktab_bench: likewise, its parts in bench/stacktab/ (stacktab.h says
+# which).
+STACKTAB_BENCH_OBJS := $(call objs,$(wildcard bench/stacktab/*.c))
+$(BUILD)/bench/stacktab_bench: bench/stacktab_bench.c $(STACKTAB_BENCH_OBJS) \
+		$(BUILD)/obj/bench/harness.o $(LIB_A)
+	@mkdir -p $(dir $@)
+	$(call link,$(BENCH_LIBS))
+
 # The profiler's per-sample work (unwind + write) against glibc's
 # backtrace() and libunwind's unw_backtrace(); needs libunwind.  Its
 # harness is compiled with frame pointers: the reference walk goes up
