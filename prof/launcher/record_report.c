@@ -290,11 +290,42 @@ static void heap_summary(const struct prof_record_args *a, struct reader *rd,
 		a->heap, hc.allocs, hc.frees, rate);
 }
 
+/*
+ * --timer kernel asked and no counter sampled the kernel (the kernel
+ * refused: perf_event.c; the agent fell back, PROF_ENGINE_* bits): said,
+ * not left to the profile's comment.
+ */
+static void warn_kernel_refused(const struct prof_record_args *a,
+				const struct outcome *o)
+{
+	char level[16] = "unknown";
+	FILE *f;
+
+	if (a->opts.timer != PROFRING_PROF_TIMER_KERNEL ||
+	    a->opts.mode == PROFRING_PROF_MODE_WALL || !o->counts.engines ||
+	    (o->counts.engines & PROF_ENGINE_KERNEL))
+		return;
+	f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
+	if (f) {
+		if (!fgets(level, sizeof(level), f))
+			snprintf(level, sizeof(level), "unknown");
+		level[strcspn(level, "\n")] = 0;
+		fclose(f);
+	}
+	fprintf(stderr,
+		"profring-prof: --timer kernel not granted (sampling the "
+		"kernel needs perf_event_paranoid 1 or less, or CAP_PERFMON; "
+		"it is %s): samples from %s\n",
+		level, prof_engines_name(o->counts.engines));
+}
+
 /* The warnings: what a user must know to trust (or not) the profile. */
 static void warn(const struct prof_record_args *a, const struct outcome *o)
 {
 	double cpu = ru_cpu_s(&o->ru);
 	double seen = (double)o->agg.periods / a->opts.hz;
+
+	warn_kernel_refused(a, o);
 
 	if (o->counts.taken_over && !o->doubt[0])
 		fprintf(stderr,
