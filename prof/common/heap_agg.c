@@ -315,19 +315,6 @@ void prof_heap_scale(uint64_t count, uint64_t bytes, uint64_t rate,
 	*sbytes = (uint64_t)((double)bytes * scale);
 }
 
-static const char *special_of(uint32_t stack)
-{
-	switch (stack) {
-	case PROF_HEAP_STACK_FULL:
-		return "[profring: stack table full]";
-	case PROF_HEAP_STACK_EMPTY:
-		return "[profring: no stack]";
-	case PROF_HEAP_STACK_UNTRACKED:
-		return PROF_HEAP_UNTRACKED_NAME;
-	}
-	return NULL;
-}
-
 static int fill_site(const struct heap_site *s, uint64_t allocs, uint64_t inuse,
 		     struct stacktab *tab, uint64_t rate, struct prof_sample *o)
 {
@@ -340,7 +327,7 @@ static int fill_site(const struct heap_site *s, uint64_t allocs, uint64_t inuse,
 	prof_heap_scale(inuse, inuse * s->size, rate,
 			&o->heap[PROF_HEAP_INUSE_OBJECTS],
 			&o->heap[PROF_HEAP_INUSE_SPACE]);
-	o->special = special_of(s->stack);
+	o->special = prof_heap_special(s->stack);
 	o->return_addrs = true;
 	return o->special ? 0 : prof_sample_copy_stack(tab, s->stack, o);
 }

@@ -34,6 +34,23 @@
 #define PROF_HEAP_LOST_NAME "[profring: lost heap records]"
 
 /*
+ * A synthetic site's name, by its pseudo stack id (the heap's and the
+ * lock profiles'); NULL for a real stack.
+ */
+static inline const char *prof_heap_special(uint32_t stack)
+{
+	switch (stack) {
+	case PROF_HEAP_STACK_FULL:
+		return "[profring: stack table full]";
+	case PROF_HEAP_STACK_EMPTY:
+		return "[profring: no stack]";
+	case PROF_HEAP_STACK_UNTRACKED:
+		return PROF_HEAP_UNTRACKED_NAME;
+	}
+	return NULL;
+}
+
+/*
  * struct prof_heap_counts - what the heap records said.
  * @allocs:	sampled allocations read.
  * @frees:	frees of sampled blocks read and matched.

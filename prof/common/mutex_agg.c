@@ -121,17 +121,6 @@ static uint64_t scaled(uint64_t v, uint64_t rate)
 	return __builtin_mul_overflow(v, rate, &r) ? UINT64_MAX : r;
 }
 
-static const char *special_of(uint32_t stack)
-{
-	switch (stack) {
-	case PROF_HEAP_STACK_FULL:
-		return "[profring: stack table full]";
-	case PROF_HEAP_STACK_EMPTY:
-		return "[profring: no stack]";
-	}
-	return NULL;
-}
-
 /**
  * prof_lock_agg_fill() - the mutex profile's entries (@block false:
  * mutex and rwlock waits) or the block profile's (every wait).
@@ -178,7 +167,7 @@ int prof_lock_agg_fill(const struct prof_lock_agg *m, struct stacktab *tab,
 		o->space = s->space;
 		o->samples = scaled(waits, rate);
 		o->periods = scaled(delay, rate);
-		o->special = special_of(s->stack);
+		o->special = prof_heap_special(s->stack);
 		o->return_addrs = true;
 		(*n)++;
 		if (!o->special && prof_sample_copy_stack(tab, s->stack, o))
