@@ -119,7 +119,9 @@ static size_t parse_top(const char *arg)
  */
 /*
  * The index of the sample type @want (a name such as inuse_space, or a
- * 0-based index) in the profile at @path; -1 with a message in @msg.
+ * 0-based index) in the profile at @path; with a message in @msg, -1
+ * for a profile that cannot be read, -2 for a type it does not have (a
+ * bad command line: status 2).
  */
 static int sample_index_of(const char *path, const char *want, char *msg,
 			   size_t len)
@@ -145,7 +147,7 @@ static int sample_index_of(const char *path, const char *want, char *msg,
 	}
 	snprintf(msg, len, "report: -s %s: no such sample type in %s", want,
 		 path);
-	return -1;
+	return -2;
 }
 
 static int report(int argc, char **argv)
@@ -225,7 +227,7 @@ static int report(int argc, char **argv)
 		o.sample_index = sample_index_of(path, stype, msg, sizeof(msg));
 		if (o.sample_index < 0) {
 			fprintf(stderr, "profring-prof: %s\n", msg);
-			return 1;
+			return o.sample_index == -2 ? 2 : 1;
 		}
 	}
 	if (prof_report(path, stdout, &o, msg, sizeof(msg))) {
@@ -243,5 +245,8 @@ int main(int argc, char **argv)
 		return record(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "report"))
 		return report(argc - 1, argv + 1);
-	return usage(!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"));
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
+		return usage(true);
+	fprintf(stderr, "profring-prof: unknown command '%s'\n", argv[1]);
+	return usage(false);
 }

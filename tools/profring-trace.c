@@ -209,15 +209,22 @@ int main(int argc, char **argv)
 		max_file = max;
 		argi = 3;
 	}
-	if (argc != argi + 2)
+	if (argc <= argi)
 		return usage();
-	if (!strcmp(argv[argi], "dump"))
+	if (!strcmp(argv[argi], "dump")) {
 		cmd = TRACE_REPORT_DUMP;
-	else if (!strcmp(argv[argi], "summary"))
+	} else if (!strcmp(argv[argi], "summary")) {
 		cmd = TRACE_REPORT_SUMMARY;
-	else if (!strcmp(argv[argi], "json"))
+	} else if (!strcmp(argv[argi], "json")) {
 		cmd = TRACE_REPORT_JSON;
-	else
+	} else {
+		if (argv[argi][0] != '-')
+			fprintf(stderr,
+				"profring-trace: unknown command '%s'\n",
+				argv[argi]);
+		return usage();
+	}
+	if (argc != argi + 2)
 		return usage();
 	if (read_file(argv[argi + 1], max, max_file, &buf, &len, &mapped))
 		return 1;

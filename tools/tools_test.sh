@@ -137,6 +137,9 @@ check big_file_bounded_memory [ "${1:-1}" = 0 -a "${3:-x}" = "${4:-y}" \
 
 "$TOOL" >/dev/null 2>&1
 check usage [ $? -eq 2 ]
+"$TOOL" frob x >/dev/null 2>"$TMP/frob.err"
+check usage_unknown_command [ $? -eq 2 -a "$(head -1 "$TMP/frob.err")" = \
+	"profring-trace: unknown command 'frob'" ]
 # mktrace KIND N FILE: a handmade stream (tracebuf/FORMAT.md):
 #   threads N	one generation whose lost record names N threads
 #   gens N	N generations, each an end record alone

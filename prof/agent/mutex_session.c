@@ -26,11 +26,18 @@
 
 #define COMMENT_LEN 256
 
-static const char *var(const char *name)
+/*
+ * The file @name names, or NULL when unset; set but empty: -1 with one
+ * line, as every variable of the profiler's (options.c).
+ */
+static int file_var(const char *name, const char **v, char *err, size_t len)
 {
-	const char *v = getenv(name);
-
-	return v && *v ? v : NULL;
+	*v = getenv(name);
+	if (*v && !**v) {
+		snprintf(err, len, "%s=: want a file name", name);
+		return -1;
+	}
+	return 0;
 }
 
 /* @v: digits only, 1 to UINT32_MAX. */
@@ -59,11 +66,13 @@ static bool rate_of(const char *v, uint64_t *out)
  */
 int prof_lock_req_from_env(struct prof_lock_req *r, char *err, size_t len)
 {
-	const char *m = var(PROF_LOCK_ENV_MUTEX), *b = var(PROF_LOCK_ENV_BLOCK);
-	const char *rate = var(PROF_LOCK_ENV_RATE);
+	const char *m, *b, *rate = getenv(PROF_LOCK_ENV_RATE);
 
 	memset(r, 0, sizeof(*r));
 	r->rate = PROF_LOCK_DEFAULT_RATE;
+	if (file_var(PROF_LOCK_ENV_MUTEX, &m, err, len) ||
+	    file_var(PROF_LOCK_ENV_BLOCK, &b, err, len))
+		return -1;
 	if (rate && !rate_of(rate, &r->rate)) {
 		snprintf(err, len,
 			 "%s=%s: want one lock wait in N recorded, N from 1 "

@@ -525,9 +525,9 @@ static void print_summary(const struct profring_prof_stats *st, int err)
 	fprintf(stderr,
 		"profring-prof: wrote %s: %" PRIu64 " samples (signals %" PRIu64
 		" = read %" PRIu64 " + lost %" PRIu64 "), %" PRIu64
-		" threads, %" PRIu64 " stacks\n",
+		" thread%s, %" PRIu64 " stacks\n",
 		session.output, st->read + st->lost, st->signals, st->read,
-		st->lost, st->threads, st->stacks);
+		st->lost, st->threads, st->threads == 1 ? "" : "s", st->stacks);
 }
 
 /**
@@ -796,10 +796,11 @@ __attribute__((constructor)) static void prof_library_init(void)
 	pthread_atfork(NULL, NULL, session_after_fork_in_child);
 	if (prof_agent_init())
 		return;
+	/* An empty file name is asked too: one line (options.c) says so. */
 	if (!env_set(PROFRING_PROF_ENV_OUTPUT) &&
-	    !env_set(PROFRING_PROF_ENV_HEAP) &&
-	    !env_set(PROFRING_PROF_ENV_HTTP) && !env_set(PROF_LOCK_ENV_MUTEX) &&
-	    !env_set(PROF_LOCK_ENV_BLOCK))
+	    !getenv(PROFRING_PROF_ENV_HEAP) &&
+	    !env_set(PROFRING_PROF_ENV_HTTP) && !getenv(PROF_LOCK_ENV_MUTEX) &&
+	    !getenv(PROF_LOCK_ENV_BLOCK))
 		return;
 	if (prof_opts_from_env(&o, msg, sizeof(msg)) ||
 	    prof_lock_req_from_env(&lock_req, msg, sizeof(msg))) {

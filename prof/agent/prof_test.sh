@@ -354,6 +354,13 @@ check report_n_abc_names_range grep -q \
 report_fails n_zero 2 -n 0 "$TMP/demo.pb.gz"
 report_fails extra_argument 2 "$TMP/demo.pb.gz" "$TMP/demo.pb.gz"
 report_fails unknown_option 2 --bogus "$TMP/demo.pb.gz"
+report_fails sample_type_unknown 2 -s bogus "$TMP/demo.pb.gz"
+report_fails sample_type_no_file 1 -s cpu "$TMP/absent.pb.gz"
+# An unknown command is named before the usage.
+"$PROF" frobnicate >/dev/null 2>"$TMP/frob.rerr"
+check unknown_command_status test $? -eq 2
+check unknown_command_named test "$(head -1 "$TMP/frob.rerr")" = \
+	"profring-prof: unknown command 'frobnicate'"
 report_fails missing_file 1 "$TMP/absent.pb.gz"
 head -c 300 "$TMP/demo.pb.gz" >"$TMP/cut.pb.gz"
 report_fails truncated 1 "$TMP/cut.pb.gz"

@@ -678,7 +678,8 @@ int prof_opts_from_env(struct profring_prof_opts *o, char *err, size_t len)
 		o->folded = NULL;
 	o->heap_output = getenv(PROFRING_PROF_ENV_HEAP);
 	if (o->heap_output && !*o->heap_output)
-		o->heap_output = NULL;
+		return fail(err, len, "%s=: want a file name",
+			    PROFRING_PROF_ENV_HEAP);
 	if (o->heap_output) {
 		if (prof_output_check(o->heap_output, PROFRING_PROF_ENV_HEAP,
 				      &abs, err, len))

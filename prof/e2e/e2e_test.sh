@@ -87,6 +87,8 @@ for m in exit3 abort segv; do
 done
 check segv_says_signal says segv 'killed by signal 11'
 check exit3_says_status says exit3 'exited with status 3'
+# One thread is "1 thread", not "1 threads".
+check exit3_one_thread_singular says exit3 ', 1 thread, '
 
 # 3. SIGTERM: to the launcher (timeout(1) does that; it passes it on),
 # and to the program from outside.
@@ -450,6 +452,16 @@ PROFRING_PROF_TIMER=Process PROFRING_PROF="$TMP/env.pb.gz" \
 	>"$TMP/env.out" 2>"$TMP/env.err"
 check env_bad_variable_runs test $? -eq 0 -a -s "$TMP/env.out"
 check env_bad_variable_named grep -q 'PROFRING_PROF_TIMER=Process' "$TMP/env.err"
+# An empty file variable is a bad value too (as an empty PROFRING_PROF_HZ
+# is), not a silent "no heap profile": one line, nothing profiled.
+for v in PROFRING_PROF_HEAP PROFRING_PROF_MUTEX PROFRING_PROF_BLOCK; do
+	rm -f "$TMP/envempty.pb.gz"
+	env "$v=" PROFRING_PROF="$TMP/envempty.pb.gz" LD_PRELOAD="$LIB" \
+		timeout 30 "$H" burn 10 >"$TMP/envempty.out" 2>"$TMP/envempty.err"
+	check "env_empty_${v}_runs" test $? -eq 0 -a -s "$TMP/envempty.out"
+	check "env_empty_${v}_said" test "$(grep -c "^profring-prof: $v=: " \
+		"$TMP/envempty.err")" = 1 -a ! -e "$TMP/envempty.pb.gz"
+done
 
 if [ $fails -ne 0 ]; then
 	for f in "$TMP"/*.err; do

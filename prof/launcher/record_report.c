@@ -385,12 +385,12 @@ static void summary(const struct prof_record_args *a, const struct outcome *o)
 	fprintf(stderr,
 		"profring-prof: wrote %s: %" PRIu64 " samples (signals %" PRIu64
 		" = read %" PRIu64 " + lost %" PRIu64 "), %" PRIu64
-		" threads, %" PRIu64 " stacks, %" PRIu64
+		" thread%s, %" PRIu64 " stacks, %" PRIu64
 		" process%s; the program %s\n",
 		a->output, o->agg.read + o->agg.lost,
 		o->counts.written + o->counts.refused, o->agg.read, o->agg.lost,
-		o->counts.threads, o->agg.stacks, o->agg.pids,
-		o->agg.pids == 1 ? "" : "es", end);
+		o->counts.threads, o->counts.threads == 1 ? "" : "s",
+		o->agg.stacks, o->agg.pids, o->agg.pids == 1 ? "" : "es", end);
 }
 
 /* The launcher's own status for the program's @status (see the top). */
