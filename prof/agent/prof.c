@@ -782,6 +782,28 @@ static bool env_set(const char *name)
 }
 
 /*
+ * Two of the variables' files are one, however spelt (options.c): one
+ * would overwrite the other.  @o from prof_opts_from_env(), lock_req's
+ * paths from prof_lock_req_from_env().
+ */
+static int env_outputs_clash(const struct profring_prof_opts *o, char *err,
+			     size_t len)
+{
+	const struct prof_output_name names[] = {
+		{ PROFRING_PROF_ENV_OUTPUT "=", o->output, o->output },
+		{ PROFRING_PROF_ENV_FOLDED "=", o->folded, o->folded },
+		{ PROFRING_PROF_ENV_HEAP "=", o->heap_output, o->heap_output },
+		{ PROF_LOCK_ENV_MUTEX "=", getenv(PROF_LOCK_ENV_MUTEX),
+		  lock_req.mutex },
+		{ PROF_LOCK_ENV_BLOCK "=", getenv(PROF_LOCK_ENV_BLOCK),
+		  lock_req.block },
+	};
+
+	return prof_outputs_clash(names, sizeof(names) / sizeof(names[0]), err,
+				  len);
+}
+
+/*
  * Under `profring-prof record` the agent attaches to the launcher
  * (agent.c); otherwise PROFRING_PROF starts an in-process session.  A bad
  * variable gets one line naming it, and the program runs unprofiled.
@@ -803,8 +825,10 @@ __attribute__((constructor)) static void prof_library_init(void)
 	    !getenv(PROF_LOCK_ENV_BLOCK))
 		return;
 	if (prof_opts_from_env(&o, msg, sizeof(msg)) ||
-	    prof_lock_req_from_env(&lock_req, msg, sizeof(msg))) {
+	    prof_lock_req_from_env(&lock_req, msg, sizeof(msg)) ||
+	    env_outputs_clash(&o, msg, sizeof(msg))) {
 		fprintf(stderr, "profring-prof: %s; not profiling\n", msg);
+		prof_lock_req_free(&lock_req);
 		preload_unset_env(false);
 		return;
 	}

@@ -309,7 +309,9 @@ static const char *dir_of(const char *path, struct stat *st)
 	char dir[PATH_MAX];
 	const char *slash = strrchr(path, '/');
 
-	if (!slash || (size_t)(slash - path) >= sizeof(dir))
+	if (!slash)
+		return stat(".", st) ? NULL : path;
+	if ((size_t)(slash - path) >= sizeof(dir))
 		return NULL;
 	memcpy(dir, path, (size_t)(slash - path));
 	dir[slash - path] = 0;
@@ -320,7 +322,8 @@ static const char *dir_of(const char *path, struct stat *st)
 
 /*
  * Two outputs that would overwrite each other: one file however spelt
- * (@x and @y are absolute, from prof_output_check()): the same string;
+ * (@x and @y absolute, or both relative to the working directory): the
+ * same string;
  * the same file, links followed (its st_dev and st_ino: "./b" and "b", a
  * link to the other output, a hard link); or, not yet there, the same
  * name in the same directory ("d/../b" and "b").  A character device
@@ -349,25 +352,20 @@ static bool same_file(const char *x, const char *y)
 	       sx.st_ino == sy.st_ino;
 }
 
-/* One output: its option ("-o"), its path as given, and absolute. */
-struct output_name {
-	const char *opt;
-	const char *given;
-	const char *abs;
-};
-
-/*
- * Two of the outputs @out (@n of them; a NULL abs: not asked for) that
- * name one file: one line naming both as the user wrote them.
+/**
+ * prof_outputs_clash() - two of the outputs @out (@n of them; a NULL
+ * path: not asked for) name one file, however spelt (same_file()).
+ *
+ * Return: 0, or -1 with one line naming both as the user wrote them.
  */
-static int outputs_clash(const struct output_name *out, size_t n, char *err,
-			 size_t len)
+int prof_outputs_clash(const struct prof_output_name *out, size_t n, char *err,
+		       size_t len)
 {
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = i + 1; j < n; j++)
-			if (same_file(out[i].abs, out[j].abs))
+			if (same_file(out[i].path, out[j].path))
 				return fail(err, len,
-					    "%s %s and %s %s name one file: "
+					    "%s%s and %s%s name one file: "
 					    "each output must name a file of "
 					    "its own",
 					    out[i].opt, out[i].given,
@@ -545,17 +543,17 @@ int prof_record_parse(int argc, char **argv, struct prof_record_args *a,
 	if (block && prof_output_check(block, "--block", &a->block, err, len))
 		goto fail;
 	{
-		const struct output_name names[] = {
-			{ "-o", out, a->output },
-			{ "-f", folded, a->folded },
-			{ "--heap", heap, a->heap },
-			{ "--trace", trace, a->trace },
-			{ "--mutex", mutex, a->mutex },
-			{ "--block", block, a->block },
+		const struct prof_output_name names[] = {
+			{ "-o ", out, a->output },
+			{ "-f ", folded, a->folded },
+			{ "--heap ", heap, a->heap },
+			{ "--trace ", trace, a->trace },
+			{ "--mutex ", mutex, a->mutex },
+			{ "--block ", block, a->block },
 		};
 
-		if (outputs_clash(names, sizeof(names) / sizeof(names[0]), err,
-				  len))
+		if (prof_outputs_clash(names, sizeof(names) / sizeof(names[0]),
+				       err, len))
 			goto fail;
 	}
 	a->opts.output = a->output;

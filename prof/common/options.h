@@ -56,6 +56,21 @@ struct prof_record_args {
 	int cmd_index;
 };
 
+/*
+ * struct prof_output_name - one output file, for prof_outputs_clash().
+ * @opt:	how the user named it, with its separator: "-o ", "PROFRING_PROF=".
+ * @given:	its path as given.
+ * @path:	its path to compare (absolute, or relative to the working
+ *		directory), or NULL: not asked for.
+ */
+struct prof_output_name {
+	const char *opt;
+	const char *given;
+	const char *path;
+};
+
+int prof_outputs_clash(const struct prof_output_name *out, size_t n, char *err,
+		       size_t errlen);
 int prof_record_parse(int argc, char **argv, struct prof_record_args *a,
 		      char *err, size_t errlen);
 void prof_record_args_free(struct prof_record_args *a);

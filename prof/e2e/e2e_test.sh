@@ -462,6 +462,15 @@ for v in PROFRING_PROF_HEAP PROFRING_PROF_MUTEX PROFRING_PROF_BLOCK; do
 	check "env_empty_${v}_said" test "$(grep -c "^profring-prof: $v=: " \
 		"$TMP/envempty.err")" = 1 -a ! -e "$TMP/envempty.pb.gz"
 done
+# In-process, two variables naming one file however spelt: one line,
+# nothing profiled (not one profile overwriting the other).
+(cd "$TMP/clash" && PROFRING_PROF=envsame.pb.gz \
+	PROFRING_PROF_HEAP=./envsame.pb.gz LD_PRELOAD="$LIB" \
+	timeout 30 "$H" burn 10 >"$TMP/envsame.out" 2>"$TMP/envsame.err")
+check env_same_file_runs test $? -eq 0 -a -s "$TMP/envsame.out"
+check env_same_file_said test "$(grep -c \
+	'PROFRING_PROF=envsame.pb.gz and PROFRING_PROF_HEAP=./envsame.pb.gz name one file' \
+	"$TMP/envsame.err")" = 1 -a ! -e "$TMP/clash/envsame.pb.gz"
 
 if [ $fails -ne 0 ]; then
 	for f in "$TMP"/*.err; do
