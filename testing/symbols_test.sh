@@ -73,7 +73,15 @@ int main(void)
 	return rc && ring_page_size() == 42 && tb_emit() == 7 ? 0 : 1;
 }
 C
-if ${CC:-cc} -std=c11 -Iinclude -o "$tmp/host" "$tmp/host.c" "$A" -lpthread \
+# A sanitizer build's library needs its runtime: clang, the same flag.
+cc=${CC:-cc}
+san=
+if nm "$A" 2>/dev/null | grep -q '__tsan_'; then
+	cc=clang san=-fsanitize=thread
+elif nm "$A" 2>/dev/null | grep -q '__asan_'; then
+	cc=clang san=-fsanitize=address,undefined
+fi
+if $cc $san -std=c11 -Iinclude -o "$tmp/host" "$tmp/host.c" "$A" -lpthread \
 	2>"$tmp/host.err"; then
 	"$tmp/host" >/dev/null
 	check host_names_own [ $? -eq 0 ]
