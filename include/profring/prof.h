@@ -90,9 +90,10 @@ extern "C" {
  * reads these, and `profring-prof record` sets them from its options.  A
  * session starts only if PROFRING_PROF_ENV_OUTPUT, PROFRING_PROF_ENV_HEAP or
  * PROFRING_PROF_ENV_HTTP is set and not empty.
- * An unset variable (or an empty number) means the default of the
- * matching struct profring_prof_opts field; a number that does not parse
- * is ignored, with a line on stderr.  Every name is PROFRING_PROF or
+ * An unset variable means the default of the matching struct
+ * profring_prof_opts field; one that is set but empty or does not parse
+ * is refused with one line on stderr, and the program runs unprofiled.
+ * Every name is PROFRING_PROF or
  * begins with PROFRING_PROF_: once it has read them, the constructor
  * takes all such variables out of the environment, so that children,
  * which inherit LD_PRELOAD, do not profile into the same file.
@@ -170,7 +171,7 @@ enum profring_prof_mode {
 	 * those that are not restarted under SA_RESTART (poll, epoll_wait,
 	 * select...) return EINTR; nanosleep, clock_nanosleep, usleep and
 	 * sleep are resumed for the time left instead, unless the program
-	 * has a signal handler of its own; see profring-prof(1), --wall.
+	 * has a signal handler of its own; see profring-prof(1), --mode wall.
 	 */
 	PROFRING_PROF_MODE_WALL = 1,
 };

@@ -24,7 +24,7 @@
  *     per signal (60-odd calls: about 100 us where a system call costs
  *     1.6 us, as on the VM this was measured on); once a handler of the
  *     program's is seen they are never asked again, and no sleep is
- *     resumed (as before: profring-prof(1), --wall).
+ *     resumed (as before: profring-prof(1), --mode wall).
  * A handler installed and removed again between two looks is not seen.
  * glibc's own signals (thread cancellation, set*id) cannot be asked
  * about; one that came during our handler is taken for ours.  Anything

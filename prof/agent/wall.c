@@ -96,9 +96,10 @@
  *
  * Cost to the program: the signal interrupts blocking calls; those the
  * kernel does not restart under SA_RESTART (nanosleep, poll, epoll_wait,
- * select, ...) return EINTR (profring-prof(1), --wall; bench/RESULTS.md,
- * wall_overhead, has what that did to real programs).  The handler counts the calls it cut short
- * on the thread (prof_wall_cuts), so that the interposed sleeps
+ * select, ...) return EINTR (profring-prof(1), --mode wall;
+ * bench/RESULTS.md, wall_overhead, has what that did to real programs).
+ * The handler counts the calls it cut short on the thread
+ * (prof_wall_cuts), so that the interposed sleeps
  * (sleep_hook.c) can resume one that only our signal cut short.
  */
 #include "prof/agent/sampler_impl.h"
