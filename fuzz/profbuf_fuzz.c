@@ -8,9 +8,9 @@
  * stacks up to past the ring size), non-blocking reads and closes.  Each
  * is applied to the library and to the model below - a plain,
  * single-threaded transliteration of Go's runtime/profbuf.go with
- * profring's documented differences (records larger than the ring, an
- * all-zero header or a write after close are -EINVAL; a second close is
- * -EALREADY) - and every return code, every word and every tag of every
+ * profring's documented differences (records larger than the ring or an
+ * all-zero header are -EINVAL, a write after close -ESHUTDOWN; a second
+ * close is -EALREADY) - and every return code, every word and every tag of every
  * read must be what the model says.  Every read is also walked with the
  * record iterator, which must take it apart exactly, and at the end the
  * records it found and the overflow counts it summed must equal the
@@ -96,8 +96,10 @@ static int model_write(struct model *m, const void *tag, uint64_t now,
 
 	for (size_t i = 0; i < nhdr; i++)
 		any |= hdr[i];
-	if (nhdr > m->hdrsize || !any || want > m->dlen || m->closed)
+	if (nhdr > m->hdrsize || !any || want > m->dlen)
 		return -EINVAL;
+	if (m->closed)
+		return -ESHUTDOWN;
 	if (m->ovf_count && can_write(m, 3 + m->hdrsize, want, 2)) {
 		count = m->ovf_count;
 		m->ovf_count = 0;

@@ -370,7 +370,7 @@ static void check_agg(struct state *s)
 	prof_agg_counts(s->agg, &c);
 	prof_agg_heap_counts(s->agg, &hc);
 	counted = c.read + c.maps + c.images + c.bad + c.dropped + hc.allocs +
-		  hc.frees + hc.unknown_frees;
+		  hc.frees + hc.unknown_frees + prof_agg_lock_waits(s->agg);
 	if (!s->enomem && counted != s->taken)
 		fuzz_fail("records not counted", (long long)s->taken,
 			  (long long)counted);

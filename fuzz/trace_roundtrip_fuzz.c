@@ -69,10 +69,9 @@ static bool parse_op(struct fuzz_input *in, struct op *o)
 	uint8_t k = fuzz_byte(in);
 
 	memset(o, 0, sizeof(*o));
-	/* Any type tracebuf_ev_emit() takes: not the memory events' 3-5. */
-	o->type = 1 + k % (TRACEBUF_MAX_TYPE - 3);
-	if (o->type >= TRACEBUF_EV_ALLOC)
-		o->type += 3;
+	/* Any type tracebuf_ev_emit() takes: the user's, not the library's. */
+	o->type = TRACEBUF_EV_USER +
+		  k % (TRACEBUF_MAX_TYPE + 1 - TRACEBUF_EV_USER);
 	switch (k >> 5) {
 	case 0:
 		return false; /* advance */
