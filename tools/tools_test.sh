@@ -87,10 +87,25 @@ check json_spans python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
 s = [e for e in d["traceEvents"] if e.get("ph") == "X"]
-assert len(s) > 10 and all(e["name"] == "batch of 16" and e["dur"] > 0
-                           for e in s), s[:3]
+assert all(e["name"] in ("batch of 16", "worker run") for e in s), s[:3]
+s = [e for e in s if e["name"] == "batch of 16"]
+assert len(s) > 10 and all(e["dur"] > 0 for e in s), s[:3]
 ' "$TMP/json.out"
 check summary_spans grep -q '^span "batch of 16" count [1-9][0-9]* total_ns [1-9]' \
+	"$TMP/summary.out"
+# Spans of a thread (type 7), written by the main thread after the
+# workers ran: one slice per worker, on that worker's track, as long as
+# its run.
+check json_spans_of_thread python3 -c '
+import json, re, sys
+d = json.load(open(sys.argv[1]))
+tids = set(int(t) for t in re.findall(r"thread (\d+) accepted", sys.argv[2]))
+s = [e for e in d["traceEvents"]
+     if e.get("ph") == "X" and e["name"] == "worker run"]
+assert len(s) == 4 and set(e["tid"] for e in s) == tids, (s, tids)
+assert all(e["dur"] > 1000 for e in s), s
+' "$TMP/json.out" "$(cat "$TMP/demo.out")"
+check summary_spans_of_thread grep -q '^span "worker run" count 4 total_ns [1-9]' \
 	"$TMP/summary.out"
 
 # Half the file: cut inside a record (an error of the decoder) or, by

@@ -32,6 +32,8 @@ static const struct {
 	[TRACEBUF_EV_EXISTS] = { "exists", "ouk" },
 	/* Version 3 on: a span, its name and start. */
 	[TRACEBUF_EV_SPAN] = { "span", "st" },
+	/* Version 3 on: a span of a thread, its name, start, end, stack. */
+	[TRACEBUF_EV_SPAN_OF] = { "thread span", "stutk" },
 };
 
 /* The built-in name and spec of @type in @g, if it has them. */
@@ -39,15 +41,17 @@ static bool builtin(const struct gen_info *g, unsigned int type)
 {
 	if (type >= TRACEBUF_EV_USER || !builtin_types[type].name)
 		return false;
-	if (type == TRACEBUF_EV_SPAN)
+	if (type == TRACEBUF_EV_SPAN || type == TRACEBUF_EV_SPAN_OF)
 		return g && g->version >= 3;
 	return type < TRACEBUF_EV_ALLOC || (g && g->version >= 2);
 }
 
-/* Is @ev a span (type 6 from version 3 on)? */
+/* Is @ev a span (type 6 or 7 from version 3 on)? */
 bool is_span(const struct tracedec_event *ev)
 {
-	return ev->type == TRACEBUF_EV_SPAN && ev->version >= 3;
+	return (ev->type == TRACEBUF_EV_SPAN ||
+		ev->type == TRACEBUF_EV_SPAN_OF) &&
+	       ev->version >= 3;
 }
 
 /* ---- memory ------------------------------------------------------------- */

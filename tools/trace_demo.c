@@ -10,7 +10,10 @@
  * "batch of 16" over every 16 events, and the allocations and frees of
  * real malloc() blocks, 64 at most per thread)
  * while a reader thread writes the stream to OUTFILE and the main thread
- * advances the generation a few times; then stops the tracer.  Prints two
+ * advances the generation a few times; when the workers are done, the
+ * main thread writes a span "worker run" of each worker, on that worker
+ * (tracebuf_ev_span_of(): counted as the worker's); then stops the
+ * tracer.  Prints two
  * lines to stdout:
  *
  *	trace_demo: accepted N lost M; thread TID accepted N lost M; ...
@@ -51,6 +54,7 @@ struct worker {
 	pthread_t th;
 	unsigned int index;
 	long tid;
+	uint64_t t0, t1; /* its run, in tracebuf_ticks() */
 	uint64_t accepted, lost;
 	uint64_t allocs, frees;
 	void *block[NBLOCKS];
@@ -163,6 +167,7 @@ static void *worker_main(void *arg)
 	uint64_t end = now_ns() + RUN_NS, start = 0;
 
 	w->tid = syscall(SYS_gettid);
+	w->t0 = tracebuf_ticks();
 	emit_blob(w);
 	for (uint64_t i = 0; now_ns() < end; i++) {
 		if (i % 16 == 0)
@@ -183,7 +188,28 @@ static void *worker_main(void *arg)
 			usleep(200);
 		}
 	}
+	w->t1 = tracebuf_ticks();
 	return NULL;
+}
+
+/* Each worker's run: a span of that worker, written by this thread. */
+static void emit_runs(struct tracebuf *t, struct worker *w)
+{
+	struct tracebuf_ev ev;
+
+	for (int i = 0; i < NTHREADS; i++) {
+		uintptr_t pc = 0x404000 + (uintptr_t)i * 0x10;
+
+		if (tracebuf_begin(t, &ev)) {
+			w[i].lost++;
+			continue;
+		}
+		count(&w[i],
+		      tracebuf_ev_span_of(
+			      &ev, tracebuf_ev_string(&ev, "worker run"),
+			      w[i].t0, w[i].t1, (uint64_t)w[i].tid, &pc, 1));
+		tracebuf_end(&ev);
+	}
 }
 
 /* Write every chunk of the stream to the file, until EOF. */
@@ -302,6 +328,7 @@ static int run(struct reader *r, struct worker *w)
 	}
 	for (int i = 0; i < NTHREADS; i++)
 		pthread_join(w[i].th, NULL);
+	emit_runs(r->t, w);
 	rc = 0;
 stop:
 	tracebuf_stop(r->t);

@@ -122,7 +122,9 @@ static int summary_spans(struct trace *t)
 	struct tracedec_error err;
 	int rc = 0;
 
-	if (!t->type_events[TRACEBUF_EV_SPAN] || t->version < 3)
+	if ((!t->type_events[TRACEBUF_EV_SPAN] &&
+	     !t->type_events[TRACEBUF_EV_SPAN_OF]) ||
+	    t->version < 3)
 		return 0;
 	if (trace_walk(t, &v, &s, &err)) {
 		complain(t, s.oom ? "out of memory" : err.what);

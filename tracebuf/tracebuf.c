@@ -262,6 +262,19 @@ RING_API int tracebuf_ev_span(struct tracebuf_ev *ev, uint32_t name,
 	return tb_emit(ev, TRACEBUF_EV_SPAN, a, nargs + 2);
 }
 
+RING_API int tracebuf_ev_span_of(struct tracebuf_ev *ev, uint32_t name,
+				 uint64_t start, uint64_t end, uint64_t tid,
+				 const uintptr_t *pcs, size_t n)
+{
+	uint64_t a[TB_SPAN_OF_ARGS] = { name, start, tid, end, 0 };
+
+	if (n && !pcs)
+		return -EINVAL;
+	a[4] = n ? tracebuf_ev_stack(ev, pcs, n) : 0;
+	/* tb_emit(): type 7 is the library's, refused to tracebuf_emit(). */
+	return tb_emit(ev, TRACEBUF_EV_SPAN_OF, a, TB_SPAN_OF_ARGS);
+}
+
 RING_API int tracebuf_span(struct tracebuf *t, const char *name, uint64_t start,
 			   const uint64_t *args, unsigned int nargs)
 {

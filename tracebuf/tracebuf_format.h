@@ -49,6 +49,12 @@
  * to TB_MAX_ARGS - 2 of the writer's.
  */
 #define TB_EV_SPAN 6
+/*
+ * A span of a thread (version 3): arguments name (a string id), start
+ * ticks, thread id, end ticks, stack id (0: none); exactly TB_SPAN_OF_ARGS.
+ */
+#define TB_EV_SPAN_OF 7
+#define TB_SPAN_OF_ARGS 5
 
 enum tb_kind {
 	TB_KIND_BATCH = 'B',

@@ -1253,6 +1253,59 @@ static void spans(void)
 }
 
 /*
+ * A span of another thread (type 7), written later by a reader that was
+ * told of it: decoders see it on that thread, from its start to its own
+ * end, with its stack; an end not after its start is a span of length 0.
+ */
+static void span_of_another_thread(void)
+{
+	struct tracebuf *t = new_tracer(1 << 20, 4096);
+	struct stream s = { 0 };
+	struct decoded *d;
+	struct tracebuf_ev ev;
+	uint64_t me = (uint64_t)syscall(SYS_gettid), start, end;
+	uintptr_t pcs[2] = { 0x1234, 0x5678 };
+	const struct tracedec_event *sp[2];
+	int n = 0;
+
+	KT_REQUIRE(t);
+	tracebuf_start(t);
+	start = tracebuf_ticks();
+	end = start + 1000;
+	KT_REQUIRE(tracebuf_begin(t, &ev) == 0);
+	KT_CHECK_EQ(tracebuf_ev_span_of(&ev,
+					tracebuf_ev_string(&ev, "mutex wait"),
+					start, end, me + 4242, pcs, 2),
+		    0);
+	KT_CHECK_EQ(tracebuf_ev_span_of(&ev, 1, end, start, me + 7, NULL, 0),
+		    0);
+	KT_CHECK_EQ(tracebuf_ev_span_of(&ev, 1, start, end, 1, NULL, 1),
+		    -EINVAL);
+	tracebuf_end(&ev);
+	d = stop_and_decode(t, &s);
+	for (size_t i = 0; i < d->nev; i++)
+		if (d->ev[i].type == TRACEBUF_EV_SPAN_OF && n < 2)
+			sp[n++] = &d->ev[i];
+	KT_REQUIRE(n == 2);
+	KT_CHECK_EQ(sp[0]->thread, me + 4242);
+	KT_CHECK_EQ(sp[0]->tid, me); /* written by this thread */
+	KT_CHECK_EQ(sp[0]->time, start);
+	KT_CHECK_EQ(sp[0]->duration, 1000);
+	KT_CHECK_EQ(sp[0]->nargs, 5);
+	KT_CHECK_EQ(sp[0]->args[4], d->stack_id[0]);
+	KT_CHECK_EQ(d->stack_n[0], 2);
+	/* Backwards: length 0 at its end. */
+	KT_CHECK_EQ(sp[1]->thread, me + 7);
+	KT_CHECK_EQ(sp[1]->time, start);
+	KT_CHECK_EQ(sp[1]->duration, 0);
+	KT_CHECK_EQ(sp[1]->args[4], 0);
+	for (uint64_t i = 0; i < d->strings; i++)
+		if (d->string_id[i] == sp[0]->args[0])
+			KT_CHECK(!strcmp(d->string_text[i], "mutex wait"));
+	decoded_done(t, d, &s);
+}
+
+/*
  * Types 1-7 are the library's: every public emit refuses them, inline
  * or called, so that a forged CPU sample can never reach the stream;
  * the library's own functions still write them.
@@ -1575,6 +1628,7 @@ int main(void)
 	KT_RUN(cpu_samples_after_stop_refused);
 	KT_RUN(cpu_samples_own_thread_and_time);
 	KT_RUN(spans);
+	KT_RUN(span_of_another_thread);
 	KT_RUN(emit_refuses_library_types);
 	KT_RUN(profbuf_hdrsize_getter);
 	KT_RUN(decoder_truncated);

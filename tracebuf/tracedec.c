@@ -167,6 +167,16 @@ static int batch_event(struct dec *d, struct cur *c, struct tracedec_event *ev)
 			ev->time = ev->args[1];
 			ev->duration = ev->ticks - ev->args[1];
 		}
+	} else if (ev->type == TB_EV_SPAN_OF && d->version >= 3) {
+		if (ev->nargs != TB_SPAN_OF_ARGS)
+			return bad(d, at, "thread span without 5 arguments");
+		/* Its own thread, from its start to its own end. */
+		ev->thread = ev->args[2];
+		ev->time = ev->args[3];
+		if (ev->args[1] < ev->args[3]) {
+			ev->time = ev->args[1];
+			ev->duration = ev->args[3] - ev->args[1];
+		}
 	}
 	return d->v->event ? d->v->event(d->arg, ev) : 0;
 }

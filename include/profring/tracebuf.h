@@ -112,7 +112,8 @@ extern "C" {
  * from tracebuf_cpu_profbuf()), the memory events (3-5) by
  * tracebuf_ev_mem_alloc() and tracebuf_ev_mem_free() alone (so that
  * every stream's memory events agree with its snapshots), spans (6) by
- * tracebuf_ev_span(); 7 is reserved.  An object id
+ * tracebuf_ev_span(), spans of a named thread (7) by
+ * tracebuf_ev_span_of().  An object id
  * is (address - mem_min_addr) / mem_align; each generation's memory info
  * record gives both, and the page size (tracebuf/FORMAT.md).
  */
@@ -132,6 +133,11 @@ enum tracebuf_event_type {
 	 * span from start to the event's time (tracebuf_ev_span())
 	 */
 	TRACEBUF_EV_SPAN = 6,
+	/*
+	 * args: name (a string id), start ticks, thread id, end ticks,
+	 * stack id (0: none): a span of that thread (tracebuf_ev_span_of())
+	 */
+	TRACEBUF_EV_SPAN_OF = 7,
 	TRACEBUF_EV_USER = 8,
 };
 
@@ -281,9 +287,8 @@ int tracebuf_ev_emit(struct tracebuf_ev *ev, unsigned int type,
  * this.  Decoders draw it on @tid at @ticks.
  * Return: as tracebuf_ev_emit(); -EINVAL for NULL @pcs with @n > 0.
  */
-int tracebuf_ev_cpu_sample(struct tracebuf_ev *ev, uint64_t ticks,
-			   uint64_t tid, const uintptr_t *pcs, size_t n,
-			   uint64_t count);
+int tracebuf_ev_cpu_sample(struct tracebuf_ev *ev, uint64_t ticks, uint64_t tid,
+			   const uintptr_t *pcs, size_t n, uint64_t count);
 
 /* Emit a lost-samples event (type 2): @count CPU samples were dropped. */
 int tracebuf_ev_lost_samples(struct tracebuf_ev *ev, uint64_t count);
@@ -310,6 +315,27 @@ int tracebuf_ev_lost_samples(struct tracebuf_ev *ev, uint64_t count);
  */
 int tracebuf_ev_span(struct tracebuf_ev *ev, uint32_t name, uint64_t start,
 		     const uint64_t *args, unsigned int nargs);
+
+/**
+ * tracebuf_ev_span_of() - emit a span of thread @tid: something that
+ * began at @start and ended at @end (tracebuf_ticks() then), named by the
+ * string @name (an id from tracebuf_ev_string() of this pair), with the
+ * stack of @n PCs (innermost first; interned in this pair's generation;
+ * @n 0: no stack).  For a writer that learns of a span after it ended,
+ * on another thread (a profiler's reader: a lock wait it was told of):
+ * decoders see it on @tid from @start to @end (struct tracedec_event's
+ * thread, time and duration), not on the emitting thread now; an @end
+ * not after @start is a span of length 0 at @end.  `profring-trace json`
+ * draws it as a slice on @tid's track and `summary` totals its time per
+ * name, as tracebuf_ev_span()'s.
+ *
+ * Async-signal-safe, never blocks, as tracebuf_ev_emit().
+ * Return: 0; -ENOSPC (lost and counted); -EINVAL for NULL @pcs with
+ * @n > 0.
+ */
+int tracebuf_ev_span_of(struct tracebuf_ev *ev, uint32_t name, uint64_t start,
+			uint64_t end, uint64_t tid, const uintptr_t *pcs,
+			size_t n);
 
 /**
  * tracebuf_span() - tracebuf_begin(), the id of @name, tracebuf_ev_span()

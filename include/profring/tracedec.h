@@ -50,8 +50,8 @@ struct tracedec_event {
 	/*
 	 * The stream's format version (1, 2 or 3).  Types 3-5 are memory
 	 * events (<profring/tracebuf.h>) only from version 2 on, type 6 a
-	 * span only from version 3 on; the decoder has checked their
-	 * argument counts then.
+	 * span only from version 3 on, as type 7 (a span of a thread);
+	 * the decoder has checked their argument counts then.
 	 */
 	unsigned int version;
 	/*
@@ -62,8 +62,11 @@ struct tracedec_event {
 	 * sampled thread and the sample's time (its arguments 1 and 0).
 	 * A span (type 6, version 3) starts at @time (its argument 1) and
 	 * lasts @duration ticks, to @ticks (0 if its start is not before
-	 * @ticks: then @time is @ticks).  For every other event, @tid and
-	 * @ticks, and @duration 0.  Draw and count events by these.
+	 * @ticks: then @time is @ticks).  A span of a thread (type 7,
+	 * version 3) is about its argument 2, from its argument 1 to its
+	 * argument 3 (an end not after its start: @time is the end,
+	 * @duration 0).  For every other event, @tid and @ticks, and
+	 * @duration 0.  Draw and count events by these.
 	 */
 	uint64_t thread, time, duration;
 };
