@@ -140,6 +140,31 @@ env PROFRING_PROF_MUTEX="$TMP/ip2.pb.gz" PROFRING_PROF_MUTEX_RATE=0 \
 check inprocess_bad_rate test $? = 0 -a ! -e "$TMP/ip2.pb.gz" -a \
 	"$(wc -l <"$TMP/ip2.err")" = 1 -a "$(cat "$TMP/ip2.out")" = "share: 10 rounds"
 
+# 1c. With --trace, every recorded wait is a span of the waiting thread:
+# at rate 1 the summary's wait spans are as many as the block profile's
+# contentions (every recorded wait), on the program's threads (not the
+# launcher's reader, which writes them), and the json draws them as
+# slices on those threads.
+TR=$(cd "$BUILD/tools" && pwd)/profring-trace
+(cd "$TMP" && timeout -k 5 60 "$PROF" record -q --mutex "$TMP/mt.pb.gz" \
+	--block "$TMP/bt.pb.gz" --mutex-rate 1 --trace "$TMP/t.trace" -- \
+	"$W" share 300 "$TMP/mt.truth" >"$TMP/mt.out" 2>"$TMP/mt.err")
+check trace_runs test $? = 0 -a "$(cat "$TMP/mt.out")" = "share: 300 rounds"
+"$TR" summary "$TMP/t.trace" >"$TMP/t.sum" 2>"$TMP/tsum.err"
+"$TR" json "$TMP/t.trace" >"$TMP/t.json" 2>"$TMP/tjson.err"
+raw bt.pb.gz
+spans=$(awk '/^span ".* wait" count / {
+	for (i = 1; i < NF; i++) if ($i == "count") n += $(i + 1)
+} END { print n + 0 }' "$TMP/t.sum")
+check trace_wait_spans test "$spans" -gt 0 -a \
+	"$spans" = "$(per_function bt.pb.gz | awk '{ n += $2 } END { print n + 0 }')"
+check trace_mutex_wait_named grep -q '^span "mutex wait" count ' "$TMP/t.sum"
+# Threads with events: only those that waited (the reader wrote none).
+check trace_on_waiting_threads test "$(sed -n 's/^threads //p' "$TMP/t.sum")" \
+	= "$(grep -o '"ph":"X".*"tid":[0-9]*' "$TMP/t.json" |
+		sed 's/.*"tid"://' | sort -u | wc -l)" -a \
+	"$(grep -c '"ph":"X"' "$TMP/t.json")" = "$spans"
+
 # 2. The default rate, on more work: within sampling error.
 timeout -k 5 120 "$PROF" record -q --mutex "$TMP/m10.pb.gz" -- \
 	"$W" share 1000 "$TMP/m10.truth" >"$TMP/m10.out" 2>"$TMP/m10.err"

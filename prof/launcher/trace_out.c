@@ -18,6 +18,11 @@
  *     that every generation stands alone ([no stack], id 0, before any;
  *     an exec forgets the image's stacks, as the aggregation does);
  *   - an overflow record: a "lost samples" event with its count;
+ *   - a recorded lock wait (with --mutex or --block): a span of the
+ *     waiting thread (tracebuf_ev_span_of()) named "mutex wait",
+ *     "rwlock wait", "cond wait" or "sem wait", ending at the record's
+ *     time and as long as its delay, with the waiter's stack.  Only the
+ *     waits the agent recorded (1 in rate) are spans;
  *   - a sampled allocation and its free (the heap profiler's, with
  *     --heap): alloc and free events through the tracer's memory table,
  *     so that every generation starts with the snapshot of the sampled
@@ -36,7 +41,8 @@
  * EOF.
  *
  * Times: a CPU sample's first argument is its time in the program
- * (ring_clock_ticks(), the tracer's clock too); every event's own time
+ * (ring_clock_ticks(), the tracer's clock too), as a lock wait span's
+ * start and end are the wait's; every event's own time
  * is when the launcher read it, up to the reader's period (0.1 s) later.
  * Memory events sit in the reader thread's batches, not the allocating
  * thread's: the ring's records say which thread, the format's memory
@@ -84,6 +90,7 @@ struct prof_trace {
 	uint64_t not_traced;
 	struct wall_last *walls; /* open addressing, a power of 2 */
 	size_t nwalls, usedwalls;
+	uint64_t hz; /* ring_clock_ticks() per second */
 };
 
 /* ---- the writer thread ---------------------------------------------------- */
@@ -280,6 +287,34 @@ static void take_heap(struct prof_trace *pt, const struct profbuf_record *rec,
 		rec->stk + PROF_ALLOC_WORDS, rec->nstk - PROF_ALLOC_WORDS);
 }
 
+/* A recorded lock wait: a span of the waiting thread, "mutex wait" ... */
+static void take_lock(struct prof_trace *pt, const struct profbuf_record *rec)
+{
+	static const char *const names[PROF_LOCK_KINDS] = {
+		[PROF_LOCK_MUTEX] = "mutex wait",
+		[PROF_LOCK_RWLOCK_RD] = "rwlock wait",
+		[PROF_LOCK_RWLOCK_WR] = "rwlock wait",
+		[PROF_LOCK_COND] = "cond wait",
+		[PROF_LOCK_SEM] = "sem wait",
+	};
+	uint64_t end = (uint64_t)rec->time, ticks;
+	struct tracebuf_ev ev;
+
+	if (rec->nstk < PROF_LOCK_WORDS ||
+	    rec->stk[PROF_LOCK_KIND] >= PROF_LOCK_KINDS)
+		return; /* a bad record: the aggregation counts it */
+	/* The delay (ns) in the tracer's ticks, ending at the record's time. */
+	ticks = (uint64_t)((unsigned __int128)rec->stk[PROF_LOCK_DELAY] *
+			   pt->hz / 1000000000u);
+	if (tracebuf_begin(pt->t, &ev))
+		return; /* counted by the tracer */
+	tracebuf_ev_span_of(
+		&ev, tracebuf_ev_string(&ev, names[rec->stk[PROF_LOCK_KIND]]),
+		ticks < end ? end - ticks : 0, end, rec->hdr[PROF_HDR_TID],
+		rec->stk + PROF_LOCK_WORDS, rec->nstk - PROF_LOCK_WORDS);
+	tracebuf_end(&ev);
+}
+
 static void take_record(struct prof_trace *pt, const struct profbuf_record *rec)
 {
 	pid_t pid = (pid_t)rec->hdr[PROF_HDR_PID];
@@ -316,7 +351,8 @@ static void take_record(struct prof_trace *pt, const struct profbuf_record *rec)
 		take_wall(pt, rec, pid, true);
 		break;
 	case PROF_REC_LOCK:
-		break; /* lock waits: the mutex and block profiles' */
+		take_lock(pt, rec);
+		break;
 	}
 }
 
@@ -348,6 +384,7 @@ int prof_trace_open(struct prof_trace **out, const char *path,
 	if (!pt)
 		return err;
 	pt->fd = -1;
+	pt->hz = ring_clock_hz();
 	pt->t = tracebuf_new(&o);
 	if (!pt->t)
 		goto fail;
