@@ -81,7 +81,8 @@ author() {
 		fail "author_$label: $cc builds author.c"
 		return
 	fi
-	out=$(TSAN_OPTIONS="halt_on_error=0 exitcode=66" "$tmp/author-$label" 2>&1)
+	out=$(TSAN_OPTIONS="halt_on_error=0 exitcode=66" timeout -k 5 120 \
+		"$tmp/author-$label" 2>&1)
 	rc=$?
 	if [ "$rc" -ne 0 ] || printf '%s\n' "$out" | grep -q 'not ok\|Sanitizer\|runtime error'; then
 		printf '%s\n' "$out" | head -40 | sed 's/^/  /'

@@ -174,7 +174,7 @@ check default_rate_period grep -q '^Period: 10$' "$TMP/m10.pb.gz.raw"
 check default_rate_within_error agree m10.pb.gz m10.truth auto auto
 
 # 3. Never hangs, never changes the program.
-"$W" hang >"$TMP/h.plain" 2>&1
+timeout -k 5 60 "$W" hang >"$TMP/h.plain" 2>&1
 pst=$?
 timeout -k 5 60 "$PROF" record -q --mutex "$TMP/h.pb.gz" --block \
 	"$TMP/hb.pb.gz" --mutex-rate 1 -- "$W" hang >"$TMP/h.out" 2>"$TMP/h.err"
