@@ -67,6 +67,7 @@
 #include <ck_ring.h>
 
 #include <profring/profbuf.h>
+#include <profring/profbuf_group.h>
 
 #include "harness.h"
 
@@ -159,6 +160,7 @@ struct st_ops {
  * @floor_head, @floor_slots, @floor_mask: the floor's ring
  * @ck, @ck_buf: the ck_ring and its slots
  * @ck_rec: the caller-held record of the by-value ck enqueue
+ * @grp, @own: a group with one owned ring, and that ring, claimed
  */
 struct st_case {
 	const struct st_ops *ops;
@@ -172,6 +174,8 @@ struct st_case {
 	struct ck_ring ck;
 	void *ck_buf;
 	void *ck_rec;
+	struct profbuf_group *grp;
+	struct profbuf_owned *own;
 };
 
 static int write_failed(const char *what, int rc)
@@ -307,6 +311,73 @@ static int pb_resv_batch(struct st_case *c, struct bench_sample *s)
 }
 
 static const struct st_ops pb_resv_ops = { pb_resv_batch, pb_drain };
+
+/*
+ * own_resv_batch() - the record written in place into a ring this thread
+ * owns (profbuf_group_claim()): profbuf_owned_reserve() (which stores the
+ * length, time, header and tag), the stack copied into the reserved
+ * slots as ck_spsc_resv copies it, profbuf_owned_commit().
+ */
+static int own_resv_batch(struct st_case *c, struct bench_sample *s)
+{
+	const struct rec_src *r = c->src;
+	uint64_t now = c->now;
+	struct profbuf_owned_resv rv;
+	struct bench_timer t;
+	int bad = 0;
+
+	bench_timer_start(&t);
+	for (unsigned int i = 0; i < c->batch; i++) {
+		int rc = profbuf_owned_reserve(c->own, r, (int64_t)now++,
+					       r->hdr, HDRSIZE, r->nstk, &rv);
+
+		if (rc) {
+			bad = rc;
+			break;
+		}
+		memcpy(rv.stk, r->stk, r->nstk * sizeof(r->stk[0]));
+		bad |= profbuf_owned_commit(&rv, r->nstk);
+	}
+	bench_timer_stop(&t, s, c->batch);
+	c->now = now;
+	return bad ? write_failed("profbuf_owned_reserve", bad) : 0;
+}
+
+/* Read the group until a read comes back empty, as pb_drain(). */
+static int own_drain(struct st_case *c)
+{
+	struct profbuf_read rd;
+	unsigned int got = 0;
+	long n;
+	int rc;
+
+	do {
+		rc = profbuf_group_read(c->grp, PROFBUF_NONBLOCKING, &rd);
+		if (rc)
+			return write_failed("profbuf_group_read", rc);
+		n = pb_check_run(&rd, c->src);
+		if (n < 0)
+			return drained(c, "owned ring (bad record)", 0);
+		got += (unsigned int)n;
+	} while (rd.ndata);
+	return drained(c, "owned ring", got);
+}
+
+static const struct st_ops own_resv_ops = { own_resv_batch, own_drain };
+
+/* A group of one shared and one owned ring as pb_st_init()'s, claimed. */
+static int own_st_init(struct st_case *c)
+{
+	size_t words = ((size_t)c->batch + 1) * c->src->len;
+
+	c->ops = &own_resv_ops;
+	c->grp = profbuf_group_new_owned(1, 1, HDRSIZE, round_pow2(words),
+					 round_pow2(c->batch + 1));
+	if (!c->grp)
+		return write_failed("profbuf_group_new_owned", errno);
+	c->own = profbuf_group_claim(c->grp);
+	return c->own ? 0 : write_failed("profbuf_group_claim", -EBUSY);
+}
 
 /*
  * pb_st_init() - a profbuf for @c: data ring of at least one batch plus
@@ -461,6 +532,7 @@ static int ck_st_init(struct st_case *c, const struct st_ops *ops)
 static void st_fini(struct st_case *c)
 {
 	profbuf_free(c->pb);
+	profbuf_group_free(c->grp);
 	free(c->floor_slots);
 	free(c->ck_buf);
 	free(c->ck_rec);
@@ -488,13 +560,23 @@ static const struct st_size st_sizes[] = {
 	{ 66, "write 66w", 1.2, &ck_enq_ops_66, &ck_resv_ops_66 },
 };
 
-enum { ST_PB, ST_FLOOR, ST_CK, ST_CK_RESV, ST_PB_CALL, ST_PB_RESV, ST_N };
+enum {
+	ST_PB,
+	ST_FLOOR,
+	ST_CK,
+	ST_CK_RESV,
+	ST_PB_CALL,
+	ST_PB_RESV,
+	ST_OWN_RESV,
+	ST_N
+};
 
-static const char *const st_names[ST_N] = { "profbuf",	    "floor",
-					    "ck_spsc",	    "ck_spsc_resv",
-					    "profbuf_call", "profbuf_resv" };
+static const char *const st_names[ST_N] = {
+	"profbuf",	"floor",	"ck_spsc",    "ck_spsc_resv",
+	"profbuf_call", "profbuf_resv", "owned_resv",
+};
 
-/* profbuf_resv (reserve, fill in place, commit) against ck_spsc_resv. */
+/* owned_resv (reserve, fill in place, commit) against ck_spsc_resv. */
 #define RESV_GOAL 1.3
 
 static int st_init_all(struct st_case *c, const struct st_size *sz)
@@ -503,7 +585,8 @@ static int st_init_all(struct st_case *c, const struct st_size *sz)
 	       ck_st_init(&c[ST_CK], sz->ck_enq) ||
 	       ck_st_init(&c[ST_CK_RESV], sz->ck_resv) ||
 	       pb_st_init(&c[ST_PB_CALL], &pb_call_ops) ||
-	       pb_st_init(&c[ST_PB_RESV], &pb_resv_ops);
+	       pb_st_init(&c[ST_PB_RESV], &pb_resv_ops) ||
+	       own_st_init(&c[ST_OWN_RESV]);
 }
 
 static void st_report(const struct st_size *sz, const struct bench_stats *st)
@@ -524,13 +607,17 @@ static void st_report(const struct st_size *sz, const struct bench_stats *st)
 			i == ST_PB_CALL ? "inline vs the library call" : NULL;
 		bench_report_row(&row);
 	}
-	row.ours = &st[ST_PB_RESV];
-	row.ours_name = st_names[ST_PB_RESV];
+	row.ours = &st[ST_OWN_RESV];
+	row.ours_name = st_names[ST_OWN_RESV];
 	row.anchor = &st[ST_CK_RESV];
 	row.anchor_name = st_names[ST_CK_RESV];
 	row.goal_ratio = RESV_GOAL;
 	row.note = "written in place, both";
 	bench_report_row(&row);
+	bench_info_row(sz->name, BENCH_NS_PER_OP, &st[ST_PB_RESV],
+		       st_names[ST_PB_RESV], &st[ST_CK_RESV],
+		       st_names[ST_CK_RESV],
+		       "in place, many writers (one locked CAS)");
 }
 
 /**

@@ -67,7 +67,21 @@
  * filter that refuses it) the reader does not arm: it looks again after
  * sleeping 1 us doubling to 1 ms.
  *
- * Close: profbuf_close() of every ring, each async-signal-safe.
+ * Owned rings (profbuf_group_new_owned()).  Rings nrings ... nrings +
+ * nowned - 1 of the reader's turn are rings one thread owns, with their
+ * own protocol (owned.c): a visit reads one with pbo_read(), which
+ * returns a run, nothing, or its EOF (after a last overflow record), and
+ * gives the last run back as profbuf_read() does, so the stash and the
+ * turns above work for them unchanged.  Their writers never look at
+ * SLEEPING: to sleep, the reader also sets each owned ring's sleeping
+ * flag, runs the membarrier (pbo_barrier()) and looks at each once more
+ * (pbo_pending()); its wait vector then has one more entry, the owned
+ * rings' common futex word, which their waker bumps.  A write in
+ * progress on an owned ring does not keep the reader awake: the write's
+ * end wakes it.
+ *
+ * Close: profbuf_close() of every ring, each async-signal-safe, and
+ * pbo_close() of every owned ring (a release store and a wakeup).
  *
  * The group's reader is the only reader of its rings: it takes the
  * group's `reading` flag (acquire exchange; release store when done,
@@ -91,6 +105,7 @@
 
 #include "ring/compiler.h"
 #include "ring/pindex.h"
+#include "profbuf/owned_impl.h"
 #include "profbuf/profbuf_impl.h"
 
 #ifndef SYS_futex_waitv
@@ -121,18 +136,27 @@ struct profbuf_group {
 	struct profbuf **rings;
 	uint32_t nrings;
 	uint64_t fastmod; /* UINT64_MAX / nrings + 1 */
+	/* Owned rings (owned.c), nrings ... nrings + nowned - 1 in reads. */
+	struct profbuf_owned *owned;
+	uint32_t nowned;
+	uint32_t nall; /* nrings + nowned */
 	/* Set once by profbuf_group_close(). */
 	ring_cacheline_aligned _Atomic uint32_t closed;
+	/* The owned rings' futex word (owned.c, Sleeping and waking). */
+	ring_cacheline_aligned uint32_t owned_wake;
 	/* The reader's. */
 	ring_cacheline_aligned _Atomic uint32_t reading;
-	struct pbg_ring *rs;
-	struct pbg_waitv *waiters;
+	struct pbg_ring *rs; /* nall */
+	struct pbo_reader *ors; /* nowned */
+	struct pbg_waitv *waiters; /* nrings + 1 */
 	uint32_t *armed;
 	uint32_t next; /* the ring the next visit starts at */
 	uint32_t last; /* the ring the last read returned */
 	bool returned; /* a read returned a run of ring last */
 	bool eof_returned;
 	bool no_waitv; /* futex_waitv() is not there (see sleep_group()) */
+	bool owned_armed; /* sleeping set in the owned rings */
+	bool owned_fence; /* their writers fence (no membarrier(2)) */
 	uint32_t ndone;
 };
 
@@ -205,6 +229,8 @@ RING_API int profbuf_group_close(struct profbuf_group *g)
 		return -EALREADY;
 	for (uint32_t i = 0; i < g->nrings; i++)
 		profbuf_close(g->rings[i]);
+	for (uint32_t i = 0; i < g->nowned; i++)
+		pbo_close(&g->owned[i]);
 	return 0;
 }
 
@@ -213,6 +239,41 @@ RING_API int profbuf_group_close(struct profbuf_group *g)
 RING_API struct profbuf_group *profbuf_group_new(size_t nrings, size_t hdrsize,
 						 size_t bufwords, size_t ntags)
 {
+	return profbuf_group_new_owned(nrings, 0, hdrsize, bufwords, ntags);
+}
+
+/* The owned rings of @g and their reader state. */
+static int new_owned_rings(struct profbuf_group *g, size_t nowned,
+			   size_t hdrsize, size_t bufwords, size_t ntags)
+{
+	int rc;
+
+	g->nowned = (uint32_t)nowned;
+	if (!nowned)
+		return 0;
+	g->owned = aligned_alloc(RING_CACHELINE, nowned * sizeof(*g->owned));
+	g->ors = calloc(nowned, sizeof(*g->ors));
+	if (!g->owned || !g->ors) {
+		g->nowned = 0;
+		return ENOMEM;
+	}
+	memset(g->owned, 0, nowned * sizeof(*g->owned));
+	for (size_t i = 0; i < nowned; i++) {
+		rc = pbo_init(&g->owned[i], &g->ors[i], hdrsize, bufwords,
+			      ntags, &g->owned_wake, (uint32_t)(g->nrings + i));
+		if (rc) {
+			g->nowned = (uint32_t)i;
+			return -rc;
+		}
+	}
+	g->owned_fence = g->owned[0].profbuf__fence;
+	return 0;
+}
+
+RING_API struct profbuf_group *
+profbuf_group_new_owned(size_t nrings, size_t nowned, size_t hdrsize,
+			size_t bufwords, size_t ntags)
+{
 	struct profbuf_group *g;
 	size_t size = (sizeof(*g) + RING_CACHELINE - 1) &
 		      ~(size_t)(RING_CACHELINE - 1);
@@ -220,7 +281,8 @@ RING_API struct profbuf_group *profbuf_group_new(size_t nrings, size_t hdrsize,
 			    ~(size_t)(RING_CACHELINE - 1);
 	int err = ENOMEM;
 
-	if (nrings == 0 || nrings > PROFBUF_GROUP_MAX_RINGS) {
+	if (nrings == 0 || nrings > PROFBUF_GROUP_MAX_RINGS ||
+	    nowned > PROFBUF_GROUP_MAX_OWNED) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -237,8 +299,9 @@ RING_API struct profbuf_group *profbuf_group_new(size_t nrings, size_t hdrsize,
 	g->rings = aligned_alloc(RING_CACHELINE, rings_size);
 	if (g->rings)
 		memset(g->rings, 0, rings_size);
-	g->rs = calloc(nrings, sizeof(*g->rs));
-	g->waiters = calloc(nrings, sizeof(*g->waiters));
+	g->nall = (uint32_t)(nrings + nowned);
+	g->rs = calloc(g->nall, sizeof(*g->rs));
+	g->waiters = calloc(nrings + 1, sizeof(*g->waiters));
 	g->armed = calloc(nrings, sizeof(*g->armed));
 	if (!g->rings || !g->rs || !g->waiters || !g->armed)
 		goto fail;
@@ -249,6 +312,9 @@ RING_API struct profbuf_group *profbuf_group_new(size_t nrings, size_t hdrsize,
 			goto fail;
 		}
 	}
+	err = new_owned_rings(g, nowned, hdrsize, bufwords, ntags);
+	if (err)
+		goto fail;
 	return g;
 fail:
 	profbuf_group_free(g);
@@ -262,6 +328,10 @@ RING_API void profbuf_group_free(struct profbuf_group *g)
 		return;
 	for (uint32_t i = 0; g->rings && i < g->nrings; i++)
 		profbuf_free(g->rings[i]);
+	for (uint32_t i = 0; i < g->nowned; i++)
+		pbo_fini(&g->owned[i], &g->ors[i]);
+	free(g->owned);
+	free(g->ors);
 	free(g->rings);
 	free(g->rs);
 	free(g->waiters);
@@ -272,6 +342,16 @@ RING_API void profbuf_group_free(struct profbuf_group *g)
 RING_API size_t profbuf_group_nrings(const struct profbuf_group *g)
 {
 	return g ? g->nrings : 0;
+}
+
+RING_API size_t profbuf_group_nowned(const struct profbuf_group *g)
+{
+	return g ? g->nowned : 0;
+}
+
+RING_API struct profbuf_owned *profbuf_group_claim(struct profbuf_group *g)
+{
+	return g && g->nowned ? pbo_claim(g->owned, g->nowned) : NULL;
 }
 
 RING_API struct profbuf *profbuf_group_ring(struct profbuf_group *g, size_t i)
@@ -298,6 +378,9 @@ RING_API int profbuf_group_after_fork(struct profbuf_group *g, int64_t now)
 	atomic_store_explicit(&g->reading, 0, memory_order_relaxed);
 	for (uint32_t i = 0; i < g->nrings; i++)
 		lost += profbuf_after_fork(g->rings[i], now);
+	for (uint32_t i = 0; i < g->nowned; i++)
+		lost += pbo_after_fork(&g->owned[i], &g->ors[i]);
+	g->owned_armed = false;
 	return lost;
 }
 
@@ -369,6 +452,18 @@ static int visit(struct profbuf_group *g, uint32_t i, struct profbuf_read *out)
 		rs->stashed = false;
 		return 1;
 	}
+	if (i >= g->nrings) {
+		rc = pbo_read(&g->owned[i - g->nrings], &g->ors[i - g->nrings],
+			      &r);
+		if (rc == 2) {
+			rs->done = true;
+			g->ndone++;
+			return 0;
+		}
+		if (rc == 1)
+			*out = r;
+		return rc;
+	}
 	rc = profbuf_read(g->rings[i], PROFBUF_NONBLOCKING, &r);
 	if (rc)
 		return rc;
@@ -409,6 +504,50 @@ static bool ring_reserved(struct profbuf *b)
 	uint64_t bw = atomic_load_explicit(&b->w, memory_order_relaxed);
 
 	return ring_pindex_tag(bw) != ring_pindex_tag(b->rs.r_next);
+}
+
+/* Take sleeping back from the owned rings, if armed. */
+static void disarm_owned(struct profbuf_group *g)
+{
+	if (!g->owned_armed)
+		return;
+	for (uint32_t i = 0; i < g->nowned; i++)
+		pbo_disarm(&g->owned[i]);
+	g->owned_armed = false;
+}
+
+/*
+ * arm_owned() - set sleeping in every owned ring not done, then the
+ * barrier, then look (owned.c, Sleeping and waking); add the futex word
+ * to the wait vector at @n.
+ * Return: @n + 1, or 0 if a ring has something (all disarmed).
+ */
+static uint32_t arm_owned(struct profbuf_group *g, uint32_t n)
+{
+	uint32_t seq;
+
+	if (!g->nowned)
+		return n;
+	/* Relaxed: pbo_arm()'s release orders it before the flags. */
+	seq = __atomic_load_n(&g->owned_wake, __ATOMIC_RELAXED);
+	for (uint32_t i = 0; i < g->nowned; i++)
+		if (!g->rs[g->nrings + i].done)
+			pbo_arm(&g->owned[i]);
+	g->owned_armed = true;
+	pbo_barrier(g->owned_fence);
+	for (uint32_t i = 0; i < g->nowned; i++) {
+		if (!g->rs[g->nrings + i].done &&
+		    pbo_pending(&g->owned[i], &g->ors[i])) {
+			disarm_owned(g);
+			return 0;
+		}
+	}
+	g->waiters[n] = (struct pbg_waitv){
+		.val = seq,
+		.uaddr = (uint64_t)(uintptr_t)&g->owned_wake,
+		.flags = PBG_FUTEX_32 | FUTEX_PRIVATE_FLAG,
+	};
+	return n + 1;
 }
 
 /* Take SLEEPING back from the first @n armed rings. */
@@ -474,6 +613,13 @@ static uint32_t arm(struct profbuf_group *g)
 		};
 		g->armed[n++] = i;
 	}
+	if (g->nowned) {
+		uint32_t m = arm_owned(g, n);
+
+		if (!m)
+			disarm(g, n);
+		n = m;
+	}
 	return n;
 }
 
@@ -501,7 +647,8 @@ static int sleep_group(struct profbuf_group *g, struct pbg_wait *wt)
 		     CLOCK_MONOTONIC);
 	err = rc < 0 ? errno : 0;
 	errno = saved;
-	disarm(g, n);
+	disarm(g, n - g->owned_armed);
+	disarm_owned(g);
 	/*
 	 * ENOSYS: a kernel before 5.16.  EPERM: a seccomp filter that does
 	 * not know the call (container runtimes' default profiles answer
@@ -521,8 +668,8 @@ static int look(struct profbuf_group *g, struct profbuf_read *out)
 {
 	int rc;
 
-	for (uint32_t k = 0; k < g->nrings; k++) {
-		uint32_t i = (g->next + k) % g->nrings;
+	for (uint32_t k = 0; k < g->nall; k++) {
+		uint32_t i = (g->next + k) % g->nall;
 
 		rc = visit(g, i, out);
 		if (rc < 0)
@@ -530,11 +677,11 @@ static int look(struct profbuf_group *g, struct profbuf_read *out)
 		if (rc == 1) {
 			g->last = i;
 			g->returned = true;
-			g->next = (i + 1) % g->nrings;
+			g->next = (i + 1) % g->nall;
 			return 1;
 		}
 	}
-	if (g->ndone == g->nrings) {
+	if (g->ndone == g->nall) {
 		g->eof_returned = true;
 		out->eof = true;
 		return 1;

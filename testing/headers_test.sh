@@ -32,6 +32,7 @@ cat >"$tmp/use.c" <<'EOF'
 
 #include <profring/prof.h>
 #include <profring/profbuf.h>
+#include <profring/profbuf_group.h>
 #include <profring/stacktab.h>
 #include <profring/tracebuf.h>
 #include <profring/tracedec.h>

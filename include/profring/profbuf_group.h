@@ -53,6 +53,7 @@
 #include <stdint.h>
 
 #include <profring/profbuf.h>
+#include <profring/profbuf_owned_inline.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -169,6 +170,168 @@ int profbuf_group_close(struct profbuf_group *g);
  * Return: the records given up over all rings, or -EINVAL for NULL.
  */
 int profbuf_group_after_fork(struct profbuf_group *g, int64_t now);
+
+/*
+ * Owned rings.  A group made by profbuf_group_new_owned() also has
+ * rings that one thread owns: profbuf_group_claim() gives the calling
+ * thread one, and only that thread (and its signal handlers, nested in
+ * its writes) writes it.  Its writes take no locked instruction and
+ * touch no cache line another writer touches: the reader never writes
+ * the owner's words (profbuf/owned.c).  Written with
+ * profbuf_owned_write() or profbuf_owned_reserve()/profbuf_owned_commit(),
+ * read by the group's read with the other rings, in the same record
+ * format (walk it with struct profbuf_iter), with the same loss
+ * accounting: an overflow record, in the ring, counts the writes the
+ * ring refused for want of room before it; losses not yet counted when
+ * the owner writes nothing more are counted by a last overflow record
+ * before the ring's EOF.  (A rare one counts 0: a signal handler
+ * interrupting a write said those losses first.)
+ *
+ * What a writer waits for: nothing.  What the reader waits for: a write
+ * in progress at close (it sleeps; the write's end wakes it).  It sleeps
+ * after a membarrier(2) (Linux 4.14; where it is refused, the owners'
+ * writes take a fence instead, and say so in nothing but their cost).
+ */
+
+/* The most owned rings a group has. */
+#define PROFBUF_GROUP_MAX_OWNED 1024
+
+/**
+ * profbuf_group_new_owned() - a group of @nrings shared rings (as
+ * profbuf_group_new()) and @nowned owned rings, all of the same sizes.
+ * @nowned: 0 ... PROFBUF_GROUP_MAX_OWNED: the threads that may own a ring
+ *          at once (a thread that finds none free writes a shared ring)
+ *
+ * Not async-signal-safe (it allocates).
+ *
+ * Return: the group, or NULL with errno set: EINVAL, ENOMEM.
+ */
+struct profbuf_group *profbuf_group_new_owned(size_t nrings, size_t nowned,
+					      size_t hdrsize, size_t bufwords,
+					      size_t ntags);
+
+/**
+ * profbuf_group_nowned() - how many owned rings @g has.  In reads, ring
+ * numbers (profbuf_group_last_ring()) nrings ... nrings + nowned - 1 are
+ * the owned rings.
+ */
+size_t profbuf_group_nowned(const struct profbuf_group *g);
+
+/**
+ * profbuf_group_claim() - the calling thread's owned ring: the one it
+ * owns, else a free one (never owned, or given back, or whose owner
+ * thread has exited), claimed.
+ *
+ * Async-signal-safe, lock-free (one CAS per ring tried, and a gettid()
+ * system call); errno preserved.  Keep the pointer: it is this thread's
+ * until profbuf_group_unclaim().  Its signal handlers may use it too.
+ *
+ * Return: the ring, or NULL for a NULL @g, a group without owned rings,
+ * or all taken (write profbuf_group_mine() then).
+ */
+struct profbuf_owned *profbuf_group_claim(struct profbuf_group *g);
+
+/**
+ * profbuf_group_unclaim() - give the ring back (the owner thread, with
+ * no write of its own in progress on it); what it wrote is still read.
+ *
+ * Return: 0, -EINVAL (NULL, or not owned by the calling thread), -EBUSY
+ * (a write in progress).
+ */
+int profbuf_group_unclaim(struct profbuf_owned *o);
+
+/**
+ * profbuf_owned_write() - profbuf_write() to an owned ring: the owner
+ * thread only (and its signal handlers).
+ * @o: the ring; the other arguments as for profbuf_write()
+ *
+ * Async-signal-safe, wait-free: no lock, no locked instruction on the
+ * way of a record that fits (a wakeup of a sleeping reader is a system
+ * call); errno preserved.
+ *
+ * Return: 0; -ENOSPC (no room: the write is lost and counted, see Owned
+ * rings); -ESHUTDOWN (the group is closed: refused, not counted);
+ * -EINVAL (a NULL @o or @hdr, @nhdr 0 or above hdrsize, an all-zero
+ * header, a stack missing or as long as the ring).
+ */
+int profbuf_owned_write(struct profbuf_owned *o, const void *tag, int64_t now,
+			const uint64_t *hdr, size_t nhdr, const uintptr_t *stk,
+			size_t nstk);
+
+/**
+ * profbuf_owned_reserve() - profbuf_reserve() for an owned ring: reserve
+ * a record of @nstk stack slots, its header, time and tag stored; the
+ * caller fills rv->stk[0 .. n) and commits with profbuf_owned_commit().
+ *
+ * As profbuf_owned_write() for who may call it and what it returns.
+ * Commit every reservation that returned 0, soon: the reader sees none
+ * of the thread's records until its outermost write in progress ends.
+ * Nestable: a signal handler on the thread may reserve and commit (or
+ * write) between its thread's reserve and commit.
+ */
+int profbuf_owned_reserve(struct profbuf_owned *o, const void *tag, int64_t now,
+			  const uint64_t *hdr, size_t nhdr, size_t nstk,
+			  struct profbuf_owned_resv *rv);
+
+/**
+ * profbuf_owned_commit() - publish a reservation with its first @nstk
+ * stack words.  A shorter commit gives the rest back when nothing was
+ * reserved after it, else leaves padding the reader steps over.
+ *
+ * Async-signal-safe, wait-free.
+ *
+ * Return: 0; -EINVAL (NULL, committed already; or @nstk above the
+ * reservation's: it is committed whole).
+ */
+int profbuf_owned_commit(struct profbuf_owned_resv *rv, size_t nstk);
+
+#ifdef PROFBUF__OWNED_FAST
+/* The three, inline: the library is called only where they decline. */
+static inline __attribute__((always_inline)) int
+profbuf__owned_reserve_inline(struct profbuf_owned *o, const void *tag,
+			      int64_t now, const uint64_t *hdr, size_t nhdr,
+			      size_t nstk, struct profbuf_owned_resv *rv)
+{
+	if (__builtin_expect(!profbuf__owned_claim_fast(o, tag, now, hdr, nhdr,
+							nstk, !rv, rv),
+			     1))
+		return 0;
+	return (profbuf_owned_reserve)(o, tag, now, hdr, nhdr, nstk, rv);
+}
+
+static inline __attribute__((always_inline)) int
+profbuf__owned_commit_inline(struct profbuf_owned_resv *rv, size_t nstk)
+{
+	if (__builtin_expect(rv && !profbuf__owned_commit_fast(rv, nstk), 1))
+		return 0;
+	return (profbuf_owned_commit)(rv, nstk);
+}
+
+static inline __attribute__((always_inline)) int
+profbuf__owned_write_inline(struct profbuf_owned *o, const void *tag,
+			    int64_t now, const uint64_t *hdr, size_t nhdr,
+			    const uintptr_t *stk, size_t nstk)
+{
+	struct profbuf_owned_resv rv;
+
+	if (__builtin_expect(!profbuf__owned_claim_fast(o, tag, now, hdr, nhdr,
+							nstk, !stk && nstk,
+							&rv),
+			     1)) {
+		profbuf__copy((uint64_t *)rv.stk, (const uint64_t *)stk, nstk);
+		if (__builtin_expect(!profbuf__owned_commit_fast(&rv, nstk), 1))
+			return 0;
+		return (profbuf_owned_commit)(&rv, nstk);
+	}
+	return (profbuf_owned_write)(o, tag, now, hdr, nhdr, stk, nstk);
+}
+
+#if !defined(PROFRING_NO_INLINE) && defined(__OPTIMIZE__)
+#define profbuf_owned_write(...) profbuf__owned_write_inline(__VA_ARGS__)
+#define profbuf_owned_reserve(...) profbuf__owned_reserve_inline(__VA_ARGS__)
+#define profbuf_owned_commit(...) profbuf__owned_commit_inline(__VA_ARGS__)
+#endif
+#endif /* PROFBUF__OWNED_FAST */
 
 #ifdef __cplusplus
 }

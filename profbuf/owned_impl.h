@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * profbuf/owned_impl.h - what profbuf/group.c uses of the owned rings
+ * (profbuf/owned.c).  Internal.
+ */
+#ifndef PROFRING_PROFBUF_OWNED_IMPL_H
+#define PROFRING_PROFBUF_OWNED_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <profring/profbuf.h>
+#include <profring/profbuf_group.h>
+
+/*
+ * struct pbo_reader - the reader's own state of one owned ring.
+ * @r_next:  packed counts up to where the last read returned
+ * @ovf:     a synthesized last overflow record (3 + hdrsize words)
+ * @ovf_tag: its tag, NULL
+ * @fenced:  close seen, and the membarrier(2) after it done
+ */
+struct pbo_reader {
+	uint64_t r_next;
+	uint64_t *ovf;
+	const void *ovf_tag;
+	bool fenced;
+};
+
+int pbo_init(struct profbuf_owned *o, struct pbo_reader *st, size_t hdrsize,
+	     size_t bufwords, size_t ntags, uint32_t *wake, uint32_t index);
+void pbo_fini(struct profbuf_owned *o, struct pbo_reader *st);
+bool pbo_writers_fence(void);
+
+/* Return: 1 records in @out, 0 nothing now, 2 EOF, -EIO. */
+int pbo_read(struct profbuf_owned *o, struct pbo_reader *st,
+	     struct profbuf_read *out);
+void pbo_close(struct profbuf_owned *o);
+void pbo_arm(struct profbuf_owned *o);
+void pbo_disarm(struct profbuf_owned *o);
+void pbo_barrier(bool fence);
+bool pbo_pending(struct profbuf_owned *o, const struct pbo_reader *st);
+int pbo_after_fork(struct profbuf_owned *o, struct pbo_reader *st);
+struct profbuf_owned *pbo_claim(struct profbuf_owned *rings, uint32_t n);
+
+#endif /* PROFRING_PROFBUF_OWNED_IMPL_H */
