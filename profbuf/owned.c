@@ -68,11 +68,11 @@
  *      nothing in progress and publishes its own.  So pub only grows,
  *      and a record is published by the time its outermost write
  *      returns.  Then load sleeping and, if set, wake the reader.
- *   No room: set COUNTING and PENDING in head by a local CAS, add 1 to
- *   lost (lost_time stored if it starts a run), then as in step 3
- *   (closed: take the 1 back and refuse), then clear COUNTING if we set
- *   it (release, pairing with the reader's acquire load of head: lost is
- *   final when the reader sees it clear).  -ENOSPC.
+ *   No room: set COUNTING and PENDING in head by a local CAS, then as
+ *   in step 3 load closed (closed: refuse, counting nothing), add 1 to
+ *   lost (lost_time stored if it starts a run), then clear COUNTING if
+ *   we set it (release, pairing with the reader's acquire load of head:
+ *   lost is final when the reader sees it clear).  -ENOSPC.
  *   A shorter commit stores the record's new length, then gives the
  *   unused words back by a local CAS of head from just after the record
  *   to that less them (always, unless a handler reserved after it); else
@@ -301,15 +301,15 @@ RING_API int profbuf__owned_closed(struct profbuf_owned *o, uint64_t h,
 
 /*
  * count_loss() - a write lost for want of room (see Write): set COUNTING
- * and PENDING, add it to lost, look at closed (closed: take it back and
- * refuse), clear COUNTING if we set it.  Async-signal-safe.
+ * and PENDING, look at closed (closed: refuse, counting nothing), add 1
+ * to lost, clear COUNTING if we set it.  Async-signal-safe.
  * Return: -ENOSPC, -ESHUTDOWN.
  */
 static int count_loss(struct profbuf_owned *o, int64_t now)
 {
 	uint64_t h;
 	bool mine;
-	int rc = -ENOSPC;
+	int rc = -ESHUTDOWN;
 
 	do
 		h = __atomic_load_n(&o->profbuf__head, __ATOMIC_RELAXED);
@@ -317,25 +317,30 @@ static int count_loss(struct profbuf_owned *o, int64_t now)
 				   h | COUNTING | PENDING));
 	/* A handler's loss nested in ours leaves COUNTING to us. */
 	mine = !(h & COUNTING);
-	if (__atomic_load_n(&o->profbuf__lost, __ATOMIC_RELAXED) ==
-	    __atomic_load_n(&o->profbuf__said, __ATOMIC_RELAXED))
-		__atomic_store_n(&o->profbuf__lost_time, now, __ATOMIC_RELAXED);
-	local_add(&o->profbuf__lost, 1);
 	writer_barrier(o);
-	if (__atomic_load_n(&o->profbuf__closed, __ATOMIC_RELAXED)) {
-		local_add(&o->profbuf__lost, (uint64_t)-1);
-		rc = -ESHUTDOWN;
+	if (!__atomic_load_n(&o->profbuf__closed, __ATOMIC_RELAXED)) {
+		if (__atomic_load_n(&o->profbuf__lost, __ATOMIC_RELAXED) ==
+		    __atomic_load_n(&o->profbuf__said, __ATOMIC_RELAXED))
+			__atomic_store_n(&o->profbuf__lost_time, now,
+					 __ATOMIC_RELAXED);
+		local_add(&o->profbuf__lost, 1);
+		rc = -ENOSPC;
 	}
-	if (!mine)
-		return rc;
 	/*
-	 * Release: pairs with the reader's acquire load of head: lost is
-	 * final when COUNTING is seen clear.
+	 * PENDING again (a handler's overflow record may have taken the
+	 * flag before our add), and COUNTING cleared if ours.  Release:
+	 * pairs with the reader's acquire load of head: lost is final when
+	 * COUNTING is seen clear.
 	 */
-	do
+	for (;;) {
+		uint64_t nh;
+
 		h = __atomic_load_n(&o->profbuf__head, __ATOMIC_RELAXED);
-	while (!profbuf__local_cas(&o->profbuf__head, h, h & ~COUNTING));
-	return rc;
+		nh = (h | (rc == -ENOSPC ? PENDING : 0)) &
+		     ~(mine ? COUNTING : 0);
+		if (nh == h || profbuf__local_cas(&o->profbuf__head, h, nh))
+			return rc;
+	}
 }
 
 static bool bad_args(struct profbuf_owned *o, const uint64_t *hdr, size_t nhdr,
