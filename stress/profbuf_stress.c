@@ -27,7 +27,14 @@
  * rings), odd ids through profbuf_group_write(), even ones inline to
  * profbuf_group_mine()'s ring; the same checks hold over the merged read
  * (per-writer order, exact accounting), and every ring's sleeps end in
- * one wakeup each.
+ * one wakeup each.  --owned (with --group N) also gives the group one
+ * owned ring per writer thread (profbuf_group_new_owned()): each thread
+ * claims one at start (profbuf_group_mine()'s ring if none is left) and
+ * it and its handler write there, odd ids through the library's
+ * profbuf_owned_write(), even ones inline, every fourth in place with
+ * profbuf_owned_reserve()/profbuf_owned_commit() (inline or the
+ * library's, in turn) and shorter commits; even threads give their ring
+ * back at the end (profbuf_group_unclaim()), odd ones exit owning it.
  *
  * Exit status 0 only if nothing was violated.
  */
@@ -57,7 +64,7 @@ static struct {
 	long seconds, writers, seed, bufwords, tags, max_stack, hz, watermark;
 	long group;
 	const char *mode;
-	bool signals, cpu_clock, stall, close_early, wrap;
+	bool signals, cpu_clock, stall, close_early, wrap, owned;
 } opt = {
 	.seconds = 5,
 	.writers = 4,
@@ -95,6 +102,8 @@ static const struct stress_flag flags[] = {
 	  &opt.wrap },
 	{ "group", "N rings read as one (profbuf_group), 0: one profbuf",
 	  STRESS_INT, &opt.group },
+	{ "owned", "with --group: one owned ring per writer thread",
+	  STRESS_BOOL, &opt.owned },
 	{ NULL, NULL, 0, NULL },
 };
 
@@ -103,6 +112,7 @@ struct writer {
 	_Alignas(64) uint32_t id_pad; /* own cache line: no false sharing */
 	uint32_t id;
 	uint64_t seq, ok, lost, refused, nested;
+	uint64_t unclaim_failed; /* --owned: profbuf_group_unclaim() != 0 */
 	uint64_t rng;
 	pthread_t thread;
 	struct writer *handler; /* the id its thread's handler writes as */
@@ -114,6 +124,8 @@ static struct writer *writers;
 static atomic_bool stop;
 static _Thread_local struct writer *tls_handler;
 static _Thread_local volatile sig_atomic_t tls_in_write;
+/* --owned: the thread's claimed ring, which its handler writes too. */
+static _Thread_local struct profbuf_owned *tls_owned;
 
 /*
  * A record written in place: reserve up to 7 stack words more than the
@@ -133,14 +145,59 @@ static int write_in_place(struct writer *w, struct profbuf *b,
 	return profbuf_commit(&rv, n);
 }
 
+/*
+ * write_in_place() on an owned ring: inline on even sequence numbers,
+ * the library's calls on odd ones.
+ */
+static int write_owned_in_place(struct writer *w, struct profbuf_owned *o,
+				const uint64_t *hdr, const uintptr_t *stk,
+				size_t n)
+{
+	struct profbuf_owned_resv rv;
+	size_t extra = stress_rand(&w->rng) % 8;
+	void *tag = (void *)(uintptr_t)(w->id + 1);
+	int rc;
+
+	if (w->seq & 1)
+		rc = (profbuf_owned_reserve)(o, tag, (int64_t)w->seq, hdr, 2,
+					     n + extra, &rv);
+	else
+		rc = profbuf_owned_reserve(o, tag, (int64_t)w->seq, hdr, 2,
+					   n + extra, &rv);
+	if (rc)
+		return rc;
+	memcpy(rv.stk, stk, n * sizeof(*stk));
+	return w->seq & 1 ? (profbuf_owned_commit)(&rv, n)
+			  : profbuf_owned_commit(&rv, n);
+}
+
+/* --owned: a record to the thread's owned ring @o. */
+static int write_owned(struct writer *w, struct profbuf_owned *o,
+		       const uint64_t *hdr, const uintptr_t *stk, size_t n)
+{
+	void *tag = (void *)(uintptr_t)(w->id + 1);
+
+	if ((w->id & 3) == 2)
+		return write_owned_in_place(w, o, hdr, stk, n);
+	if (w->id & 1)
+		return (profbuf_owned_write)(o, tag, (int64_t)w->seq, hdr, 2,
+					     stk, n);
+	return profbuf_owned_write(o, tag, (int64_t)w->seq, hdr, 2, stk, n);
+}
+
 static int write_one(struct writer *w)
 {
 	uint64_t hdr[2];
 	uintptr_t stk[MAX_STACK];
 	size_t n = stress_rand(&w->rng) % (uint64_t)(opt.max_stack + 1);
+	struct profbuf_owned *o = tls_owned;
 	int rc;
 
 	checkrec_fill(hdr, stk, w->id, w->seq, n);
+	if (o) {
+		rc = write_owned(w, o, hdr, stk, n);
+		goto count;
+	}
 	if ((w->id & 3) == 2) {
 		rc = write_in_place(w, grp ? profbuf_group_mine(grp) : buf, hdr,
 				    stk, n);
@@ -195,6 +252,8 @@ static void *writer_main(void *arg)
 	struct stress_timer timer = { 0 };
 	int rc;
 
+	if (opt.owned)
+		tls_owned = profbuf_group_claim(grp); /* NULL: mine() */
 	if (opt.signals) {
 		tls_handler = w->handler;
 		rc = stress_timer_start(&timer, SIGPROF, opt.hz, opt.cpu_clock);
@@ -211,6 +270,10 @@ static void *writer_main(void *arg)
 	}
 	stress_timer_stop(&timer);
 	tls_handler = NULL;
+	/* Even threads give the ring back, odd ones exit owning it. */
+	if (tls_owned && !(w->id & 1) && profbuf_group_unclaim(tls_owned))
+		w->unclaim_failed++;
+	tls_owned = NULL;
 	return NULL;
 }
 
@@ -304,6 +367,11 @@ static uint64_t check_accounting(struct checkrec_state *st, long nids,
 		*ok += w->ok;
 		*lost += w->lost;
 		*refused += w->refused;
+		if (w->unclaim_failed) {
+			fprintf(stderr, PROG ": writer %ld: unclaim failed\n",
+				i);
+			bad++;
+		}
 	}
 	if (st->lost != *lost) {
 		fprintf(stderr,
@@ -368,10 +436,15 @@ static int setup(void)
 		fprintf(stderr, PROG ": --group does not take --wrap\n");
 		return -1;
 	}
+	if (opt.owned && !opt.group) {
+		fprintf(stderr, PROG ": --owned needs --group N\n");
+		return -1;
+	}
 	writers = calloc((size_t)nids, sizeof(*writers));
 	if (opt.group)
-		grp = profbuf_group_new((size_t)opt.group, 2,
-					(size_t)opt.bufwords, (size_t)opt.tags);
+		grp = profbuf_group_new_owned(
+			(size_t)opt.group, opt.owned ? (size_t)opt.writers : 0,
+			2, (size_t)opt.bufwords, (size_t)opt.tags);
 	else
 		buf = profbuf_new_at(2, (size_t)opt.bufwords, (size_t)opt.tags,
 				     d0, t0);
@@ -440,15 +513,16 @@ int main(int argc, char **argv)
 	for (long i = 0; i < nids; i++)
 		nested += writers[i].nested;
 	snprintf(fields, sizeof(fields),
-		 "writers=%ld group=%ld signals=%d mode=%s ring=%ld/%ld "
+		 "writers=%ld group=%ld owned=%d signals=%d mode=%s "
+		 "ring=%ld/%ld "
 		 "watermark=%ld wrap=%d "
 		 "close_early=%d seconds=%.1f ops=%llu verified=%llu "
 		 "accepted=%llu lost=%llu "
 		 "(%.1f%%) refused=%llu read=%llu overflow_records=%llu "
 		 "reads=%llu nested=%llu rate=%.2fM/s",
-		 opt.writers, opt.group, opt.signals, opt.mode, opt.bufwords,
-		 opt.tags, opt.watermark, opt.wrap, opt.close_early,
-		 (double)elapsed / 1e9,
+		 opt.writers, opt.group, opt.owned, opt.signals, opt.mode,
+		 opt.bufwords, opt.tags, opt.watermark, opt.wrap,
+		 opt.close_early, (double)elapsed / 1e9,
 		 (unsigned long long)(ok + lost + refused),
 		 (unsigned long long)st->records, (unsigned long long)ok,
 		 (unsigned long long)lost,
