@@ -18,7 +18,7 @@
  *    bench/results/scaling.csv for bench/plot.sh.  The timed region runs
  *    from the common start of all threads to the end of the reader's
  *    drain after the writers stopped.  Each W group runs its cases
- *    interleaved, (--reps + 1) / 2 repetitions (5 implementations times
+ *    interleaved, (--reps + 1) / 2 repetitions (7 implementations times
  *    the W list times --seconds would otherwise take minutes).
  * 2. The write path alone ("contend Ww 34w").  W = 1, 2, 4, ... up to
  *    the CPU count, and that count (never more writers than CPUs),
@@ -75,6 +75,13 @@
  *    CPUs.  Rows "group Ww 34w": against profbuf at the same W (info),
  *    and against profbuf with one writer (issue 32's goal for W >= 2:
  *    the group delivers at least one writer's rate).
+ *  - profbuf_owned: the same records written with profbuf_owned_write()
+ *    to a group made by profbuf_group_new_owned() with one owned ring
+ *    per writer (and one shared ring), each of the single profbuf's
+ *    size: each writer thread claims one (profbuf_group_claim(), before
+ *    the start) and writes it with no locked instruction; read with
+ *    profbuf_group_read() (blocking).  Rows "owned Ww 34w": against the
+ *    group at the same W, and against profbuf with one writer (info).
  *  - drain: memcpy of the same number of words from a prefilled array of
  *    the ring's size to a destination of the same size.  profbuf's reader
  *    does this copy and the read protocol on top; info.

@@ -13,13 +13,15 @@
 /* ---- writer scaling: the comparison ---------------------------------- */
 
 /* The anchors of the "scaling" rows are SC_CK ... SC_WQ. */
-enum { SC_PB, SC_CK, SC_MX, SC_PP, SC_WQ, SC_PG, SC_N };
+enum { SC_PB, SC_CK, SC_MX, SC_PP, SC_WQ, SC_PG, SC_PO, SC_N };
 
-static const char *const sc_names[SC_N] = { "profbuf", "ck_mpmc",
-					    "mutex",   "pipe",
-					    "wfcq",    "profbuf_group" };
+static const char *const sc_names[SC_N] = {
+	"profbuf", "ck_mpmc",	    "mutex",	     "pipe",
+	"wfcq",	   "profbuf_group", "profbuf_owned",
+};
 static const struct sc_ops *const sc_impls[SC_N] = {
-	&pb_sc_ops, &ck_sc_ops, &mx_sc_ops, &pp_sc_ops, &wq_sc_ops, &pg_sc_ops,
+	&pb_sc_ops, &ck_sc_ops, &mx_sc_ops, &pp_sc_ops,
+	&wq_sc_ops, &pg_sc_ops, &po_sc_ops,
 };
 
 /* profbuf with one writer: the group rows' goal (issue 32). */
@@ -99,6 +101,37 @@ static void sc_report_group(unsigned int nw, const struct bench_stats *st)
 }
 
 /*
+ * sc_report_owned() - the owned rings' rows: against the group (a ring
+ * per CPU) at this W, and (for W >= 2) against profbuf's one-writer
+ * rate; info both.
+ */
+static void sc_report_owned(unsigned int nw, const struct bench_stats *st)
+{
+	char name[32], note[96];
+	struct bench_row row = {
+		.name = name,
+		.unit = BENCH_MOPS,
+		.ours = &st[SC_PO],
+		.ours_name = sc_names[SC_PO],
+		.anchor = &st[SC_PG],
+		.anchor_name = sc_names[SC_PG],
+		.note = note,
+	};
+
+	snprintf(name, sizeof(name), "owned %uw 34w", nw);
+	snprintf(note, sizeof(note), "info; lost %.1f%% vs %.1f%%",
+		 100 * lost_frac(&st[SC_PO]), 100 * lost_frac(&st[SC_PG]));
+	bench_report_row(&row);
+	if (nw < 2 || !sc_have_one_writer)
+		return;
+	snprintf(note, sizeof(note), "info; lost %.1f%%; anchor: 1 writer",
+		 100 * lost_frac(&st[SC_PO]));
+	row.anchor = &sc_one_writer;
+	row.anchor_name = "profbuf 1w";
+	bench_report_row(&row);
+}
+
+/*
  * sc_csv() - the W group's lines of scaling.csv:
  * writers,impl,delivered_per_s,lost_fraction,delivered_per_s_min,
  * delivered_per_s_max,cpus - delivered records per second over the
@@ -151,6 +184,7 @@ static int scaling_one(const struct bench_opts *o, unsigned int nw, FILE *f)
 	if (!rc) {
 		sc_report(nw, st);
 		sc_report_group(nw, st);
+		sc_report_owned(nw, st);
 		sc_csv(f, nw, st);
 	}
 out:

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * bench/scaling/profbuf.c - ours under the scaling workload: one profbuf
- * that every writer writes to, and a profbuf_group with one ring per CPU
- * (see bench/scaling_bench.c).
+ * that every writer writes to, a profbuf_group with one ring per CPU,
+ * and a group with one owned ring per writer (see bench/scaling_bench.c).
  */
 #include "bench/scaling/scaling.h"
 
@@ -122,4 +122,42 @@ static int pg_sc_close(struct sc_run *m)
 /* Every refused write must reach the reader in an overflow record. */
 const struct sc_ops pg_sc_ops = {
 	pg_sc_open, pg_writer, pg_reader, pg_sc_finish, pg_sc_close, true,
+};
+
+/* ---- writer scaling: profbuf_group's owned rings --------------------- */
+
+/*
+ * One owned ring per writer, and the one shared ring a group has (for a
+ * writer that finds no owned ring free: none here).
+ */
+static int po_sc_open(struct sc_run *m)
+{
+	m->pg = profbuf_group_new_owned(1, m->nw, HDRSIZE, SC_RING_WORDS,
+					SC_SLOTS);
+	return m->pg ? 0 : bench_fail("profbuf_group_new_owned", errno);
+}
+
+static int po_put(struct sc_writer *w, struct rec34 *rec, uint64_t now)
+{
+	(void)rec;
+	if (__builtin_expect(!w->po, 0))
+		return profbuf_write(profbuf_group_mine(w->m->pg), w,
+				     (int64_t)now, bench_rec.hdr, HDRSIZE,
+				     bench_rec.stk, NSTK);
+	return profbuf_owned_write(w->po, w, (int64_t)now, bench_rec.hdr,
+				   HDRSIZE, bench_rec.stk, NSTK);
+}
+
+/* The ring is claimed on the writer's thread, before the start (untimed). */
+static void *po_writer(void *arg)
+{
+	struct sc_writer *w = arg;
+
+	w->po = profbuf_group_claim(w->m->pg);
+	return sc_write_until_stopped(w, po_put);
+}
+
+/* Read, finish and close as the group's. */
+const struct sc_ops po_sc_ops = {
+	po_sc_open, po_writer, pg_reader, pg_sc_finish, pg_sc_close, true,
 };

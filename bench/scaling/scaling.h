@@ -7,7 +7,8 @@
  * said at the top of bench/scaling_bench.c.
  *
  *   run.c      one repetition of one implementation: threads, timer, books
- *   profbuf.c  profbuf and profbuf_group under the workload (ours)
+ *   profbuf.c  profbuf, profbuf_group and its owned rings under the
+ *              workload (ours)
  *   anchors.c  ck_mpmc, mutex, pipe and wfcq under the same workload
  *   compare.c  the writer counts, the report's rows, scaling.csv
  *   contend.c  the write path alone under concurrent writers
@@ -64,6 +65,8 @@ struct sc_run;
  * @err:     any other error, which stops it
  * @ret:     wfcq: the SPSC ring its nodes come back on
  * @ret_buf: @ret's slots
+ * @po:      profbuf_owned: the owned ring it claimed (NULL: none was
+ *           free, it writes profbuf_group_mine()'s ring)
  */
 struct sc_writer {
 	_Alignas(CACHELINE) struct sc_run *m;
@@ -74,6 +77,7 @@ struct sc_writer {
 	pthread_t thread;
 	struct ck_ring ret;
 	struct ck_ring_buffer *ret_buf;
+	struct profbuf_owned *po;
 };
 
 /*
@@ -127,7 +131,7 @@ struct wq_node {
  * @ovf:            sum of the overflow records' counts (profbuf)
  * @err:            the reader's error
  * @pb:             profbuf
- * @pg:             profbuf_group
+ * @pg:             profbuf_group (and profbuf_owned's group)
  * @ck, @ck_buf:    the ck_ring and its slots
  * @mx:             the mutex ring
  * @pipefd:         the pipe
@@ -209,7 +213,7 @@ static inline __attribute__((always_inline)) void *sc_write_until_stopped(
 
 /* ---- the implementations (profbuf.c, anchors.c) ---------------------- */
 
-extern const struct sc_ops pb_sc_ops, pg_sc_ops;
+extern const struct sc_ops pb_sc_ops, pg_sc_ops, po_sc_ops;
 extern const struct sc_ops ck_sc_ops, mx_sc_ops, pp_sc_ops, wq_sc_ops;
 
 /* ---- compare.c, contend.c, drain.c ----------------------------------- */
