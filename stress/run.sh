@@ -5,8 +5,9 @@
 #
 #   stress/run.sh SECONDS BUILD...        every scenario, SECONDS per program
 #   stress/run.sh --quick SECONDS BUILD...  the first scenario of each
-#                                 (of profbuf_stress, the first two: one
-#                                 ring, and a group of rings)
+#                                 (of profbuf_stress, the first three: one
+#                                 ring, a group of rings, and a group
+#                                 with owned rings)
 #
 # Exit status: nonzero if any run failed.
 quick=0
@@ -18,6 +19,7 @@ scenarios() {
 	profbuf_stress)
 		echo "--writers 4 --signals"
 		echo "--writers 4 --signals --group 4"
+		echo "--writers 4 --signals --group 2 --owned --close-early --mode timed"
 		echo "--writers 4 --bufwords 64 --tags 4 --mode nonblocking --stall --wrap"
 		echo "--writers 4 --signals --close-early --mode timed --wrap --watermark 256"
 		echo "--writers 4 --bufwords 4194304 --tags 65536 --signals --cpu-clock"
@@ -71,7 +73,7 @@ for build in "$@"; do
 		n=$(scenarios "$name" | wc -l)
 		if [ "$quick" = 1 ]; then
 			n=1
-			[ "$name" = profbuf_stress ] && n=2
+			[ "$name" = profbuf_stress ] && n=3
 		fi
 		per=$((seconds / n)); [ "$per" -lt 1 ] && per=1
 		scenarios "$name" | head -n "$n" | while read -r args; do
