@@ -49,23 +49,31 @@
  *      it), rewinding to offset 0 with a 0 marker word when it would
  *      cross the ring's end.  Move head there (PENDING cleared) by a
  *      local CAS from the value loaded: it fails only if a handler wrote
- *      since; start again.
+ *      since; start again.  (PENDING with lost = said, a handler's
+ *      overflow record having counted what it flagged, is cleared with
+ *      no record; losses a handler counted between our look and the CAS,
+ *      restoring head's flags, we flag again after it.)
  *   3. Load closed (after the CAS: see Close).  Closed: undo (a local
  *      CAS of head back) and refuse (-ESHUTDOWN).
  *   4. Fill the marker, the records and the tags with plain stores: the
  *      space is ours (no one else reserves from this head, and the
  *      reader reads only up to pub).  An overflow record counts lost -
- *      said, read after the CAS, and moves said by a local CAS (a
- *      handler that counted first leaves it a count of 0).
+ *      said, read after the CAS, and moves said by a local CAS; if a
+ *      handler interrupting us counted them first, the record is made
+ *      void (PB_PAD_MARK | OWNED_VOID | its length): the reader steps
+ *      over its words and its tag slot, and no overflow record counts
+ *      0.
  *   5. Commit: a nested write does nothing more: the write it
  *      interrupted is still in progress, before it in the ring, and
  *      publishes both.  The outermost stores pub = the end of its
  *      reservation (release, pairing with the reader's acquire load of
  *      pub), then loads head: a handler that wrote after our reservation
  *      and before that store saw a write in progress and left its
- *      records (complete now) to us, so if head moved, store pub = head
- *      again, until head stays.  A handler after the store of pub finds
- *      nothing in progress and publishes its own.  So pub only grows,
+ *      records (complete now) to us, so if head moved, move pub to head
+ *      again, until they agree, by a local CAS of pub from the value
+ *      loaded (a handler after the store of pub finds nothing in
+ *      progress and publishes its own: the CAS then fails rather than
+ *      take pub back).  So pub only grows,
  *      and a record is published by the time its outermost write
  *      returns.  Then load sleeping and, if set, wake the reader.
  *   No room: set COUNTING and PENDING in head by a local CAS, then as
@@ -153,6 +161,13 @@
 
 #define OWNED_TAG_SHIFT 34
 #define OWNED_TAG_MASK ((1u << 30) - 1)
+/*
+ * A void record: PB_PAD_MARK | OWNED_VOID | its words, in place of an
+ * overflow record left with nothing to count (see Write, step 4): the
+ * reader steps over its words and its tag slot.
+ */
+#define OWNED_VOID ((uint64_t)1 << 62)
+#define OWNED_MARKS (PB_PAD_MARK | OWNED_VOID)
 
 static inline uint32_t o_data(uint64_t x)
 {
@@ -253,23 +268,32 @@ static inline void writer_barrier(struct profbuf_owned *o)
 
 /*
  * profbuf__owned_publish() - step 5 for an outermost write that found
- * head moved after its store of pub, or the reader asleep: store pub =
- * head until head stays, then wake the reader if it sleeps.
+ * head moved after its store of pub, or the reader asleep: move pub up
+ * to head until they agree, then wake the reader if it sleeps.  pub is
+ * moved by a local CAS from the value loaded: a handler that publishes
+ * between our loads and our store makes it fail, so pub never goes back.
  */
 RING_API void profbuf__owned_publish(struct profbuf_owned *o)
 {
 	int saved = errno;
-	uint64_t h;
 
-	do {
-		h = __atomic_load_n(&o->profbuf__head, __ATOMIC_RELAXED) &
-		    ~FLAGS;
-		/* Release: pairs with the reader's acquire load of pub. */
-		__atomic_store_n(&o->profbuf__pub, h, __ATOMIC_RELEASE);
+	for (;;) {
+		uint64_t p =
+			__atomic_load_n(&o->profbuf__pub, __ATOMIC_RELAXED);
+		uint64_t h =
+			__atomic_load_n(&o->profbuf__head, __ATOMIC_RELAXED) &
+			~FLAGS;
+
+		if (h == p)
+			break;
 		ring_perturb();
-		writer_barrier(o);
-	} while ((__atomic_load_n(&o->profbuf__head, __ATOMIC_RELAXED) &
-		  ~FLAGS) != h);
+		/*
+		 * Release (a store on x86-64, release elsewhere): pairs with
+		 * the reader's acquire load of pub.
+		 */
+		profbuf__local_cas(&o->profbuf__pub, p, h);
+	}
+	writer_barrier(o);
 	if (__atomic_load_n(&o->profbuf__sleeping, __ATOMIC_RELAXED))
 		wake(o);
 	errno = saved;
@@ -343,6 +367,23 @@ static int count_loss(struct profbuf_owned *o, int64_t now)
 	}
 }
 
+/* Are there losses no overflow record counts yet? */
+static bool unsaid(struct profbuf_owned *o)
+{
+	return __atomic_load_n(&o->profbuf__lost, __ATOMIC_RELAXED) !=
+	       __atomic_load_n(&o->profbuf__said, __ATOMIC_RELAXED);
+}
+
+static void set_pending(struct profbuf_owned *o)
+{
+	uint64_t h;
+
+	do
+		h = __atomic_load_n(&o->profbuf__head, __ATOMIC_RELAXED);
+	while (!(h & PENDING) &&
+	       !profbuf__local_cas(&o->profbuf__head, h, h | PENDING));
+}
+
 static bool bad_args(struct profbuf_owned *o, const uint64_t *hdr, size_t nhdr,
 		     size_t nstk)
 {
@@ -396,7 +437,11 @@ static int take_space(struct profbuf_owned *o, uint32_t len, int64_t now,
 		sp->h = h;
 		/* Inside a loss being counted is outermost: no record. */
 		sp->outer = (h & ~FLAGS) == p;
-		sp->ovf = h & PENDING;
+		/*
+		 * PENDING with nothing left to count (a handler's overflow
+		 * record took it) is cleared without a record.
+		 */
+		sp->ovf = (h & PENDING) && unsaid(o);
 		/* A record that cannot follow its overflow record is lost. */
 		sp->mine = !sp->ovf || olen + len <= size;
 		if (sp->ovf) {
@@ -418,6 +463,12 @@ static int take_space(struct profbuf_owned *o, uint32_t len, int64_t now,
 		ring_perturb();
 		if (!profbuf__local_cas(&o->profbuf__head, h, sp->nh))
 			continue;
+		/*
+		 * Losses a handler counted between our look and our CAS
+		 * (its flags gone again by then): say them next time.
+		 */
+		if ((h & PENDING) && !sp->ovf && unsaid(o))
+			set_pending(o);
 		writer_barrier(o);
 		if (__atomic_load_n(&o->profbuf__closed, __ATOMIC_RELAXED) &&
 		    profbuf__owned_closed(o, h, sp->nh))
@@ -439,13 +490,16 @@ static void fill_overflow(struct profbuf_owned *o, uint64_t *d, uint32_t tag)
 		__atomic_load_n(&o->profbuf__lost_time, __ATOMIC_RELAXED);
 
 	ring_perturb();
-	if (c == s || !profbuf__local_cas(&o->profbuf__said, s, c))
-		c = s; /* a handler counted them first */
+	o->profbuf__tags[tag & (o->profbuf__tag_len - 1)] = NULL;
+	if (c == s || !profbuf__local_cas(&o->profbuf__said, s, c)) {
+		/* A handler counted them first: a void record. */
+		d[0] = PB_PAD_MARK | OWNED_VOID | (3 + hs);
+		return;
+	}
 	d[0] = 3 + hs;
 	d[1] = (uint64_t)when;
 	memset(d + 2, 0, hs * sizeof(*d));
 	d[2 + hs] = c - s;
-	o->profbuf__tags[tag & (o->profbuf__tag_len - 1)] = NULL;
 }
 
 static int reserve(struct profbuf_owned *o, const void *tag, int64_t now,
@@ -790,8 +844,9 @@ static int run_from(struct profbuf_owned *o, struct pbo_reader *st, uint64_t p,
 		return 0;
 	}
 	if (w & PB_PAD_MARK) {
-		st->r_next = o_make(d + (uint32_t)(w & ~PB_PAD_MARK),
-				    o_tag(st->r_next));
+		/* A void record holds a tag slot too. */
+		st->r_next = o_make(d + (uint32_t)(w & ~OWNED_MARKS),
+				    o_tag(st->r_next) + !!(w & OWNED_VOID));
 		return 0;
 	}
 	while (d != o_data(p) && pos < size && ts + n < tlen) {

@@ -184,8 +184,7 @@ int profbuf_group_after_fork(struct profbuf_group *g, int64_t now);
  * accounting: an overflow record, in the ring, counts the writes the
  * ring refused for want of room before it; losses not yet counted when
  * the owner writes nothing more are counted by a last overflow record
- * before the ring's EOF.  (A rare one counts 0: a signal handler
- * interrupting a write said those losses first.)
+ * before the ring's EOF.
  *
  * What a writer waits for: nothing.  What the reader waits for: a write
  * in progress at close (it sleeps; the write's end wakes it).  It sleeps

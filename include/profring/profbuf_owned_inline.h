@@ -8,9 +8,10 @@
  * owner thread and its signal handlers write the owner's words, so a
  * reservation moves head with a compare-exchange that need not be locked
  * (one instruction is atomic against a signal handler on the same
- * thread); nest counts the writes in progress on the thread, and the
- * write that takes it back to 0 publishes head as pub (release), and
- * looks at the reader's sleeping flag.  The reader never writes the
+ * thread); a write that finds head equal to pub is outermost (no write
+ * in progress on the thread), and its commit publishes head as pub
+ * (release) and looks at the reader's sleeping flag; a nested one
+ * leaves that to the write it interrupted.  The reader never writes the
  * owner's words: it gives room back in tail, and says it sleeps in
  * sleeping; the loads that must not pass the owner's stores are ordered
  * by the reader's membarrier(2), or, where the kernel has none, by a
