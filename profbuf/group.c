@@ -77,8 +77,9 @@
  * flag, runs the membarrier (pbo_barrier()) and looks at each once more
  * (pbo_pending()); its wait vector then has one more entry, the owned
  * rings' common futex word, which their waker bumps.  A write in
- * progress on an owned ring does not keep the reader awake: the write's
- * end wakes it.
+ * progress on an owned ring does not keep the reader awake (its end
+ * wakes it), except after close: a write that ends refused, or an owner
+ * that died inside a write, wakes nobody, so the reader then polls.
  *
  * Close: profbuf_close() of every ring, each async-signal-safe, and
  * pbo_close() of every owned ring (a release store and a wakeup).
@@ -380,6 +381,10 @@ RING_API int profbuf_group_after_fork(struct profbuf_group *g, int64_t now)
 		lost += profbuf_after_fork(g->rings[i], now);
 	for (uint32_t i = 0; i < g->nowned; i++)
 		lost += pbo_after_fork(&g->owned[i], &g->ors[i]);
+	/* Stashed runs are the parent's, counted above: not the child's. */
+	for (uint32_t i = 0; i < g->nall; i++)
+		g->rs[i].stashed = false;
+	g->returned = false;
 	g->owned_armed = false;
 	return lost;
 }
@@ -534,7 +539,12 @@ static uint32_t arm_owned(struct profbuf_group *g, uint32_t n)
 		if (!g->rs[g->nrings + i].done)
 			pbo_arm(&g->owned[i]);
 	g->owned_armed = true;
-	pbo_barrier(g->owned_fence);
+	if (!pbo_barrier(g->owned_fence)) {
+		/* membarrier(2) refused since: poll from now on. */
+		g->no_waitv = true;
+		disarm_owned(g);
+		return 0;
+	}
 	for (uint32_t i = 0; i < g->nowned; i++) {
 		if (!g->rs[g->nrings + i].done &&
 		    pbo_pending(&g->owned[i], &g->ors[i])) {
@@ -675,6 +685,9 @@ static int look(struct profbuf_group *g, struct profbuf_read *out)
 		if (rc < 0)
 			return rc;
 		if (rc == 1) {
+			if (i >= g->nrings)
+				g->ors[i - g->nrings].read_to =
+					g->ors[i - g->nrings].r_next;
 			g->last = i;
 			g->returned = true;
 			g->next = (i + 1) % g->nall;
@@ -699,6 +712,12 @@ static int wait_step(struct profbuf_group *g, struct pbg_wait *wt)
 		return -ETIMEDOUT;
 	for (uint32_t i = 0; i < g->nrings; i++) {
 		if (!g->rs[i].done && ring_reserved(g->rings[i])) {
+			back_off(wt, false);
+			return 0;
+		}
+	}
+	for (uint32_t i = 0; i < g->nowned; i++) {
+		if (!g->rs[g->nrings + i].done && pbo_closing(&g->owned[i])) {
 			back_off(wt, false);
 			return 0;
 		}

@@ -136,7 +136,9 @@
  * ordered them (after the CAS of step 2, before loading sleeping), and
  * the reader a seq_cst fence: correct, at a locked instruction's cost.
  *
- * Owners.  A ring's owner word holds its owner's tid (0: none).  A
+ * Owners.  A ring's owner word holds its owner's token (ring/grace.h:
+ * its tid and a nonce, so that a thread that reuses a dead owner's tid
+ * is not taken for it; 0: none).  A
  * thread claims a ring by a CAS from 0 (acquire, pairing with the
  * release store of profbuf_group_unclaim(): the owner's words are handed
  * over with the ring), or from the tid of a thread that has exited with
@@ -150,6 +152,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ring/compiler.h"
@@ -223,17 +226,32 @@ bool pbo_writers_fence(void)
  * pbo_barrier() - order the reader's stores before it against the
  * owners' loads, and the owners' stores against the reader's loads after
  * it (see Sleeping and Close).  @fence: the rings' writers fence.
+ * Return: false if it could not (membarrier(2) refused since).
  */
-void pbo_barrier(bool fence)
+bool pbo_barrier(bool fence)
 {
 	int saved = errno;
+	bool ok = true;
 
-	/* Registered at creation; refused now only by a new filter. */
-	if (fence ||
-	    (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) &&
-	     syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0)))
+	if (fence) {
 		atomic_thread_fence(memory_order_seq_cst);
+		return true;
+	}
+	/*
+	 * Registered at creation; refused now only by a filter installed
+	 * since.  Then the owners do not fence: the caller must not rely on
+	 * it (it polls; and at close waits 1 ms, which a write's few
+	 * instructions between its CAS and its load of closed take only
+	 * when preempted between them, and then the context switch is a
+	 * barrier): see the header, Owned rings.
+	 */
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) &&
+	    syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0)) {
+		atomic_thread_fence(memory_order_seq_cst);
+		ok = false;
+	}
 	errno = saved;
+	return ok;
 }
 
 /* ---- the writer ------------------------------------------------------ */
@@ -313,14 +331,26 @@ static void commit_outer(struct profbuf_owned *o, uint64_t end)
 
 /*
  * profbuf__owned_closed() - step 3 found closed after the CAS from @h to
- * @nh: undo it.  Return: 1 undone (refuse), 0 a handler's write lies
- * after ours (keep ours; see Close).
+ * @nh: undo it, unless a handler reserved after it (head's counts moved;
+ * a handler that refused gave its space back).  The flags are kept as
+ * handlers left them, with PENDING back if our reservation took it.
+ * Return: 1 undone (refuse), 0 a handler's write lies after ours (keep
+ * ours; see Close).
  */
 RING_API int profbuf__owned_closed(struct profbuf_owned *o, uint64_t h,
 				   uint64_t nh)
 {
-	/* A handler that refused gave its reservation back: we can too. */
-	return profbuf__local_cas(&o->profbuf__head, nh, h);
+	for (;;) {
+		uint64_t cur =
+			__atomic_load_n(&o->profbuf__head, __ATOMIC_RELAXED);
+
+		if ((cur & ~FLAGS) != (nh & ~FLAGS))
+			return 0;
+		if (profbuf__local_cas(&o->profbuf__head, cur,
+				       (h & ~FLAGS) | (cur & COUNTING) |
+					       ((cur | h) & PENDING)))
+			return 1;
+	}
 }
 
 /*
@@ -337,8 +367,7 @@ static int count_loss(struct profbuf_owned *o, int64_t now)
 
 	do
 		h = __atomic_load_n(&o->profbuf__head, __ATOMIC_RELAXED);
-	while (!profbuf__local_cas(&o->profbuf__head, h,
-				   h | COUNTING | PENDING));
+	while (!profbuf__local_cas(&o->profbuf__head, h, h | COUNTING));
 	/* A handler's loss nested in ours leaves COUNTING to us. */
 	mine = !(h & COUNTING);
 	writer_barrier(o);
@@ -351,7 +380,9 @@ static int count_loss(struct profbuf_owned *o, int64_t now)
 		rc = -ENOSPC;
 	}
 	/*
-	 * PENDING again (a handler's overflow record may have taken the
+	 * PENDING if counted (set only now: a refusal leaves head as it
+	 * was, so that the write it interrupted can still undo its
+	 * reservation; a handler's overflow record may also have taken the
 	 * flag before our add), and COUNTING cleared if ours.  Release:
 	 * pairs with the reader's acquire load of head: lost is final when
 	 * COUNTING is seen clear.
@@ -463,16 +494,16 @@ static int take_space(struct profbuf_owned *o, uint32_t len, int64_t now,
 		ring_perturb();
 		if (!profbuf__local_cas(&o->profbuf__head, h, sp->nh))
 			continue;
+		writer_barrier(o);
+		if (__atomic_load_n(&o->profbuf__closed, __ATOMIC_RELAXED) &&
+		    profbuf__owned_closed(o, h, sp->nh))
+			return -ESHUTDOWN;
 		/*
 		 * Losses a handler counted between our look and our CAS
 		 * (its flags gone again by then): say them next time.
 		 */
 		if ((h & PENDING) && !sp->ovf && unsaid(o))
 			set_pending(o);
-		writer_barrier(o);
-		if (__atomic_load_n(&o->profbuf__closed, __ATOMIC_RELAXED) &&
-		    profbuf__owned_closed(o, h, sp->nh))
-			return -ESHUTDOWN;
 		if (skip)
 			o->profbuf__data[pos] = 0; /* the rewind marker */
 		sp->at = (pos + skip) & (size - 1);
@@ -618,17 +649,8 @@ RING_API int(profbuf_owned_write)(struct profbuf_owned *o, const void *tag,
 
 /* ---- owners ---------------------------------------------------------- */
 
-static uint32_t my_tid(void)
-{
-	int saved = errno;
-	uint32_t tid = (uint32_t)syscall(SYS_gettid);
-
-	errno = saved;
-	return tid;
-}
-
 /* Claim @o, seen owned by @seen, for @tid (see Owners). */
-static bool take(struct profbuf_owned *o, uint32_t seen, uint32_t tid)
+static bool take(struct profbuf_owned *o, uint64_t seen, uint64_t tid)
 {
 	/* Acquire: pairs with unclaim's release store of the owner. */
 	return __atomic_compare_exchange_n(&o->profbuf__owner, &seen, tid, 0,
@@ -654,15 +676,19 @@ static bool in_progress(struct profbuf_owned *o)
 		       __atomic_load_n(&o->profbuf__pub, __ATOMIC_ACQUIRE);
 }
 
-/* Has @o's owner exited, outside any write of its? */
-static bool owner_gone(struct profbuf_owned *o, uint32_t owner)
+/*
+ * Has @o's owner exited, outside any write of its?  Gone first: then
+ * its words are final when we look.
+ */
+static bool owner_gone(struct profbuf_owned *o, uint64_t owner)
 {
-	return owner && !in_progress(o) && ring_grace_thread_gone((pid_t)owner);
+	return owner && ring_grace_thread_gone(ring_grace_owner_tid(owner)) &&
+	       !in_progress(o);
 }
 
 struct profbuf_owned *pbo_claim(struct profbuf_owned *rings, uint32_t n)
 {
-	uint32_t tid = my_tid();
+	uint64_t tid = ring_grace_token();
 
 	/* Relaxed: a hint; take() decides. */
 	for (uint32_t i = 0; i < n; i++)
@@ -675,7 +701,7 @@ struct profbuf_owned *pbo_claim(struct profbuf_owned *rings, uint32_t n)
 		    take(&rings[i], 0, tid))
 			return &rings[i];
 	for (uint32_t i = 0; i < n; i++) {
-		uint32_t owner = __atomic_load_n(&rings[i].profbuf__owner,
+		uint64_t owner = __atomic_load_n(&rings[i].profbuf__owner,
 						 __ATOMIC_RELAXED);
 
 		if (owner_gone(&rings[i], owner) && take(&rings[i], owner, tid))
@@ -686,8 +712,8 @@ struct profbuf_owned *pbo_claim(struct profbuf_owned *rings, uint32_t n)
 
 RING_API int profbuf_group_unclaim(struct profbuf_owned *o)
 {
-	if (!o ||
-	    __atomic_load_n(&o->profbuf__owner, __ATOMIC_RELAXED) != my_tid())
+	if (!o || __atomic_load_n(&o->profbuf__owner, __ATOMIC_RELAXED) !=
+			  ring_grace_token())
 		return -EINVAL;
 	if (in_progress(o))
 		return -EBUSY;
@@ -722,6 +748,8 @@ int pbo_init(struct profbuf_owned *o, struct pbo_reader *st, size_t hdrsize,
 	o->profbuf__hdrsize = (uint32_t)hdrsize;
 	o->profbuf__data_len = (uint32_t)words;
 	o->profbuf__tag_len = (uint32_t)tags;
+	/* A child of fork() gets new tokens (pbo_after_fork()). */
+	ring_grace_setup();
 	o->profbuf__fence = pbo_writers_fence();
 	o->profbuf__inline_hdrsize = o->profbuf__fence ? 0 : (uint32_t)hdrsize;
 	o->profbuf__wake = wake;
@@ -760,16 +788,26 @@ void pbo_disarm(struct profbuf_owned *o)
 
 /*
  * pbo_pending() - after pbo_arm() and pbo_barrier(): has the ring
- * anything for a read, so that the reader must not sleep?  A close with
- * a write in progress is not: that write's end wakes the reader.
+ * anything for a read, or is it closed (wait_step() then polls while a
+ * write is in progress), so that the reader must not sleep?
  */
 bool pbo_pending(struct profbuf_owned *o, const struct pbo_reader *st)
 {
 	/* Acquire: pairs with the release store of pub and of closed. */
 	return __atomic_load_n(&o->profbuf__pub, __ATOMIC_ACQUIRE) !=
 		       st->r_next ||
-	       (__atomic_load_n(&o->profbuf__closed, __ATOMIC_ACQUIRE) &&
-		!in_progress(o));
+	       __atomic_load_n(&o->profbuf__closed, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * pbo_closing() - closed, with a write still in progress: the reader
+ * polls (a write that ends refused, or an owner that died inside a
+ * write, wakes nobody).
+ */
+bool pbo_closing(struct profbuf_owned *o)
+{
+	return __atomic_load_n(&o->profbuf__closed, __ATOMIC_ACQUIRE) &&
+	       in_progress(o);
 }
 
 /*
@@ -779,10 +817,10 @@ bool pbo_pending(struct profbuf_owned *o, const struct pbo_reader *st)
  */
 static bool owner_died_writing(struct profbuf_owned *o)
 {
-	uint32_t owner = __atomic_load_n(&o->profbuf__owner, __ATOMIC_RELAXED);
+	uint64_t owner = __atomic_load_n(&o->profbuf__owner, __ATOMIC_RELAXED);
 	uint64_t p, h;
 
-	if (!owner || !ring_grace_thread_gone((pid_t)owner))
+	if (!owner || !ring_grace_thread_gone(ring_grace_owner_tid(owner)))
 		return false;
 	p = __atomic_load_n(&o->profbuf__pub, __ATOMIC_ACQUIRE);
 	h = __atomic_load_n(&o->profbuf__head, __ATOMIC_RELAXED);
@@ -799,7 +837,11 @@ static int read_end(struct profbuf_owned *o, struct pbo_reader *st,
 	uint64_t c;
 
 	if (!st->fenced) {
-		pbo_barrier(o->profbuf__fence);
+		if (!pbo_barrier(o->profbuf__fence)) {
+			struct timespec ms = { 0, 1000000 };
+
+			nanosleep(&ms, NULL);
+		}
 		st->fenced = true;
 	}
 	if (in_progress(o) && !owner_died_writing(o))
@@ -908,7 +950,7 @@ int pbo_read(struct profbuf_owned *o, struct pbo_reader *st,
 int pbo_after_fork(struct profbuf_owned *o, struct pbo_reader *st)
 {
 	uint64_t h = o->profbuf__head & ~FLAGS;
-	int dropped = (int)((o_tag(h) - o_tag(st->r_next)) & OWNED_TAG_MASK);
+	int dropped = (int)((o_tag(h) - o_tag(st->read_to)) & OWNED_TAG_MASK);
 
 	o->profbuf__head = h;
 	o->profbuf__pub = h;
@@ -916,7 +958,8 @@ int pbo_after_fork(struct profbuf_owned *o, struct pbo_reader *st)
 	o->profbuf__sleeping = 0;
 	o->profbuf__said = o->profbuf__lost;
 	st->r_next = h;
+	st->read_to = h;
 	if (o->profbuf__owner)
-		o->profbuf__owner = my_tid();
+		o->profbuf__owner = ring_grace_token();
 	return dropped;
 }

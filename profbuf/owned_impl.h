@@ -14,13 +14,16 @@
 
 /*
  * struct pbo_reader - the reader's own state of one owned ring.
- * @r_next:  packed counts up to where the last read returned
+ * @r_next:  packed counts up to where the last read of the ring got
+ * @read_to: ... up to where the group returned its records (a run read
+ *           and stashed is not returned yet)
  * @ovf:     a synthesized last overflow record (3 + hdrsize words)
  * @ovf_tag: its tag, NULL
  * @fenced:  close seen, and the membarrier(2) after it done
  */
 struct pbo_reader {
 	uint64_t r_next;
+	uint64_t read_to;
 	uint64_t *ovf;
 	const void *ovf_tag;
 	bool fenced;
@@ -37,8 +40,9 @@ int pbo_read(struct profbuf_owned *o, struct pbo_reader *st,
 void pbo_close(struct profbuf_owned *o);
 void pbo_arm(struct profbuf_owned *o);
 void pbo_disarm(struct profbuf_owned *o);
-void pbo_barrier(bool fence);
+bool pbo_barrier(bool fence);
 bool pbo_pending(struct profbuf_owned *o, const struct pbo_reader *st);
+bool pbo_closing(struct profbuf_owned *o);
 int pbo_after_fork(struct profbuf_owned *o, struct pbo_reader *st);
 struct profbuf_owned *pbo_claim(struct profbuf_owned *rings, uint32_t n);
 

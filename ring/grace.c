@@ -134,6 +134,16 @@ static struct ring_grace_slot *cache(struct ring_grace *g,
 	return slot;
 }
 
+void ring_grace_setup(void)
+{
+	pthread_once(&atfork_once, grace_once);
+}
+
+uint64_t ring_grace_token(void)
+{
+	return my_token();
+}
+
 /*
  * Claim @slot, seen holding @seen (0, a tombstone or a dead owner), for
  * @token.  A failed CAS that finds @token: a signal handler on this thread

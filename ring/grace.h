@@ -126,6 +126,20 @@ int ring_grace_init(struct ring_grace *g, uint32_t nslots, bool reclaim);
 /* True if thread @tid of this process has exited.  Async-signal-safe. */
 bool ring_grace_thread_gone(pid_t tid);
 
+/*
+ * The calling thread's owner token: its tid and a nonce no other thread
+ * of the process had (a thread that reuses a dead one's tid gets another
+ * token).  Made on first use; async-signal-safe.
+ */
+uint64_t ring_grace_token(void);
+
+/*
+ * Register the fork handler that gives the child's thread a new token
+ * (done by ring_grace_init(); for other users of ring_grace_token()).
+ * Not async-signal-safe.
+ */
+void ring_grace_setup(void);
+
 /* A live owner token (not 0, not a tombstone)? */
 static inline bool ring_grace_owned(uint64_t owner)
 {

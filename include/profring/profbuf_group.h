@@ -187,9 +187,18 @@ int profbuf_group_after_fork(struct profbuf_group *g, int64_t now);
  * before the ring's EOF.
  *
  * What a writer waits for: nothing.  What the reader waits for: a write
- * in progress at close (it sleeps; the write's end wakes it).  It sleeps
- * after a membarrier(2) (Linux 4.14; where it is refused, the owners'
- * writes take a fence instead, and say so in nothing but their cost).
+ * in progress at close (it polls, up to 1 ms apart, until the write
+ * ends).  It sleeps after a membarrier(2) (Linux 4.14); where that is
+ * refused when the group is made, the owners' writes take a fence
+ * instead and always go through the library (correct, slower).  If it
+ * is refused later (a seccomp filter installed since), the reader polls,
+ * and at close waits 1 ms for writes already past their check of it: a
+ * write preempted for longer at that point may then be lost uncounted.
+ *
+ * A thread that exits inside a write (pthread_exit() from a signal
+ * handler) leaves that write's records unpublished: at close the reader
+ * counts each record it reserved as one lost write (an overflow record
+ * among them counts as one).
  */
 
 /* The most owned rings a group has. */
@@ -221,9 +230,13 @@ size_t profbuf_group_nowned(const struct profbuf_group *g);
  * owns, else a free one (never owned, or given back, or whose owner
  * thread has exited), claimed.
  *
- * Async-signal-safe, lock-free (one CAS per ring tried, and a gettid()
- * system call); errno preserved.  Keep the pointer: it is this thread's
+ * Async-signal-safe, lock-free: a CAS per ring tried (the thread's
+ * token, its tid and a nonce, is made once per thread with gettid(2));
+ * when every ring is taken, a tgkill(2) per ring to find an owner that
+ * has exited.  errno preserved.  Keep the pointer: it is this thread's
  * until profbuf_group_unclaim().  Its signal handlers may use it too.
+ * After fork(), profbuf_group_after_fork() gives every ring owned at the
+ * fork to the child's thread (the others do not exist there).
  *
  * Return: the ring, or NULL for a NULL @g, a group without owned rings,
  * or all taken (write profbuf_group_mine() then).
@@ -233,6 +246,9 @@ struct profbuf_owned *profbuf_group_claim(struct profbuf_group *g);
 /**
  * profbuf_group_unclaim() - give the ring back (the owner thread, with
  * no write of its own in progress on it); what it wrote is still read.
+ * Its signal handlers must not write it after this: block their signals
+ * or take the pointer from them first (a second thread writing it would
+ * break it).
  *
  * Return: 0, -EINVAL (NULL, or not owned by the calling thread), -EBUSY
  * (a write in progress).

@@ -59,10 +59,10 @@ struct profbuf_owned {
 	uint32_t profbuf__tag_len; /* power of two */
 	uint32_t profbuf__fence; /* no membarrier(2): the writer fences */
 	uint32_t profbuf__inline_hdrsize; /* 0 with @fence: no fast path */
-	uint32_t profbuf__owner; /* the owner's tid, 0 if none */
-	uint32_t *profbuf__wake; /* the group's futex word */
 	uint32_t profbuf__index; /* in its group */
-	uint32_t profbuf__pad3[5];
+	uint64_t profbuf__owner; /* the owner's token (tid, nonce), 0: none */
+	uint32_t *profbuf__wake; /* the group's futex word */
+	uint64_t profbuf__pad3[2];
 } __attribute__((aligned(64)));
 
 #define PROFBUF__OWNED_COUNTING ((uint64_t)1 << 32)
@@ -226,7 +226,9 @@ profbuf__owned_commit_fast(struct profbuf_owned_resv *rv, size_t nstk)
 	struct profbuf_owned *o = rv->profbuf__o;
 	uint64_t end = rv->profbuf__end & ~PROFBUF__OWNED_OUTER;
 
-	if (__builtin_expect(!o || nstk != rv->nstk, 0))
+	/* inline_hdrsize 0: the writers fence: the library commits. */
+	if (__builtin_expect(
+		    !o || nstk != rv->nstk || !o->profbuf__inline_hdrsize, 0))
 		return 1;
 	rv->profbuf__o = (struct profbuf_owned *)0;
 	if (!(rv->profbuf__end & PROFBUF__OWNED_OUTER))
