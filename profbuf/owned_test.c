@@ -378,7 +378,7 @@ static void reader_start(struct reader *rd, struct profbuf_group *g,
 
 /*
  * reader_join() - join a reader after close and after every writer
- * ended.  Nothing is left that could delay its EOF: one still asleep 2 s
+ * ended.  Nothing is left that could delay its EOF: one still asleep 5 s
  * later missed its wakeup; it is then woken by SIGUSR2 (EINTR) so that
  * the test ends.  Return: true if it was stuck so.
  */
@@ -388,10 +388,10 @@ static bool reader_join(struct reader *rd)
 
 	for (int i = 0; !atomic_load(&rd->done); i++) {
 		stress_sleep_ns(1000000);
-		if (i == 2000)
-			fprintf(stderr, "  reader asleep 2 s after the last "
+		if (i == 5000)
+			fprintf(stderr, "  reader asleep 5 s after the last "
 					"writer ended: waking it (SIGUSR2)\n");
-		if (i >= 2000) {
+		if (i >= 5000) {
 			stuck = true;
 			pthread_kill(rd->t, SIGUSR2);
 		}
@@ -1429,7 +1429,7 @@ static void *pingpong_reader(void *arg)
 
 /*
  * Write and wait for the read, over and over (for 0.5 s at most): no
- * wakeup is lost, or the game stops; a reader not done 2 s after a
+ * wakeup is lost, or the game stops; a reader not done 5 s after a
  * write is stuck (FAIL), woken by SIGUSR2 to go on.
  */
 static void pingpong(bool fence)
@@ -1453,11 +1453,11 @@ static void pingpong(bool fence)
 		KT_CHECK_EQ(ow_put(&w, (int)(w.seq % 4)), 0);
 		for (int i = 0; atomic_load(&pp.got) < w.ok; i++) {
 			sched_yield();
-			if ((i & 1023) || stress_now_ns() - t0 < 2000000000u)
+			if ((i & 1023) || stress_now_ns() - t0 < 5000000000u)
 				continue;
 			if (!stuck++)
 				fprintf(stderr,
-					"  reader asleep 2 s after "
+					"  reader asleep 5 s after "
 					"write %llu: waking it\n",
 					(unsigned long long)w.seq - 1);
 			pthread_kill(pp.t, SIGUSR2);
