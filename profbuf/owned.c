@@ -640,7 +640,8 @@ RING_API int(profbuf_owned_write)(struct profbuf_owned *o, const void *tag,
 		return -EINVAL;
 	rc = reserve(o, tag, now, hdr, nhdr, nstk, &rv);
 	if (!rc) {
-		memcpy(rv.stk, stk, nstk * sizeof(*stk));
+		if (nstk)
+			memcpy(rv.stk, stk, nstk * sizeof(*stk));
 		rc = (profbuf_owned_commit)(&rv, nstk);
 	}
 	errno = saved;
@@ -824,7 +825,10 @@ static bool owner_died_writing(struct profbuf_owned *o)
 		return false;
 	p = __atomic_load_n(&o->profbuf__pub, __ATOMIC_ACQUIRE);
 	h = __atomic_load_n(&o->profbuf__head, __ATOMIC_RELAXED);
-	o->profbuf__lost += (o_tag(h) - o_tag(p)) & OWNED_TAG_MASK;
+	__atomic_store_n(&o->profbuf__lost,
+			 __atomic_load_n(&o->profbuf__lost, __ATOMIC_RELAXED) +
+				 ((o_tag(h) - o_tag(p)) & OWNED_TAG_MASK),
+			 __ATOMIC_RELAXED);
 	__atomic_store_n(&o->profbuf__head, p, __ATOMIC_RELAXED);
 	return true;
 }
@@ -834,7 +838,7 @@ static int read_end(struct profbuf_owned *o, struct pbo_reader *st,
 		    struct profbuf_read *out)
 {
 	uint32_t hs = o->profbuf__hdrsize;
-	uint64_t c;
+	uint64_t c, lost;
 
 	if (!st->fenced) {
 		if (!pbo_barrier(o->profbuf__fence)) {
@@ -852,12 +856,18 @@ static int read_end(struct profbuf_owned *o, struct pbo_reader *st,
 		    st->r_next)
 		return 0;
 	/* The owner is done for good: its words are final. */
-	c = o->profbuf__lost - o->profbuf__said;
+	/*
+	 * Relaxed: final (the acquire loads above); a refused write still
+	 * reads said (take_space()), so our store is an atomic one.
+	 */
+	lost = __atomic_load_n(&o->profbuf__lost, __ATOMIC_RELAXED);
+	c = lost - __atomic_load_n(&o->profbuf__said, __ATOMIC_RELAXED);
 	if (!c)
 		return 2;
-	o->profbuf__said = o->profbuf__lost;
+	__atomic_store_n(&o->profbuf__said, lost, __ATOMIC_RELAXED);
 	st->ovf[0] = 3 + hs;
-	st->ovf[1] = (uint64_t)o->profbuf__lost_time;
+	st->ovf[1] = (uint64_t)__atomic_load_n(&o->profbuf__lost_time,
+					       __ATOMIC_RELAXED);
 	memset(st->ovf + 2, 0, hs * sizeof(uint64_t));
 	st->ovf[2 + hs] = c;
 	st->ovf_tag = NULL;
