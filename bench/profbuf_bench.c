@@ -53,10 +53,13 @@
  * profbuf_call is the same buffer written through the library's symbol,
  * as a binary built without the inline path (C++, PROFRING_NO_INLINE, or
  * before it existed) writes: its row says what the inline path saves.
- * profbuf_resv is the same buffer written in place: profbuf_reserve()
- * (which stores the length, time, header and tag), the stack copied into
- * the reserved slots as ck_spsc_resv copies it, profbuf_commit(); its row
- * is against ck_spsc_resv, goal <= 1.3 (issue 32).
+ * owned_resv is a record written in place into a ring the writing thread
+ * owns (profbuf_group_claim(), profbuf/owned.c: no locked instruction):
+ * profbuf_owned_reserve() (which stores the length, time, header and
+ * tag), the stack copied into the reserved slots as ck_spsc_resv copies
+ * it, profbuf_owned_commit(); its row is against ck_spsc_resv, goal <= 1.3
+ * (issue 32).  profbuf_resv is the same in place write into a profbuf
+ * (any number of writers: one locked CAS), an information row.
  */
 #include <errno.h>
 #include <stdatomic.h>
