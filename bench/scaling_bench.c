@@ -72,16 +72,17 @@
  *    to a group (<profring/profbuf_group.h>) of one ring per CPU, each
  *    of the single profbuf's size, read with profbuf_group_read()
  *    (blocking): every writer thread has a ring of its own while W <=
- *    CPUs.  Rows "group Ww 34w": against profbuf at the same W (info),
- *    and against profbuf with one writer (issue 32's goal for W >= 2:
- *    the group delivers at least one writer's rate).
+ *    CPUs.  Rows "group Ww 34w": against profbuf at the same W, and
+ *    against profbuf with one writer (info both).
  *  - profbuf_owned: the same records written with profbuf_owned_write()
  *    to a group made by profbuf_group_new_owned() with one owned ring
  *    per writer (and one shared ring), each of the single profbuf's
  *    size: each writer thread claims one (profbuf_group_claim(), before
  *    the start) and writes it with no locked instruction; read with
  *    profbuf_group_read() (blocking).  Rows "owned Ww 34w": against the
- *    group at the same W, and against profbuf with one writer (info).
+ *    group at the same W (info), and against profbuf with one writer
+ *    (issue 32's goal for W >= 2: per-thread rings deliver at least one
+ *    writer's rate).
  *  - drain: memcpy of the same number of words from a prefilled array of
  *    the ring's size to a destination of the same size.  profbuf's reader
  *    does this copy and the read protocol on top; info.
