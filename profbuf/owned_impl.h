@@ -13,6 +13,39 @@
 #include <profring/profbuf_group.h>
 
 /*
+ * The packed counts (owned.c, State): data words in bits 0-31, records
+ * in bits 34-63; head's flags.
+ */
+#define OWNED_TAG_SHIFT 34
+#define OWNED_TAG_MASK ((1u << 30) - 1)
+/*
+ * A void record: PB_PAD_MARK | OWNED_VOID | its words, in place of an
+ * overflow record left with nothing to count (see Write, step 4): the
+ * reader steps over its words and its tag slot.
+ */
+#define OWNED_VOID ((uint64_t)1 << 62)
+#define OWNED_MARKS (PB_PAD_MARK | OWNED_VOID)
+
+static inline uint32_t o_data(uint64_t x)
+{
+	return (uint32_t)x;
+}
+
+static inline uint32_t o_tag(uint64_t x)
+{
+	return (uint32_t)(x >> OWNED_TAG_SHIFT);
+}
+
+static inline uint64_t o_make(uint32_t data, uint32_t tag)
+{
+	return (uint64_t)(tag & OWNED_TAG_MASK) << OWNED_TAG_SHIFT | data;
+}
+
+#define OW_COUNTING PROFBUF__OWNED_COUNTING
+#define OW_PENDING PROFBUF__OWNED_PENDING
+#define OW_FLAGS PROFBUF__OWNED_FLAGS
+
+/*
  * struct pbo_reader - the reader's own state of one owned ring.
  * @r_next:  packed counts up to where the last read of the ring got
  * @read_to: ... up to where the group returned its records (a run read
@@ -33,6 +66,7 @@ int pbo_init(struct profbuf_owned *o, struct pbo_reader *st, size_t hdrsize,
 	     size_t bufwords, size_t ntags, uint32_t *wake, uint32_t index);
 void pbo_fini(struct profbuf_owned *o, struct pbo_reader *st);
 bool pbo_writers_fence(void);
+void pbo_wake(struct profbuf_owned *o);
 
 /* Return: 1 records in @out, 0 nothing now, 2 EOF, -EIO. */
 int pbo_read(struct profbuf_owned *o, struct pbo_reader *st,
