@@ -77,7 +77,10 @@ for build in "$@"; do
 		fi
 		per=$((seconds / n)); [ "$per" -lt 1 ] && per=1
 		scenarios "$name" | head -n "$n" | while read -r args; do
-			out=$("$prog" --seconds "$per" $args 2>&1)
+			# A hang (a reader that never wakes) fails the run
+			# instead of holding CI: ten times its time, and a minute.
+			out=$(timeout -k 5 $((per * 10 + 60)) \
+				"$prog" --seconds "$per" $args 2>&1)
 			line=$(printf '%s\n' "$out" | tail -n 1)
 			echo "$line"
 			v=$(field violations "$line")
