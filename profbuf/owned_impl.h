@@ -12,6 +12,8 @@
 #include <profring/profbuf.h>
 #include <profring/profbuf_group.h>
 
+#include "profbuf/profbuf_impl.h" /* PB_PAD_MARK, in OWNED_MARKS */
+
 /*
  * The packed counts (owned.c, State): data words in bits 0-31, records
  * in bits 34-63; head's flags.
