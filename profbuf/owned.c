@@ -148,7 +148,6 @@
  */
 #include <errno.h>
 #include <linux/membarrier.h>
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -175,27 +174,14 @@ static inline void local_add(uint64_t *p, uint64_t v)
 
 /* ---- membarrier ------------------------------------------------------ */
 
-static pthread_once_t memb_once = PTHREAD_ONCE_INIT;
-static bool have_memb;
-
-static void memb_register(void)
-{
-	int saved = errno;
-
-	have_memb =
-		syscall(SYS_membarrier,
-			MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-	errno = saved;
-}
-
 /* Tests: pretend membarrier(2) is missing (profbuf/owned_test.c). */
 bool profbuf_owned_test_no_membarrier;
 
 /* Do owned rings made now need their writers to fence? */
 bool pbo_writers_fence(void)
 {
-	pthread_once(&memb_once, memb_register);
-	return !have_memb || profbuf_owned_test_no_membarrier;
+	/* The registration ring/grace.c makes for its grace periods. */
+	return !ring_grace_membarrier() || profbuf_owned_test_no_membarrier;
 }
 
 /*

@@ -139,6 +139,12 @@ void ring_grace_setup(void)
 	pthread_once(&atfork_once, grace_once);
 }
 
+bool ring_grace_membarrier(void)
+{
+	ring_grace_setup();
+	return have_membarrier;
+}
+
 uint64_t ring_grace_token(void)
 {
 	return my_token();

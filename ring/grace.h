@@ -140,6 +140,12 @@ uint64_t ring_grace_token(void);
  */
 void ring_grace_setup(void);
 
+/*
+ * Is membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) registered for this
+ * process (ring_grace_setup() tries, once)?  Not async-signal-safe.
+ */
+bool ring_grace_membarrier(void);
+
 /* A live owner token (not 0, not a tombstone)? */
 static inline bool ring_grace_owned(uint64_t owner)
 {
